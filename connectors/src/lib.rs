@@ -1,0 +1,3 @@
+//! tsfiled's sources: payload parsers (IoTDB JSON, InfluxDB line protocol) and the
+//! connectors that turn their input into normalized device/measurement batches.
+//! Nothing here knows TsFile bytes.

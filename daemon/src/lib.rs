@@ -1,0 +1,1 @@
+//! The tsfiled daemon: durable intake, rolling TsFile writer, HTTP push, metrics.

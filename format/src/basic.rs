@@ -1,0 +1,349 @@
+//! The typed core: data types, encodings, compression codecs and values.
+//!
+//! Codes are the `i16` values the 0.10 format stores (spec §1.4).
+
+use crate::errors::{Error, Result};
+use std::fmt;
+use std::str::FromStr;
+
+macro_rules! code_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident = $code:expr),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[allow(non_camel_case_types)]
+        pub enum $name { $($(#[$vm])* $var),+ }
+
+        impl $name {
+            /// Every variant, in code order.
+            pub const ALL: &'static [$name] = &[$($name::$var),+];
+
+            /// The code stored in the file.
+            pub fn code(self) -> i16 {
+                match self { $($name::$var => $code),+ }
+            }
+
+            /// The variant for a stored code, if any.
+            pub fn from_code(code: i16) -> Option<Self> {
+                match code { $($code => Some($name::$var),)+ _ => None }
+            }
+
+            /// The upper-case name used by IoTDB (`"INT64"`, `"TS_2DIFF"`, ...).
+            pub fn name(self) -> &'static str {
+                match self { $($name::$var => stringify!($var)),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                let upper = s.trim().to_ascii_uppercase();
+                $(if upper == stringify!($var) { return Ok($name::$var); })+
+                Err(Error::invalid(format!(
+                    concat!("unknown ", stringify!($name), " {:?} (expected one of {})"),
+                    s,
+                    [$(stringify!($var)),+].join(", ")
+                )))
+            }
+        }
+    };
+}
+
+code_enum!(
+    /// The data type of a series (`TSDataType`).
+    DataType {
+        /// `true`/`false`.
+        BOOLEAN = 0,
+        /// 32-bit signed integer.
+        INT32 = 1,
+        /// 64-bit signed integer.
+        INT64 = 2,
+        /// IEEE-754 single precision.
+        FLOAT = 3,
+        /// IEEE-754 double precision.
+        DOUBLE = 4,
+        /// Byte string (UTF-8 by convention).
+        TEXT = 5,
+    }
+);
+
+code_enum!(
+    /// A value encoding (`TSEncoding`). Only PLAIN, RLE, TS_2DIFF, GORILLA and REGULAR
+    /// are produced or accepted; the others exist as codes only.
+    Encoding {
+        /// Fixed-width big-endian values.
+        PLAIN = 0,
+        /// Declared by 0.10 but refused by its writer.
+        PLAIN_DICTIONARY = 1,
+        /// RLE / bit-packing hybrid.
+        RLE = 2,
+        /// Declared by 0.10 but refused by its writer.
+        DIFF = 3,
+        /// Delta-of-delta blocks of 128.
+        TS_2DIFF = 4,
+        /// Declared by 0.10 but refused by its writer.
+        BITMAP = 5,
+        /// Gorilla XOR encoding (0.10 variant).
+        GORILLA = 6,
+        /// Arithmetic progressions.
+        REGULAR = 7,
+    }
+);
+
+code_enum!(
+    /// A page compression codec (`CompressionType`). Only UNCOMPRESSED and SNAPPY exist
+    /// in 0.10; the other codes are refused.
+    Compression {
+        /// Page bodies stored as they are.
+        UNCOMPRESSED = 0,
+        /// Raw Snappy blocks.
+        SNAPPY = 1,
+        /// Declared, not supported by 0.10.
+        GZIP = 2,
+        /// Declared, not supported by 0.10.
+        LZO = 3,
+        /// Declared, not supported by 0.10.
+        SDT = 4,
+        /// Declared, not supported by 0.10.
+        PAA = 5,
+        /// Declared, not supported by 0.10.
+        PLA = 6,
+    }
+);
+
+impl Encoding {
+    /// Whether the 0.10 writer accepts this encoding for `data_type`
+    /// (`TSEncodingBuilder`, conformance README "Encodings the 0.10 writer accepts").
+    pub fn supports(self, data_type: DataType) -> bool {
+        use DataType::*;
+        use Encoding::*;
+        matches!(
+            (self, data_type),
+            (PLAIN, _)
+                | (RLE, BOOLEAN | INT32 | INT64 | FLOAT | DOUBLE)
+                | (TS_2DIFF, INT32 | INT64 | FLOAT | DOUBLE)
+                | (GORILLA, FLOAT | DOUBLE)
+                | (REGULAR, INT32 | INT64)
+        )
+    }
+
+    /// Returns an error unless the 0.10 writer accepts this pair.
+    pub fn check(self, data_type: DataType) -> Result<()> {
+        if self.supports(data_type) {
+            Ok(())
+        } else if matches!(
+            self,
+            Encoding::PLAIN_DICTIONARY | Encoding::DIFF | Encoding::BITMAP
+        ) {
+            Err(Error::unsupported(format!(
+                "encoding {self} is declared by TsFile 0.10 but its writer does not implement it"
+            )))
+        } else {
+            Err(Error::unsupported(format!(
+                "encoding {self} cannot encode {data_type} (TsFile 0.10 accepts {})",
+                Encoding::ALL
+                    .iter()
+                    .filter(|e| e.supports(data_type))
+                    .map(|e| e.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+        }
+    }
+}
+
+impl Compression {
+    /// Whether 0.10 implements this codec.
+    pub fn is_supported(self) -> bool {
+        matches!(self, Compression::UNCOMPRESSED | Compression::SNAPPY)
+    }
+
+    /// Returns an error unless 0.10 implements this codec.
+    pub fn check(self) -> Result<()> {
+        if self.is_supported() {
+            Ok(())
+        } else {
+            Err(Error::unsupported(format!(
+                "compression {self} is not supported by TsFile 0.10 (use UNCOMPRESSED or SNAPPY)"
+            )))
+        }
+    }
+}
+
+impl DataType {
+    /// Size in bytes of the serialized statistics of this type, without TEXT payloads.
+    pub fn fixed_statistics_size(self) -> usize {
+        match self {
+            DataType::BOOLEAN => 26,
+            DataType::INT32 | DataType::FLOAT => 48,
+            DataType::INT64 | DataType::DOUBLE => 64,
+            DataType::TEXT => 32,
+        }
+    }
+}
+
+/// One value of a series.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// BOOLEAN value.
+    Boolean(bool),
+    /// INT32 value.
+    Int32(i32),
+    /// INT64 value.
+    Int64(i64),
+    /// FLOAT value.
+    Float(f32),
+    /// DOUBLE value.
+    Double(f64),
+    /// TEXT value (raw bytes; UTF-8 by convention).
+    Text(Vec<u8>),
+}
+
+impl Value {
+    /// The data type this value belongs to.
+    pub fn data_type(&self) -> DataType {
+        match self {
+            Value::Boolean(_) => DataType::BOOLEAN,
+            Value::Int32(_) => DataType::INT32,
+            Value::Int64(_) => DataType::INT64,
+            Value::Float(_) => DataType::FLOAT,
+            Value::Double(_) => DataType::DOUBLE,
+            Value::Text(_) => DataType::TEXT,
+        }
+    }
+
+    /// Bitwise equality (NaN equals NaN with the same bits; 0.0 differs from -0.0).
+    pub fn bit_eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
+            (Value::Double(a), Value::Double(b)) => a.to_bits() == b.to_bits(),
+            (a, b) => a == b,
+        }
+    }
+}
+
+/// The values of one column, typed. Used by the tablet API and by page decoding.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Column {
+    /// BOOLEAN values.
+    Boolean(Vec<bool>),
+    /// INT32 values.
+    Int32(Vec<i32>),
+    /// INT64 values.
+    Int64(Vec<i64>),
+    /// FLOAT values.
+    Float(Vec<f32>),
+    /// DOUBLE values.
+    Double(Vec<f64>),
+    /// TEXT values.
+    Text(Vec<Vec<u8>>),
+}
+
+impl Column {
+    /// An empty column of the given type.
+    pub fn new(data_type: DataType) -> Self {
+        match data_type {
+            DataType::BOOLEAN => Column::Boolean(Vec::new()),
+            DataType::INT32 => Column::Int32(Vec::new()),
+            DataType::INT64 => Column::Int64(Vec::new()),
+            DataType::FLOAT => Column::Float(Vec::new()),
+            DataType::DOUBLE => Column::Double(Vec::new()),
+            DataType::TEXT => Column::Text(Vec::new()),
+        }
+    }
+
+    /// The column's data type.
+    pub fn data_type(&self) -> DataType {
+        match self {
+            Column::Boolean(_) => DataType::BOOLEAN,
+            Column::Int32(_) => DataType::INT32,
+            Column::Int64(_) => DataType::INT64,
+            Column::Float(_) => DataType::FLOAT,
+            Column::Double(_) => DataType::DOUBLE,
+            Column::Text(_) => DataType::TEXT,
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Column::Boolean(v) => v.len(),
+            Column::Int32(v) => v.len(),
+            Column::Int64(v) => v.len(),
+            Column::Float(v) => v.len(),
+            Column::Double(v) => v.len(),
+            Column::Text(v) => v.len(),
+        }
+    }
+
+    /// Whether the column holds no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value at `i`, if in range.
+    pub fn get(&self, i: usize) -> Option<Value> {
+        Some(match self {
+            Column::Boolean(v) => Value::Boolean(*v.get(i)?),
+            Column::Int32(v) => Value::Int32(*v.get(i)?),
+            Column::Int64(v) => Value::Int64(*v.get(i)?),
+            Column::Float(v) => Value::Float(*v.get(i)?),
+            Column::Double(v) => Value::Double(*v.get(i)?),
+            Column::Text(v) => Value::Text(v.get(i)?.clone()),
+        })
+    }
+
+    /// Appends a value; errors if its type differs from the column's.
+    pub fn push(&mut self, value: Value) -> Result<()> {
+        match (self, value) {
+            (Column::Boolean(c), Value::Boolean(v)) => c.push(v),
+            (Column::Int32(c), Value::Int32(v)) => c.push(v),
+            (Column::Int64(c), Value::Int64(v)) => c.push(v),
+            (Column::Float(c), Value::Float(v)) => c.push(v),
+            (Column::Double(c), Value::Double(v)) => c.push(v),
+            (Column::Text(c), Value::Text(v)) => c.push(v),
+            (c, v) => {
+                return Err(Error::invalid(format!(
+                    "value of type {} pushed into a {} column",
+                    v.data_type(),
+                    c.data_type()
+                )))
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip() {
+        for t in DataType::ALL {
+            assert_eq!(DataType::from_code(t.code()), Some(*t));
+            assert_eq!(t.name().parse::<DataType>().unwrap(), *t);
+        }
+        assert_eq!(Encoding::TS_2DIFF.code(), 4);
+        assert_eq!(Encoding::REGULAR.code(), 7);
+        assert_eq!(Compression::SNAPPY.code(), 1);
+        assert_eq!("ts_2diff".parse::<Encoding>().unwrap(), Encoding::TS_2DIFF);
+        assert!("zstd".parse::<Compression>().is_err());
+    }
+
+    #[test]
+    fn accepted_matrix() {
+        assert!(Encoding::GORILLA.supports(DataType::DOUBLE));
+        assert!(!Encoding::GORILLA.supports(DataType::INT32));
+        assert!(!Encoding::RLE.supports(DataType::TEXT));
+        assert!(!Encoding::TS_2DIFF.supports(DataType::BOOLEAN));
+        assert!(Encoding::REGULAR.check(DataType::FLOAT).is_err());
+        assert!(Encoding::DIFF.check(DataType::INT32).is_err());
+        assert!(Compression::GZIP.check().is_err());
+    }
+}

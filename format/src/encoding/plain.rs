@@ -1,0 +1,1 @@
+//! PLAIN encoding for every type (spec §6.1).

@@ -1,0 +1,1 @@
+//! REGULAR encoding for INT32/INT64 (spec §6.6).

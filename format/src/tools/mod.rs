@@ -1,0 +1,4 @@
+//! The logic behind the format tools of the `tsfiled` CLI: canonical dump, convert,
+//! sketch, resource print and data-directory overview.
+
+pub mod javafmt;

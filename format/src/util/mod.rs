@@ -1,0 +1,3 @@
+//! Byte-level helpers shared by every layer.
+
+pub mod io;

@@ -1,0 +1,1 @@
+//! End-to-end tests (one binary): modules are added as the daemon grows.
