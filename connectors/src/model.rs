@@ -1,0 +1,197 @@
+//! The normalized data model every source produces.
+//!
+//! A parser turns a payload into [`Record`]s (one device, one timestamp, several
+//! fields) plus [`Rejection`]s for the parts it could not use; good records are never
+//! dropped because of bad ones. Values are untyped here ([`FieldValue`]): the daemon's
+//! schema decides the series' TsFile type.
+
+use std::fmt;
+
+/// Unit of a timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimeUnit {
+    /// Seconds.
+    Seconds,
+    /// Milliseconds (IoTDB's default precision).
+    Millis,
+    /// Microseconds.
+    Micros,
+    /// Nanoseconds.
+    Nanos,
+}
+
+impl TimeUnit {
+    /// Converts `t` from `self` to `target`; `None` when the result overflows i64.
+    /// Conversions to a coarser unit truncate toward negative infinity.
+    pub fn convert(self, t: i64, target: TimeUnit) -> Option<i64> {
+        let (from, to) = (self.nanos_per_unit(), target.nanos_per_unit());
+        if from >= to {
+            t.checked_mul(from / to)
+        } else {
+            Some(t.div_euclid(to / from))
+        }
+    }
+
+    /// Nanoseconds in one unit.
+    pub fn nanos_per_unit(self) -> i64 {
+        match self {
+            TimeUnit::Seconds => 1_000_000_000,
+            TimeUnit::Millis => 1_000_000,
+            TimeUnit::Micros => 1_000,
+            TimeUnit::Nanos => 1,
+        }
+    }
+
+    /// Short name: `s`, `ms`, `us`, `ns`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeUnit::Seconds => "s",
+            TimeUnit::Millis => "ms",
+            TimeUnit::Micros => "us",
+            TimeUnit::Nanos => "ns",
+        }
+    }
+
+    /// Parses `s`, `ms`, `us`, `ns` (also InfluxDB's `u`, `n`).
+    pub fn parse(s: &str) -> Option<TimeUnit> {
+        Some(match s {
+            "s" => TimeUnit::Seconds,
+            "ms" => TimeUnit::Millis,
+            "us" | "u" | "µs" => TimeUnit::Micros,
+            "ns" | "n" => TimeUnit::Nanos,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for TimeUnit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An untyped field value as a payload carries it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldValue {
+    /// A boolean.
+    Bool(bool),
+    /// An integer (JSON integer, line-protocol `i` suffix).
+    Int(i64),
+    /// A floating-point number.
+    Float(f64),
+    /// A string.
+    Text(String),
+}
+
+/// One measurement value of a record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    /// Measurement name (the last path component).
+    pub measurement: String,
+    /// Its value.
+    pub value: FieldValue,
+}
+
+/// All fields of one device at one timestamp.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Device path, e.g. `root.sg.d1`.
+    pub device: String,
+    /// Timestamp in the pipeline's stored precision.
+    pub time: i64,
+    /// Fields (at least one).
+    pub fields: Vec<Field>,
+}
+
+/// Why a part of a payload was rejected. Bounded: used as a metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RejectReason {
+    /// The payload (or a line/row of it) does not parse.
+    Parse,
+    /// A device or measurement name is not a valid path.
+    InvalidPath,
+    /// A value does not fit its series' type.
+    TypeMismatch,
+    /// A timestamp is missing, malformed or overflows after conversion.
+    InvalidTime,
+    /// The payload exceeds a size limit.
+    TooLarge,
+}
+
+impl RejectReason {
+    /// The metric label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            RejectReason::Parse => "parse",
+            RejectReason::InvalidPath => "invalid_path",
+            RejectReason::TypeMismatch => "type_mismatch",
+            RejectReason::InvalidTime => "invalid_time",
+            RejectReason::TooLarge => "too_large",
+        }
+    }
+}
+
+/// A rejected part of a payload, with where it was and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// Where: e.g. `line 3`, `$[2].values[1][4]`, `row 17`.
+    pub location: String,
+    /// The bounded reason.
+    pub reason: RejectReason,
+    /// A human-readable explanation.
+    pub message: String,
+    /// Points lost with it (at least 1 for a value; the whole line's fields for a line).
+    pub points: u64,
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} ({})",
+            self.location,
+            self.message,
+            self.reason.label()
+        )
+    }
+}
+
+/// What a parser produced from one payload.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Batch {
+    /// Good records.
+    pub records: Vec<Record>,
+    /// Rejected parts.
+    pub rejections: Vec<Rejection>,
+}
+
+impl Batch {
+    /// Number of accepted points (fields over all records).
+    pub fn point_count(&self) -> u64 {
+        self.records.iter().map(|r| r.fields.len() as u64).sum()
+    }
+
+    /// Number of rejected points.
+    pub fn rejected_points(&self) -> u64 {
+        self.rejections.iter().map(|r| r.points).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_conversion() {
+        assert_eq!(TimeUnit::Seconds.convert(2, TimeUnit::Millis), Some(2000));
+        assert_eq!(
+            TimeUnit::Nanos.convert(1_999_999, TimeUnit::Millis),
+            Some(1)
+        );
+        assert_eq!(TimeUnit::Nanos.convert(-1, TimeUnit::Millis), Some(-1));
+        assert_eq!(
+            TimeUnit::Seconds.convert(i64::MAX / 10, TimeUnit::Millis),
+            None
+        );
+    }
+}
