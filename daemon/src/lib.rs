@@ -1,1 +1,3 @@
 //! The tsfiled daemon: durable intake, rolling TsFile writer, HTTP push, metrics.
+
+pub mod wal;
