@@ -608,15 +608,14 @@ mod tests {
     use super::*;
     use std::sync::mpsc::Receiver;
 
-    fn start(
-        dir: &Path,
-        opts: Option<WalOptions>,
-    ) -> (
+    type Started = (
         Wal<u32>,
         Receiver<(Lsn, u32)>,
         ReplayReport,
         Vec<ReplayRecord>,
-    ) {
+    );
+
+    fn start(dir: &Path, opts: Option<WalOptions>) -> Started {
         let mut recs = Vec::new();
         let (next, report, disk) = replay(dir, |r| recs.push(r)).unwrap();
         let (tx, rx) = mpsc::channel();
