@@ -1,3 +1,5 @@
 //! The tsfiled daemon: durable intake, rolling TsFile writer, HTTP push, metrics.
 
+pub mod engine;
+pub mod metrics;
 pub mod wal;
