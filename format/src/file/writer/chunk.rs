@@ -70,6 +70,7 @@ impl ChunkWriter {
     }
 
     /// Points in the open page.
+    #[cfg(test)]
     pub(crate) fn page_points(&self) -> i64 {
         self.page_stats.count
     }

@@ -53,6 +53,7 @@ impl JavaHashOrder {
     }
 
     /// Whether no key was inserted since the last clear.
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
