@@ -79,6 +79,8 @@ pub fn get_encoder(
     use DataType::*;
     Ok(match (encoding, data_type) {
         (Encoding::PLAIN, t) => Box::new(plain::PlainEncoder::new(t)),
+        (Encoding::RLE, BOOLEAN | INT32) => Box::new(rle::IntRleEncoder::new()),
+        (Encoding::RLE, INT64) => Box::new(rle::LongRleEncoder::new()),
         (Encoding::TS_2DIFF, INT32) => Box::new(ts2diff::IntDeltaEncoder::new()),
         (Encoding::TS_2DIFF, INT64) => Box::new(ts2diff::LongDeltaEncoder::new()),
         (e, t) => {
@@ -124,6 +126,15 @@ pub fn decode_values(
     encoding.check(data_type)?;
     match (encoding, out) {
         (Encoding::PLAIN, out) => plain::decode(data, count, out),
+        (Encoding::RLE, Column::Boolean(v)) => {
+            rle::decode_bools("RLE BOOLEAN column", data, count, v)
+        }
+        (Encoding::RLE, Column::Int32(v)) => {
+            rle::decode_into::<i32>("RLE INT32 column", data, count, v)
+        }
+        (Encoding::RLE, Column::Int64(v)) => {
+            rle::decode_into::<i64>("RLE INT64 column", data, count, v)
+        }
         (Encoding::TS_2DIFF, Column::Int32(v)) => {
             ts2diff::decode_into::<i32>("TS_2DIFF INT32 column", data, Some(count), v)
         }
