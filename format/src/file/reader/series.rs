@@ -477,7 +477,8 @@ impl<'a, S: Source> SeriesReader<'a, S> {
             }
             let what = format!(
                 "page {} of chunk {}.{} at {}",
-                ch.pages, self.device, ch.header.measurement, ch.offset
+                ch.pages - 1,
+                self.device, ch.header.measurement, ch.offset
             );
             decode_page(
                 ch.header.compression,
