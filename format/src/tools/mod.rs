@@ -1,4 +1,5 @@
 //! The logic behind the format tools of the `tsfiled` CLI: canonical dump, convert,
 //! sketch, resource print and data-directory overview.
 
+pub mod convert;
 pub mod javafmt;
