@@ -2,4 +2,6 @@
 
 pub mod engine;
 pub mod metrics;
+pub mod parse;
+pub mod pipeline;
 pub mod wal;

@@ -370,6 +370,11 @@ impl<T: Send + 'static> Wal<T> {
         self.low_watermark.fetch_max(lsn, Ordering::Relaxed);
     }
 
+    /// The shared low watermark (what [`Wal::trim_before`] raises).
+    pub fn watermark_handle(&self) -> Arc<AtomicU64> {
+        self.low_watermark.clone()
+    }
+
     /// The log's counters.
     pub fn stats(&self) -> &Arc<WalStats> {
         &self.stats

@@ -203,7 +203,7 @@ mod tests {
         let bytes = b.encode();
         let back = WriteBatch::decode(&bytes, |d, m, _| (Arc::from(d), Arc::from(m))).unwrap();
         assert_eq!(back.series.len(), 6);
-        assert_eq!(back.points(), 10);
+        assert_eq!(back.points(), 11);
         assert_eq!(back.series[0], b.series[0]);
         assert_eq!(back.series[5], b.series[5]);
         match &back.series[3].values {

@@ -593,14 +593,17 @@ impl Engine {
             else {
                 break;
             };
+            if space == Space::Unsequence {
+                // An unsequence file takes exactly one flush (at its seal), so its
+                // series never go back in time: seal instead of flushing.
+                self.seal_group(&key, SealReason::Size);
+                continue;
+            }
             self.flush(&key, space);
             let over = self
                 .groups
                 .get(&key)
-                .and_then(|g| match space {
-                    Space::Sequence => g.seq.file.as_ref(),
-                    Space::Unsequence => g.unseq.file.as_ref(),
-                })
+                .and_then(|g| g.seq.file.as_ref())
                 .is_some_and(|f| f.writer.position() >= self.opts.file_max_bytes);
             if over {
                 self.seal_group(&key, SealReason::Size);

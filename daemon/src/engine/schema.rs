@@ -272,7 +272,7 @@ impl Registry {
         }
         let f = OpenOptions::new()
             .create(true)
-            .append(false)
+            .truncate(false)
             .write(true)
             .open(path)?;
         f.set_len(good_len)?;
@@ -282,6 +282,11 @@ impl Registry {
         reg.journal_path = Some(path.to_path_buf());
         reg.dirty = false;
         Ok(reg)
+    }
+
+    /// Replaces the rules (they apply to series not seen yet).
+    pub fn set_rules(&mut self, rules: Vec<SchemaRule>) {
+        self.rules = rules;
     }
 
     /// Number of series.
