@@ -1,6 +1,13 @@
 //! `tsfiled`: the daemon and the TsFile tools.
 
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+use tsfiled::settings::Settings;
 
 /// tsfiled: turns live data into Apache IoTDB TsFiles.
 #[derive(Parser)]
@@ -10,16 +17,117 @@ struct Cli {
     command: Command,
 }
 
+/// The subcommands (the format tools are added here as further variants).
 #[derive(Subcommand)]
 enum Command {
+    /// Run the daemon (without --config: the embedded default, HTTP push and metrics
+    /// on 127.0.0.1:8086, data under ./data).
+    Run(RunArgs),
+    /// Validate a configuration file and print the effective configuration.
+    CheckConfig {
+        /// The TOML file.
+        file: PathBuf,
+    },
     /// Print the build version.
     Version,
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Version => println!("tsfiled {}", env!("CARGO_PKG_VERSION")),
+#[derive(clap::Args)]
+struct RunArgs {
+    /// TOML configuration file.
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
+    /// Data directory of the first pipeline (overrides the configuration).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// HTTP listen address, e.g. 127.0.0.1:0 for a free port (overrides the configuration).
+    #[arg(long)]
+    http_listen: Option<String>,
+    /// Log as JSON lines.
+    #[arg(long)]
+    log_json: bool,
+}
+
+fn init_logging(level: &str, json: bool) {
+    let filter = EnvFilter::try_from_env("TSFILED_LOG").unwrap_or_else(|_| EnvFilter::new(level));
+    let ansi = std::io::stderr().is_terminal();
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
+    if json {
+        let _ = b.json().try_init();
+    } else {
+        let _ = b.try_init();
     }
+}
+
+fn load(args: &RunArgs) -> anyhow::Result<Settings> {
+    let base = match &args.config {
+        Some(path) => tsfiled::config_file::load(path)?,
+        None => Settings::embedded_default(),
+    };
+    Ok(base.with_overrides(args.data_dir.clone(), args.http_listen.clone()))
+}
+
+fn run(args: RunArgs) -> anyhow::Result<()> {
+    let settings = load(&args)?;
+    init_logging(&settings.log.level, settings.log.json || args.log_json);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("tsfiled-rt")
+        .build()?;
+    rt.block_on(async move {
+        let shutdown = CancellationToken::new();
+        let (reload_tx, reload_rx) = tokio::sync::mpsc::channel(4);
+        let token = shutdown.clone();
+        tokio::spawn(async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::hangup()),
+            ) else {
+                tracing::error!("cannot install signal handlers");
+                return;
+            };
+            loop {
+                tokio::select! {
+                    _ = term.recv() => { tracing::info!("SIGTERM received"); token.cancel(); return; }
+                    _ = int.recv() => { tracing::info!("SIGINT received"); token.cancel(); return; }
+                    _ = hup.recv() => {
+                        tracing::info!("SIGHUP received: reloading the configuration");
+                        match load(&args) {
+                            Ok(s) => { let _ = reload_tx.send(s).await; }
+                            Err(e) => tracing::error!(error = %format!("{e:#}"), "reload failed; keeping the current configuration"),
+                        }
+                    }
+                }
+            }
+        });
+        tsfiled::app::run(settings, None, shutdown, reload_rx).await
+    })?;
     Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::CheckConfig { file } => tsfiled::config_file::check(&file)
+            .map(|text| print!("{text}"))
+            .map_err(anyhow::Error::from),
+        Command::Version => {
+            println!("tsfiled {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "tsfiled failed");
+            eprintln!("tsfiled: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
