@@ -85,6 +85,8 @@ pub fn get_encoder(
             data_type,
             float_precision,
         )?),
+        (Encoding::GORILLA, FLOAT) => Box::new(gorilla::GorillaEncoder::single()),
+        (Encoding::GORILLA, DOUBLE) => Box::new(gorilla::GorillaEncoder::double()),
         (Encoding::TS_2DIFF, INT32) => Box::new(ts2diff::IntDeltaEncoder::new()),
         (Encoding::TS_2DIFF, INT64) => Box::new(ts2diff::LongDeltaEncoder::new()),
         (e, t) => {
@@ -145,6 +147,8 @@ pub fn decode_values(
         (Encoding::TS_2DIFF, Column::Int64(v)) => {
             ts2diff::decode_into::<i64>("TS_2DIFF INT64 column", data, Some(count), v)
         }
+        (Encoding::GORILLA, Column::Float(v)) => gorilla::decode_f32(data, count, v),
+        (Encoding::GORILLA, Column::Double(v)) => gorilla::decode_f64(data, count, v),
         (e @ (Encoding::RLE | Encoding::TS_2DIFF), Column::Float(v)) => {
             float::decode_f32(e, data, count, v)
         }
