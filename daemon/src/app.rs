@@ -56,7 +56,10 @@ pub enum DaemonError {
 impl Daemon {
     /// Opens every pipeline (recovery and replay), binds the HTTP listener (or uses
     /// `listener`) and starts serving.
-    pub async fn start(settings: Settings, listener: Option<TcpListener>) -> Result<Daemon, DaemonError> {
+    pub async fn start(
+        settings: Settings,
+        listener: Option<TcpListener>,
+    ) -> Result<Daemon, DaemonError> {
         let metrics = Metrics::new();
         let mut pipelines = Vec::new();
         let mut push = None;
@@ -105,7 +108,12 @@ impl Daemon {
         });
         let http_token = CancellationToken::new();
         let grace = settings.http.shutdown_grace;
-        let http_task = tokio::spawn(http::run(listener, state.clone(), http_token.clone(), grace));
+        let http_task = tokio::spawn(http::run(
+            listener,
+            state.clone(),
+            http_token.clone(),
+            grace,
+        ));
         state.ready.store(true, Ordering::Relaxed);
         tracing::info!(addr = %http_addr, "HTTP listening on http://{http_addr}");
         Ok(Daemon {
@@ -140,7 +148,11 @@ impl Daemon {
             .map(|p| p.options.engine.pipeline.as_str())
             .collect();
         if names != new_names {
-            tracing::warn!(?names, ?new_names, "reload: adding or removing pipelines takes effect after a restart");
+            tracing::warn!(
+                ?names,
+                ?new_names,
+                "reload: adding or removing pipelines takes effect after a restart"
+            );
         }
         for ps in &new.pipelines {
             if let Some(p) = self
@@ -160,7 +172,10 @@ impl Daemon {
     pub async fn shutdown(self) -> Result<(), DaemonError> {
         let deadline = self.settings.shutdown_timeout;
         let started = Instant::now();
-        tracing::info!(deadline_s = deadline.as_secs_f64(), "shutting down: stopping intake");
+        tracing::info!(
+            deadline_s = deadline.as_secs_f64(),
+            "shutting down: stopping intake"
+        );
         self.http.ready.store(false, Ordering::Relaxed);
         let work = async move {
             self.http_token.cancel();
@@ -179,7 +194,10 @@ impl Daemon {
         };
         match tokio::time::timeout(deadline, work).await {
             Ok(()) => {
-                tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "shutdown complete");
+                tracing::info!(
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "shutdown complete"
+                );
                 Ok(())
             }
             Err(_) => Err(DaemonError::Deadline(deadline)),

@@ -43,9 +43,21 @@ struct RunArgs {
     /// HTTP listen address, e.g. 127.0.0.1:0 for a free port (overrides the configuration).
     #[arg(long)]
     http_listen: Option<String>,
+    /// Accept only requests with this bearer token (repeatable; adds to the configuration's).
+    #[arg(long = "http-token", value_name = "TOKEN")]
+    http_tokens: Vec<String>,
     /// Log as JSON lines.
     #[arg(long)]
     log_json: bool,
+    /// Memtable budget of every pipeline in bytes (overrides the configuration).
+    #[arg(long, hide = true)]
+    memtable_bytes: Option<usize>,
+    /// Seal files at this size in bytes (overrides the configuration).
+    #[arg(long, hide = true)]
+    file_max_bytes: Option<u64>,
+    /// Seal files after this many idle milliseconds (overrides the configuration).
+    #[arg(long, hide = true)]
+    seal_idle_ms: Option<u64>,
 }
 
 fn init_logging(level: &str, json: bool) {
@@ -67,7 +79,22 @@ fn load(args: &RunArgs) -> anyhow::Result<Settings> {
         Some(path) => tsfiled::config_file::load(path)?,
         None => Settings::embedded_default(),
     };
-    Ok(base.with_overrides(args.data_dir.clone(), args.http_listen.clone()))
+    let mut s = base.with_overrides(args.data_dir.clone(), args.http_listen.clone());
+    s.http.tokens.extend(args.http_tokens.iter().cloned());
+    for p in &mut s.pipelines {
+        let e = &mut p.options.engine;
+        if let Some(v) = args.memtable_bytes {
+            e.memtable_bytes = v;
+        }
+        if let Some(v) = args.file_max_bytes {
+            e.file_max_bytes = v;
+        }
+        if let Some(v) = args.seal_idle_ms {
+            e.file_idle = std::time::Duration::from_millis(v);
+            e.tick = e.tick.min(e.file_idle);
+        }
+    }
+    Ok(s)
 }
 
 fn run(args: RunArgs) -> anyhow::Result<()> {

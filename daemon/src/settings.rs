@@ -95,7 +95,11 @@ impl Settings {
     }
 
     /// Applies `--data-dir` (to the first pipeline; others keep theirs) and `--http-listen`.
-    pub fn with_overrides(mut self, data_dir: Option<PathBuf>, http_listen: Option<String>) -> Self {
+    pub fn with_overrides(
+        mut self,
+        data_dir: Option<PathBuf>,
+        http_listen: Option<String>,
+    ) -> Self {
         if let Some(d) = data_dir {
             if let Some(p) = self.pipelines.first_mut() {
                 let name = p.options.engine.pipeline.clone();

@@ -79,8 +79,8 @@ pub async fn run(
 ) -> std::io::Result<()> {
     let app = router(state);
     let token = shutdown.clone();
-    let server = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { token.cancelled().await });
+    let server =
+        axum::serve(listener, app).with_graceful_shutdown(async move { token.cancelled().await });
     let mut server = tokio::spawn(std::future::IntoFuture::into_future(server));
     tokio::select! {
         r = &mut server => return r.map_err(std::io::Error::other)?,
@@ -127,16 +127,28 @@ fn error(state: &HttpState, code: StatusCode, msg: &str) -> Response {
 
 /// Checks `Authorization: Bearer|Token <t>` (or Basic with the token as password, or
 /// InfluxDB 1.x `?p=`).
-fn authorized(settings: &HttpSettings, headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
+fn authorized(
+    settings: &HttpSettings,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> bool {
     if settings.tokens.is_empty() {
         return true;
     }
-    let ok = |t: &str| settings.tokens.iter().any(|k| constant_time_eq(k.as_bytes(), t.trim().as_bytes()));
+    let ok = |t: &str| {
+        settings
+            .tokens
+            .iter()
+            .any(|k| constant_time_eq(k.as_bytes(), t.trim().as_bytes()))
+    };
     if let Some(v) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
     {
-        if let Some(t) = v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("Token ")) {
+        if let Some(t) = v
+            .strip_prefix("Bearer ")
+            .or_else(|| v.strip_prefix("Token "))
+        {
             return ok(t);
         }
         if let Some(b) = v.strip_prefix("Basic ") {
@@ -192,7 +204,11 @@ enum BodyError {
 }
 
 /// The request body, gunzipped if `Content-Encoding: gzip`, within the limits.
-fn body_bytes(settings: &HttpSettings, headers: &HeaderMap, body: Bytes) -> Result<Vec<u8>, BodyError> {
+fn body_bytes(
+    settings: &HttpSettings,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Vec<u8>, BodyError> {
     if body.len() > settings.max_body_bytes {
         return Err(BodyError::TooLarge(format!(
             "request body of {} bytes exceeds the limit of {} bytes",
@@ -244,11 +260,18 @@ async fn ingest(
     let received = Instant::now();
     let settings = match state.settings.read() {
         Ok(s) => s.clone(),
-        Err(_) => return error(&state, StatusCode::INTERNAL_SERVER_ERROR, "settings lock poisoned"),
+        Err(_) => {
+            return error(
+                &state,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "settings lock poisoned",
+            )
+        }
     };
     if !authorized(&settings, &headers, &query) {
         let mut r = error(&state, StatusCode::UNAUTHORIZED, "missing or invalid token");
-        r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return r;
     }
     let Some((pipeline, stored)) = state.pipeline.clone() else {
@@ -273,13 +296,22 @@ async fn ingest(
     drop(data);
     match pipeline.submit("http", batch, received).await {
         Ok(outcome) => outcome_response(&state, outcome, style),
-        Err(SubmitError::Full { reason, retry_after }) => {
+        Err(SubmitError::Full {
+            reason,
+            retry_after,
+        }) => {
             let code = if reason == "queue" {
                 StatusCode::TOO_MANY_REQUESTS
             } else {
                 StatusCode::SERVICE_UNAVAILABLE
             };
-            let mut r = error(&state, code, &format!("buffer full ({reason}); nothing of this request was accepted, retry later"));
+            let mut r = error(
+                &state,
+                code,
+                &format!(
+                    "buffer full ({reason}); nothing of this request was accepted, retry later"
+                ),
+            );
             r.headers_mut().insert(
                 header::RETRY_AFTER,
                 HeaderValue::from(retry_after.as_secs().max(1)),
@@ -287,8 +319,13 @@ async fn ingest(
             r
         }
         Err(SubmitError::Closed) => {
-            let mut r = error(&state, StatusCode::SERVICE_UNAVAILABLE, "shutting down; retry later");
-            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(5u64));
+            let mut r = error(
+                &state,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting down; retry later",
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(5u64));
             r
         }
         Err(SubmitError::Io(m)) => error(&state, StatusCode::INTERNAL_SERVER_ERROR, &m),
@@ -340,9 +377,8 @@ fn outcome_response(state: &HttpState, o: SubmitOutcome, style: Style) -> Respon
 fn precision_param(query: &HashMap<String, String>, default: TimeUnit) -> Result<TimeUnit, String> {
     match query.get("precision") {
         None => Ok(default),
-        Some(p) => TimeUnit::parse(p).ok_or_else(|| {
-            format!("unknown precision {p:?} (expected ns, us, ms or s)")
-        }),
+        Some(p) => TimeUnit::parse(p)
+            .ok_or_else(|| format!("unknown precision {p:?} (expected ns, us, ms or s)")),
     }
 }
 
@@ -360,26 +396,55 @@ async fn ingest_json(
     body: Bytes,
 ) -> Response {
     let q = query.clone();
-    ingest(state, headers, query, body, Style::Json, move |st, settings, data, stored| {
-        let unit = precision_param(&q, settings.json_time_unit)?;
-        Ok(st.parsers.iotdb_json(data, unit, stored))
-    })
+    ingest(
+        state,
+        headers,
+        query,
+        body,
+        Style::Json,
+        move |st, settings, data, stored| {
+            let unit = precision_param(&q, settings.json_time_unit)?;
+            Ok(st.parsers.iotdb_json(data, unit, stored))
+        },
+    )
     .await
 }
 
-async fn write_line(state: Shared, query: HashMap<String, String>, headers: HeaderMap, body: Bytes, v2: bool) -> Response {
+async fn write_line(
+    state: Shared,
+    query: HashMap<String, String>,
+    headers: HeaderMap,
+    body: Bytes,
+    v2: bool,
+) -> Response {
     let q = query.clone();
-    ingest(state, headers, query, body, Style::Influx, move |st, settings, data, stored| {
-        let precision = precision_param(&q, TimeUnit::Nanos)?;
-        let vars = LineVars {
-            db: if v2 { q.get("bucket").cloned() } else { q.get("db").cloned() },
-            org: q.get("org").cloned(),
-            bucket: q.get("bucket").cloned(),
-        };
-        Ok(st
-            .parsers
-            .line_protocol(data, precision, stored, &settings.line, &vars, now_nanos()))
-    })
+    ingest(
+        state,
+        headers,
+        query,
+        body,
+        Style::Influx,
+        move |st, settings, data, stored| {
+            let precision = precision_param(&q, TimeUnit::Nanos)?;
+            let vars = LineVars {
+                db: if v2 {
+                    q.get("bucket").cloned()
+                } else {
+                    q.get("db").cloned()
+                },
+                org: q.get("org").cloned(),
+                bucket: q.get("bucket").cloned(),
+            };
+            Ok(st.parsers.line_protocol(
+                data,
+                precision,
+                stored,
+                &settings.line,
+                &vars,
+                now_nanos(),
+            ))
+        },
+    )
     .await
 }
 
@@ -403,7 +468,10 @@ async fn write_v2(
 
 async fn ready(State(state): State<Shared>) -> Response {
     let ok = state.ready.load(Ordering::Relaxed)
-        && state.pipelines.iter().all(|p| p.is_accepting() && p.wal_fill() < 0.95);
+        && state
+            .pipelines
+            .iter()
+            .all(|p| p.is_accepting() && p.wal_fill() < 0.95);
     let code = if ok {
         StatusCode::OK
     } else {
@@ -445,16 +513,27 @@ mod tests {
     fn basic_auth_decoding() {
         assert_eq!(base64_decode("dXNlcjpzZWNyZXQ=").unwrap(), b"user:secret");
         assert!(base64_decode("!!").is_none());
-        let mut s = HttpSettings::default();
-        s.tokens = vec!["secret".into()];
+        let s = HttpSettings {
+            tokens: vec!["secret".into()],
+            ..Default::default()
+        };
         let mut h = HeaderMap::new();
         let q = HashMap::new();
         assert!(!authorized(&s, &h, &q));
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Token secret"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Token secret"),
+        );
         assert!(authorized(&s, &h, &q));
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer nope"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer nope"),
+        );
         assert!(!authorized(&s, &h, &q));
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic dXNlcjpzZWNyZXQ="));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Basic dXNlcjpzZWNyZXQ="),
+        );
         assert!(authorized(&s, &h, &q));
     }
 }
