@@ -94,6 +94,31 @@ pub struct Pipeline {
     accepting: AtomicBool,
     retry_after: Duration,
     rules: Mutex<Vec<SchemaRule>>,
+    _lock: std::fs::File,
+}
+
+/// Takes an exclusive `flock` on `<state>/lock` so two daemons never share a data
+/// directory (released when the process ends, also by SIGKILL).
+fn lock_dir(state_dir: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let path = state_dir.join("lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)?;
+    // SAFETY: flock on a file descriptor we own.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!(
+                "{} is locked: another tsfiled uses this data directory",
+                path.display()
+            ),
+        ));
+    }
+    Ok(f)
 }
 
 impl Pipeline {
@@ -102,6 +127,7 @@ impl Pipeline {
         let name = opts.engine.pipeline.clone();
         let state_dir = opts.engine.data_dir.join(".tsfiled");
         std::fs::create_dir_all(&state_dir)?;
+        let lock = lock_dir(&state_dir)?;
         let registry = Arc::new(Mutex::new(Registry::open(
             &state_dir.join("schema.tsv"),
             opts.rules.clone(),
@@ -176,6 +202,7 @@ impl Pipeline {
             accepting: AtomicBool::new(true),
             retry_after: opts.retry_after,
             rules: Mutex::new(opts.rules),
+            _lock: lock,
         });
         let weak = Arc::downgrade(&p);
         metrics.on_scrape(move || {
@@ -411,6 +438,22 @@ impl Pipeline {
         }
     }
 
+    /// Stops the threads without sealing anything, as a crash would leave the data
+    /// directory (for tests of recovery).
+    pub fn abandon_blocking(&self) {
+        self.accepting.store(false, Ordering::Relaxed);
+        self.wal.shutdown();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.engine_tx.send(EngineMsg::Abandon { done: tx }).is_ok() {
+            let _ = rx.blocking_recv();
+        }
+        if let Ok(mut t) = self.engine_thread.lock() {
+            if let Some(t) = t.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
     /// Stops intake, writes what is queued, seals every file and stops the threads
     /// (blocking; call from a blocking context).
     pub fn shutdown_blocking(&self) {
@@ -535,6 +578,7 @@ mod tests {
             ]
         );
         p.shutdown_blocking();
+        drop(p);
         let (points, files) = read_dir_points(tmp.path());
         assert_eq!(files.len(), 2, "{files:?}");
         assert!(files
@@ -575,7 +619,16 @@ mod tests {
             "{text}"
         );
         // A restart replays nothing new and keeps types frozen.
+        assert!(
+            Pipeline::open(opts.clone(), Metrics::new()).is_ok(),
+            "the lock is released with the pipeline"
+        );
         let p = Pipeline::open(opts, Metrics::new()).unwrap();
+        let second = Pipeline::open(PipelineOptions::new("t2", tmp.path()), Metrics::new());
+        assert!(
+            second.is_err(),
+            "two pipelines never share a data directory"
+        );
         let out = p
             .submit_blocking(
                 "test",
@@ -606,12 +659,12 @@ mod tests {
                 };
                 p.submit_blocking("test", b, Instant::now()).unwrap();
             }
-            // Simulate a crash: leak the pipeline (no seal), threads keep running idle.
-            std::mem::forget(p);
+            // Simulate a crash: stop without sealing.
+            p.abandon_blocking();
         }
-        // Unsealed open files are temporaries.
-        let (points, files) = read_dir_points(tmp.path());
-        assert!(files.is_empty() && points.is_empty());
+        // Whatever was sealed before the "crash" is complete; the rest is temporary.
+        let (before, _) = read_dir_points(tmp.path());
+        assert!(before.len() <= 4);
         let p = Pipeline::open(opts, Metrics::new()).unwrap();
         p.shutdown_blocking();
         let (points, files) = read_dir_points(tmp.path());

@@ -128,6 +128,11 @@ pub enum EngineMsg {
         /// Answered when done.
         done: oneshot::Sender<()>,
     },
+    /// Stop without sealing, leaving open files as a crash would (tests).
+    Abandon {
+        /// Answered when done.
+        done: oneshot::Sender<()>,
+    },
     /// Seal everything and stop.
     Stop {
         /// Answered when done.
@@ -937,6 +942,10 @@ impl Engine {
                     self.seal_all(reason);
                     let _ = done.send(());
                 }
+                Ok(EngineMsg::Abandon { done }) => {
+                    let _ = done.send(());
+                    return;
+                }
                 Ok(EngineMsg::Stop { done }) => {
                     // Drain what the WAL already delivered.
                     while let Ok(m) = rx.try_recv() {
@@ -946,7 +955,9 @@ impl Engine {
                                 batch,
                                 received,
                             } => self.apply(lsn, batch, received, false),
-                            EngineMsg::SealAll { done, .. } | EngineMsg::Stop { done } => {
+                            EngineMsg::SealAll { done, .. }
+                            | EngineMsg::Stop { done }
+                            | EngineMsg::Abandon { done } => {
                                 let _ = done.send(());
                             }
                         }

@@ -29,7 +29,7 @@ fn pusher(
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         n += 1;
-        if n % 40 == 0 {
+        if n.is_multiple_of(40) {
             // Pause now and then so idle sealing happens mid-cycle too.
             std::thread::sleep(Duration::from_millis(200));
         }
