@@ -10,14 +10,16 @@ use tsfiled_connectors::{Batch, Field, FieldValue, Record, RejectReason, Rejecti
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineMapping {
     /// Device template: `{measurement}`, `{tag:NAME}` (or `{NAME}` for a tag),
-    /// `{org}`, `{bucket}`, `{db}` are replaced; a missing tag gives an invalid_path rejection.
+    /// `{tags}` (every tag value, by tag key, dot-separated; nothing if no tags),
+    /// `{org}`, `{bucket}`, `{db}` are replaced; a missing tag gives an invalid_path
+    /// rejection. Characters not allowed in a path node become `_` in tag values.
     pub device_template: String,
 }
 
 impl Default for LineMapping {
     fn default() -> Self {
         LineMapping {
-            device_template: "root.{db}.{measurement}".to_string(),
+            device_template: "root.{db}.{measurement}.{tags}".to_string(),
         }
     }
 }
@@ -331,6 +333,19 @@ fn unescape(s: &str) -> String {
 
 type LineError = (RejectReason, String, u64);
 
+/// A tag value as a path node: characters IoTDB does not take become `_`.
+fn sanitize(v: &str) -> String {
+    v.chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '-' || c == ':' || c == '#' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 fn parse_line(
     line: &str,
     precision: TimeUnit,
@@ -434,13 +449,24 @@ fn parse_line(
         };
         let name = &rest[open + 1..open + close];
         let val = match name {
+            "tags" => {
+                let mut sorted: Vec<&(String, String)> = tags.iter().collect();
+                sorted.sort();
+                let joined: Vec<String> = sorted.iter().map(|(_, v)| sanitize(v)).collect();
+                if joined.is_empty() && device.ends_with('.') {
+                    device.pop();
+                }
+                Some(joined.join("."))
+            }
             "measurement" => Some(measurement.clone()),
             "db" => Some(db.clone()),
             "org" => vars.org.clone(),
             "bucket" => vars.bucket.clone().or_else(|| vars.db.clone()),
             other => {
                 let tag = other.strip_prefix("tag:").unwrap_or(other);
-                tags.iter().find(|(k, _)| k == tag).map(|(_, v)| v.clone())
+                tags.iter()
+                    .find(|(k, _)| k == tag)
+                    .map(|(_, v)| sanitize(v))
             }
         };
         let Some(val) = val else {
@@ -506,5 +532,15 @@ mod tests {
         assert_eq!(b.records[0].fields.len(), 4);
         assert_eq!(b.records[0].fields[3].value, FieldValue::Text("x y".into()));
         assert_eq!(b.rejections[0].location, "line 2");
+        let b = p.line_protocol(
+            b"disk,path=/dev/sda,host=h1 used=1i 1\nup v=1i 1\n",
+            TimeUnit::Millis,
+            TimeUnit::Millis,
+            &LineMapping::default(),
+            &LineVars::default(),
+            0,
+        );
+        assert_eq!(b.records[0].device, "root.telegraf.disk.h1._dev_sda");
+        assert_eq!(b.records[1].device, "root.telegraf.up");
     }
 }

@@ -191,9 +191,9 @@ fn every_rejection_path() {
             "root.sg.d1.a@1",
             "root.sg.d1.a@10",
             "root.sg.d1.c@11",
-            "root.telegraf.m.f@1",
-            "root.telegraf.m.f@2",
-            "root.telegraf.m.f@3",
+            "root.telegraf.m.h.f@1",
+            "root.telegraf.m.h.f@2",
+            "root.telegraf.m.h.f@3",
         ]
     );
 }

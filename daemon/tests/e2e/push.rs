@@ -95,11 +95,11 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
             Value::Text(b"hello".to_vec()),
         ),
         (s("root.sg.d2"), s("x"), 1500, Value::Int64(-3)),
-        (s("root.tele.cpu"), s("n"), 5000, Value::Int64(3)),
-        (s("root.tele.cpu"), s("usage"), 5000, Value::Double(0.5)),
-        (s("root.tele.cpu"), s("usage"), 6000, Value::Double(0.75)),
-        (s("root.tele.cpu"), s("usage"), 7000, Value::Double(1.0)),
-        (s("root.tele.mem"), s("free"), 7000, Value::Int64(10)),
+        (s("root.tele.cpu.h1"), s("n"), 5000, Value::Int64(3)),
+        (s("root.tele.cpu.h1"), s("usage"), 5000, Value::Double(0.5)),
+        (s("root.tele.cpu.h1"), s("usage"), 6000, Value::Double(0.75)),
+        (s("root.tele.cpu.h1"), s("usage"), 7000, Value::Double(1.0)),
+        (s("root.tele.mem.h1"), s("free"), 7000, Value::Int64(10)),
     ];
     assert_eq!(flat, expected);
     // One sequence file per storage group.
