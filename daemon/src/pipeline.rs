@@ -82,6 +82,44 @@ pub enum SubmitError {
 
 type WalItem = (WriteBatch, Instant);
 
+struct DevSlot {
+    device: String,
+    invalid: Option<String>,
+    series: HashMap<Box<str>, Option<usize>, FxBuild>,
+}
+
+/// A small, fast, non-cryptographic hasher (FxHash) for batch-local lookups of names.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut h = self.0;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(c);
+            h = (h.rotate_left(5) ^ u64::from_le_bytes(a)).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            h = (h.rotate_left(5) ^ b as u64).wrapping_mul(K);
+        }
+        self.0 = h;
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
+
 /// One running pipeline.
 pub struct Pipeline {
     name: String,
@@ -255,11 +293,40 @@ impl Pipeline {
     pub fn normalize(&self, batch: Batch) -> (WriteBatch, Vec<Rejection>) {
         let mut rejections = batch.rejections;
         let mut series: Vec<SeriesData> = Vec::new();
-        let mut index: HashMap<(usize, usize), usize> = HashMap::new();
-        let mut bad_devices: HashMap<String, String> = HashMap::new();
-        let mut reg = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        // Batch-local caches: device -> slot, slot: measurement -> series index (or
+        // None for an invalid measurement), so the registry is consulted once per
+        // series and batch, not once per point.
+        let mut dev_index: HashMap<String, usize, FxBuild> = HashMap::default();
+        let mut slots: Vec<DevSlot> = Vec::new();
+        let mut reg: Option<std::sync::MutexGuard<'_, Registry>> = None;
+        let mut last: Option<usize> = None;
         for (ri, rec) in batch.records.into_iter().enumerate() {
-            if let Some(msg) = bad_devices.get(&rec.device) {
+            let slot_i = match last.filter(|&i| slots[i].device == rec.device) {
+                Some(i) => i,
+                None => match dev_index.get(&rec.device) {
+                    Some(&i) => i,
+                    None => {
+                        let reg = reg.get_or_insert_with(|| {
+                            self.registry.lock().unwrap_or_else(|e| e.into_inner())
+                        });
+                        let invalid = if reg.knows_device(&rec.device) {
+                            None
+                        } else {
+                            schema::validate_device(&rec.device, self.sg_level).err()
+                        };
+                        slots.push(DevSlot {
+                            device: rec.device.clone(),
+                            invalid,
+                            series: HashMap::default(),
+                        });
+                        dev_index.insert(rec.device.clone(), slots.len() - 1);
+                        slots.len() - 1
+                    }
+                },
+            };
+            last = Some(slot_i);
+            let slot = &mut slots[slot_i];
+            if let Some(msg) = &slot.invalid {
                 rejections.push(Rejection {
                     location: format!("record {ri}"),
                     reason: RejectReason::InvalidPath,
@@ -269,66 +336,74 @@ impl Pipeline {
                 continue;
             }
             for f in rec.fields {
-                let info = match reg.get(&rec.device, &f.measurement) {
-                    Some(i) => i,
+                let target = match slot.series.get(f.measurement.as_str()) {
+                    Some(t) => *t,
                     None => {
-                        if let Err(msg) = schema::validate_device(&rec.device, self.sg_level) {
-                            rejections.push(Rejection {
-                                location: format!("record {ri}"),
-                                reason: RejectReason::InvalidPath,
-                                message: msg.clone(),
-                                points: 1,
-                            });
-                            bad_devices.insert(rec.device.clone(), msg);
-                            continue;
-                        }
-                        if let Err(msg) = schema::validate_measurement(&f.measurement) {
-                            rejections.push(Rejection {
-                                location: format!("record {ri}"),
-                                reason: RejectReason::InvalidPath,
-                                message: msg,
-                                points: 1,
-                            });
-                            continue;
-                        }
-                        reg.resolve(&rec.device, &f.measurement, &f.value)
-                    }
-                };
-                let value = match schema::convert(&f.value, info.ty.data_type) {
-                    Ok(v) => v,
-                    Err(msg) => {
-                        rejections.push(Rejection {
-                            location: format!(
-                                "record {ri} ({}.{} at {})",
-                                rec.device, f.measurement, rec.time
-                            ),
-                            reason: RejectReason::TypeMismatch,
-                            message: format!("{msg} ({})", info.ty.data_type),
-                            points: 1,
+                        let reg = reg.get_or_insert_with(|| {
+                            self.registry.lock().unwrap_or_else(|e| e.into_inner())
                         });
-                        continue;
+                        let info = match reg.get(&rec.device, &f.measurement) {
+                            Some(i) => Some(i),
+                            None => match schema::validate_measurement(&f.measurement) {
+                                Ok(()) => Some(reg.resolve(&rec.device, &f.measurement, &f.value)),
+                                Err(msg) => {
+                                    rejections.push(Rejection {
+                                        location: format!("record {ri}"),
+                                        reason: RejectReason::InvalidPath,
+                                        message: msg,
+                                        points: 1,
+                                    });
+                                    None
+                                }
+                            },
+                        };
+                        let t = info.map(|info| {
+                            series.push(SeriesData {
+                                device: info.device.clone(),
+                                measurement: info.measurement.clone(),
+                                ty: info.ty,
+                                times: Vec::new(),
+                                values: Column::new(info.ty.data_type),
+                            });
+                            series.len() - 1
+                        });
+                        slot.series
+                            .insert(f.measurement.clone().into_boxed_str(), t);
+                        match t {
+                            Some(t) => Some(t),
+                            None => continue,
+                        }
                     }
                 };
-                let key = (
-                    Arc::as_ptr(&info.device) as *const u8 as usize,
-                    Arc::as_ptr(&info.measurement) as *const u8 as usize,
-                );
-                let i = *index.entry(key).or_insert_with(|| {
-                    series.push(SeriesData {
-                        device: info.device.clone(),
-                        measurement: info.measurement.clone(),
-                        ty: info.ty,
-                        times: Vec::new(),
-                        values: Column::new(info.ty.data_type),
+                let Some(si) = target else {
+                    rejections.push(Rejection {
+                        location: format!("record {ri}"),
+                        reason: RejectReason::InvalidPath,
+                        message: format!("invalid measurement name {:?}", f.measurement),
+                        points: 1,
                     });
-                    series.len() - 1
-                });
-                let s = &mut series[i];
-                s.times.push(rec.time);
-                let _ = s.values.push(value);
+                    continue;
+                };
+                let s = &mut series[si];
+                match schema::convert(&f.value, s.ty.data_type) {
+                    Ok(v) => {
+                        s.times.push(rec.time);
+                        let _ = s.values.push(v);
+                    }
+                    Err(msg) => rejections.push(Rejection {
+                        location: format!(
+                            "record {ri} ({}.{} at {})",
+                            rec.device, f.measurement, rec.time
+                        ),
+                        reason: RejectReason::TypeMismatch,
+                        message: format!("{msg} ({})", s.ty.data_type),
+                        points: 1,
+                    }),
+                }
             }
         }
         drop(reg);
+        series.retain(|s| !s.is_empty());
         (WriteBatch { series }, rejections)
     }
 

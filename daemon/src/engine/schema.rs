@@ -323,6 +323,11 @@ impl Registry {
         }
     }
 
+    /// Whether a device is known (and so valid).
+    pub fn knows_device(&self, device: &str) -> bool {
+        self.devices.contains_key(device)
+    }
+
     /// The known series, if any.
     pub fn get(&self, device: &str, measurement: &str) -> Option<SeriesInfo> {
         let e = self.devices.get(device)?;
