@@ -464,7 +464,8 @@ config_table! {
         #[key("session_expiry", "duration", "\"1d\"")]
         session_expiry: Option<Human>,
         /// Shared-subscription group: subscribe as `$share/<group>/<filter>` so several daemons
-        /// with the same group split one stream (each with its own `client_id`).
+        /// with the same group split one stream (each with its own `client_id`). An MQTT 5
+        /// feature; Mosquitto and EMQX also accept it from 3.1.1 clients.
         #[key("shared_group", "string", "none")]
         shared_group: Option<String>,
         /// Largest message payload accepted; a larger one is dead-lettered and acknowledged.

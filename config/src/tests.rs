@@ -1183,3 +1183,54 @@ fn check_passes_on_a_good_machine() {
     assert!(report.is_ok(), "{report}");
     assert_eq!(report.items.len(), 3, "{report}");
 }
+
+// ---- robustness -----------------------------------------------------------------------------
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Any edit of a valid file gives a config or diagnostics with real positions, never a panic.
+    #[test]
+    fn mutated_files_never_panic(
+        which in 0usize..4,
+        line in 0usize..80,
+        op in 0u8..4,
+        junk in "[ -~]{0,12}",
+    ) {
+        let base = [DEFAULT_CONFIG, example("http-telegraf"), example("mqtt"), example("csv")][which];
+        let mut lines: Vec<String> = base.lines().map(str::to_string).collect();
+        let i = line % lines.len();
+        match op {
+            0 => { lines.remove(i); }
+            1 => lines.insert(i, junk.clone()),
+            2 => {
+                if let Some((k, _)) = lines[i].clone().split_once('=') {
+                    lines[i] = format!("{k}= {junk}");
+                }
+            }
+            _ => lines[i].push_str(&junk),
+        }
+        let text = lines.join("\n");
+        match Config::from_toml_str(&text, "m.toml") {
+            Ok(c) => {
+                let again = Config::from_toml_str(&c.to_toml(Secrets::Show).unwrap(), "e").unwrap();
+                proptest::prop_assert_eq!(again, c);
+            }
+            Err(ConfigError::Invalid(d)) => {
+                proptest::prop_assert!(!d.items.is_empty());
+                let n = text.lines().count().max(1);
+                for item in &d.items {
+                    proptest::prop_assert!(item.line >= 1 && item.line <= n + 1, "{item:?}");
+                    proptest::prop_assert!(item.column >= 1);
+                }
+            }
+            Err(e) => proptest::prop_assert!(false, "unexpected {e}"),
+        }
+    }
+
+    /// Arbitrary text never panics.
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
+        let _ = Config::from_toml_str(&text, "x.toml");
+    }
+}

@@ -1111,7 +1111,7 @@ fn validate_storage(
         &rs.seal_size,
         &sp.key("seal_size"),
         ByteSize::mib(256),
-        ByteSize::kib(64),
+        ByteSize::kib(1),
     );
     let seal_age =
         v.positive_duration(&rs.seal_age, &sp.key("seal_age"), Duration::from_secs(3600));
