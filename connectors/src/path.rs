@@ -207,6 +207,16 @@ pub fn validate_measurement(name: &str) -> Result<(), PathError> {
 /// `measurement` also avoids the measurement-only reserved words.
 pub fn sanitize_node_into(raw: &str, measurement: bool, out: &mut String) {
     let start = out.len();
+    if !raw.is_empty()
+        && raw.len() < MAX_NODE_BYTES
+        && raw.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        if is_reserved(raw, measurement) || is_exponent_shaped(raw) {
+            out.push('_');
+        }
+        out.push_str(raw);
+        return;
+    }
     let mut bytes_left = MAX_NODE_BYTES - 1; // keep room for a `_` prefix
     for c in raw.chars() {
         let c = if is_node_char(c) { c } else { '_' };
@@ -454,19 +464,52 @@ impl DeviceTemplate {
         tags: &[(&str, &str)],
         out: &mut String,
     ) -> Result<(), String> {
+        self.render_with(measurement, tags, out)
+    }
+
+    /// [`render`](Self::render) over any string-like tag pairs.
+    pub(crate) fn render_with<K: AsRef<str>, V: AsRef<str>>(
+        &self,
+        measurement: &str,
+        tags: &[(K, V)],
+        out: &mut String,
+    ) -> Result<(), String> {
         out.clear();
+        out.reserve(
+            8 + measurement.len()
+                + tags
+                    .iter()
+                    .map(|(_, v)| v.as_ref().len() + 1)
+                    .sum::<usize>(),
+        );
         out.push_str("root");
+        let find = |key: &str| {
+            tags.iter()
+                .find(|(k, _)| k.as_ref() == key)
+                .map(|(_, v)| v.as_ref())
+        };
         for node in &self.nodes {
             match node {
                 Node::Tags => {
-                    let mut rest: Vec<&(&str, &str)> = tags
-                        .iter()
-                        .filter(|(k, _)| !self.named_tags.iter().any(|n| n == k))
-                        .collect();
-                    rest.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                    for (_, v) in rest {
-                        out.push('.');
-                        sanitize_node_into(v, false, out);
+                    let unnamed = |k: &str| !self.named_tags.iter().any(|n| n == k);
+                    if tags.windows(2).all(|w| w[0].0.as_ref() <= w[1].0.as_ref()) {
+                        for (k, v) in tags {
+                            if unnamed(k.as_ref()) {
+                                out.push('.');
+                                sanitize_node_into(v.as_ref(), false, out);
+                            }
+                        }
+                    } else {
+                        let mut rest: Vec<(&str, &str)> = tags
+                            .iter()
+                            .map(|(k, v)| (k.as_ref(), v.as_ref()))
+                            .filter(|(k, _)| unnamed(k))
+                            .collect();
+                        rest.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                        for (_, v) in rest {
+                            out.push('.');
+                            sanitize_node_into(v, false, out);
+                        }
                     }
                 }
                 Node::Parts(parts) => {
@@ -475,15 +518,13 @@ impl DeviceTemplate {
                         match single {
                             Part::Lit(l) => out.push_str(l),
                             Part::Measurement => sanitize_node_into(measurement, false, out),
-                            Part::Tag { key, default } => {
-                                match tags.iter().find(|(k, _)| k == key) {
-                                    Some((_, v)) => sanitize_node_into(v, false, out),
-                                    None => match default {
-                                        Some(d) => out.push_str(d),
-                                        None => return Err(format!("tag {key:?} is missing")),
-                                    },
-                                }
-                            }
+                            Part::Tag { key, default } => match find(key) {
+                                Some(v) => sanitize_node_into(v, false, out),
+                                None => match default {
+                                    Some(d) => out.push_str(d),
+                                    None => return Err(format!("tag {key:?} is missing")),
+                                },
+                            },
                         }
                         continue;
                     }
@@ -492,15 +533,13 @@ impl DeviceTemplate {
                         let raw = match part {
                             Part::Lit(l) => l.as_str(),
                             Part::Measurement => measurement,
-                            Part::Tag { key, default } => {
-                                match tags.iter().find(|(k, _)| k == key) {
-                                    Some((_, v)) => v,
-                                    None => match default {
-                                        Some(d) => d.as_str(),
-                                        None => return Err(format!("tag {key:?} is missing")),
-                                    },
-                                }
-                            }
+                            Part::Tag { key, default } => match find(key) {
+                                Some(v) => v,
+                                None => match default {
+                                    Some(d) => d.as_str(),
+                                    None => return Err(format!("tag {key:?} is missing")),
+                                },
+                            },
                         };
                         for c in raw.chars() {
                             out.push(if is_node_char(c) { c } else { '_' });
@@ -526,15 +565,18 @@ impl DeviceTemplate {
 }
 
 /// Distinct keys check used by tests and callers that want to reject duplicate tag keys.
-pub(crate) fn has_duplicate_keys(tags: &[(&str, &str)]) -> bool {
+pub(crate) fn has_duplicate_keys<K: AsRef<str>, V>(tags: &[(K, V)]) -> bool {
+    if tags.windows(2).all(|w| w[0].0.as_ref() < w[1].0.as_ref()) {
+        return false;
+    }
     if tags.len() < 8 {
         return tags
             .iter()
             .enumerate()
-            .any(|(i, (k, _))| tags[..i].iter().any(|(k2, _)| k2 == k));
+            .any(|(i, (k, _))| tags[..i].iter().any(|(k2, _)| k2.as_ref() == k.as_ref()));
     }
     let mut seen = HashSet::with_capacity(tags.len());
-    !tags.iter().all(|(k, _)| seen.insert(*k))
+    !tags.iter().all(|(k, _)| seen.insert(k.as_ref()))
 }
 
 #[cfg(test)]
