@@ -295,15 +295,17 @@ enum Node {
 /// Syntax: `.`-separated levels starting with the literal `root`; a level is literal text
 /// (valid node characters) mixed with placeholders:
 /// - `{measurement}`: the line-protocol measurement, sanitized;
-/// - `{tag:KEY}`: the value of tag `KEY`, sanitized; a line without that tag is rejected
-///   (InvalidPath), unless a default is given as `{tag:KEY|default}`;
-/// - `{tags}` (alone in its level): the values of all tags not named by a `{tag:KEY}`, sorted by
+/// - `{KEY}` or `{tag:KEY}` (any other name): the value of tag `KEY`, sanitized; a line without
+///   that tag is rejected (InvalidPath), unless a default is given as `{tag:KEY|default}`;
+/// - `{tags}` (alone in its level): the values of all tags not named by a `{KEY}`, sorted by
 ///   tag key, one level each; no level when there are none.
 ///
-/// The default, [`DeviceTemplate::DEFAULT`] = `root.{measurement}.{tags}`, mirrors IoTDB's own
-/// InfluxDB adapter (measurement, then tag values as levels): `cpu,host=gw1,cpu=cpu0` becomes
-/// device `root.cpu.cpu0.gw1`. Note that `{tags}` carries values only: lines with different tag
-/// *keys* but equal values map to the same device; use `{tag:KEY}` levels when that matters.
+/// The configuration gives a `path_prefix` and a template below it:
+/// [`DeviceTemplate::with_prefix`]`("root.lp", "{measurement}.{tags}")` is the default
+/// ([`DeviceTemplate::DEFAULT`] = `root.lp.{measurement}.{tags}`). It mirrors IoTDB's own InfluxDB
+/// adapter (measurement, then tag values as levels): `cpu,host=gw1,cpu=cpu0` becomes device
+/// `root.lp.cpu.cpu0.gw1`. Note that `{tags}` carries values only: lines with different tag
+/// *keys* but equal values map to the same device; use `{KEY}` levels when that matters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceTemplate {
     source: String,
@@ -331,8 +333,28 @@ impl std::str::FromStr for DeviceTemplate {
 }
 
 impl DeviceTemplate {
-    /// The default template.
-    pub const DEFAULT: &'static str = "root.{measurement}.{tags}";
+    /// The default template (the configuration's default `path_prefix` and
+    /// `device_template` for line protocol over HTTP).
+    pub const DEFAULT: &'static str = "root.lp.{measurement}.{tags}";
+
+    /// Parses `template` as the device path below `prefix` (a device path such as `root.lp`,
+    /// or `root`), as the configuration's `path_prefix` and `device_template` give them.
+    /// Error offsets count in `template`; a bad prefix is reported at offset 0.
+    pub fn with_prefix(prefix: &str, template: &str) -> Result<DeviceTemplate, TemplateError> {
+        if prefix != "root" {
+            validate_device(prefix).map_err(|e| TemplateError {
+                template: template.to_owned(),
+                offset: 0,
+                message: format!("path prefix {prefix:?} {e}"),
+            })?;
+        }
+        let full = format!("{prefix}.{template}");
+        DeviceTemplate::parse(&full).map_err(|mut e| {
+            e.template = template.to_owned();
+            e.offset = e.offset.saturating_sub(prefix.len() + 1);
+            e
+        })
+    }
 
     /// The template text.
     pub fn as_str(&self) -> &str {
@@ -404,13 +426,21 @@ impl DeviceTemplate {
                         }
                     } else if name == "tags" {
                         return Err(err(pos, "`{tags}` must be a whole level".into()));
-                    } else {
+                    } else if name.is_empty() || name.contains(['{', '|', ':']) {
                         return Err(err(
                             pos,
                             format!(
-                                "unknown placeholder `{{{name}}}`; expected {{measurement}}, {{tag:KEY}} or {{tags}}"
+                                "bad placeholder `{{{name}}}`; expected {{measurement}}, {{tags}}, {{KEY}} or {{tag:KEY}}"
                             ),
                         ));
+                    } else {
+                        if !named_tags.iter().any(|k| k == name) {
+                            named_tags.push(name.to_owned());
+                        }
+                        Part::Tag {
+                            key: name.to_owned(),
+                            default: None,
+                        }
                     };
                     parts.push(part);
                     pos += close + 2;
@@ -716,9 +746,36 @@ mod tests {
         let mut out = String::new();
         t.render("cpu", &[("host", "gw-1"), ("cpu", "cpu0")], &mut out)
             .unwrap();
-        assert_eq!(out, "root.cpu.cpu0.gw_1");
+        assert_eq!(out, "root.lp.cpu.cpu0.gw_1");
         t.render("mem", &[], &mut out).unwrap();
-        assert_eq!(out, "root.mem");
+        assert_eq!(out, "root.lp.mem");
+        assert_eq!(
+            t,
+            DeviceTemplate::with_prefix("root.lp", "{measurement}.{tags}").unwrap()
+        );
+
+        // Configuration form: prefix + template with `{<tag key>}` placeholders.
+        let t = DeviceTemplate::with_prefix("root.gw", "{host}.{measurement}.{tags}").unwrap();
+        t.render(
+            "cpu",
+            &[("host", "h1"), ("cpu", "c0"), ("a", "x")],
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out, "root.gw.h1.cpu.x.c0");
+        assert_eq!(
+            t.render("cpu", &[("cpu", "c0")], &mut out),
+            Err("tag \"host\" is missing".into())
+        );
+        let t = DeviceTemplate::with_prefix("root", "{measurement}").unwrap();
+        t.render("m", &[], &mut out).unwrap();
+        assert_eq!(out, "root.m");
+        let e = DeviceTemplate::with_prefix("root.lp", "{measurement}.a-b").unwrap_err();
+        assert_eq!((e.template.as_str(), e.offset), ("{measurement}.a-b", 14));
+        let e = DeviceTemplate::with_prefix("root.l-p", "{measurement}").unwrap_err();
+        assert_eq!(e.offset, 0);
+        assert!(e.message.contains("prefix"), "{e}");
+        assert!(DeviceTemplate::with_prefix("lp", "{measurement}").is_err());
 
         let t = DeviceTemplate::parse("root.telegraf.{tag:host}.{measurement}.{tags}").unwrap();
         t.render(
@@ -758,7 +815,8 @@ mod tests {
             ("root.", 5),
             ("root.a..b", 7),
             ("root.{measurement", 5),
-            ("root.{foo}", 5),
+            ("root.{}", 5),
+            ("root.{a|b}", 5),
             ("root.x{tags}", 6),
             ("root.{tag:}", 5),
             ("root.a-b", 5),
@@ -809,7 +867,7 @@ mod tests {
             let mut out = String::new();
             t.render(&m, &tags, &mut out).unwrap();
             prop_assert_eq!(validate_device(&out), Ok(()));
-            prop_assert_eq!(out.split('.').count(), 2 + tags.len());
+            prop_assert_eq!(out.split('.').count(), 3 + tags.len());
         }
     }
 }

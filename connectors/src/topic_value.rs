@@ -660,6 +660,14 @@ mod tests {
         assert_eq!(b, Batch::default());
     }
 
+    #[test]
+    fn deep_payload_is_an_error() {
+        let deep = format!("{{\"value\":{}", "[".repeat(100_000));
+        let e = value(&deep).unwrap_err();
+        assert_eq!(e.1, RejectReason::Parse);
+        assert!(e.0.starts_with("payload line 1"), "{e:?}");
+    }
+
     proptest! {
         #[test]
         fn never_panics_on_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {

@@ -547,3 +547,30 @@ proptest! {
         prop_assert_eq!(b.records, expected);
     }
 }
+
+#[test]
+fn deep_nesting_does_not_crash() {
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let b = parse(&deep);
+    assert_eq!(b.records, vec![]);
+    assert_eq!(summary(&b), vec![rj("$[0]", RejectReason::Parse, 1)]);
+    let deep = format!("{}1{}", "{\"a\":".repeat(100_000), "}".repeat(100_000));
+    let b = parse(&deep);
+    assert_eq!(summary(&b), vec![rj("$", RejectReason::Parse, 1)]);
+    assert!(
+        b.rejections[0].message.contains("missing key"),
+        "{}",
+        b.rejections[0]
+    );
+    let nested_value = format!(
+        r#"{{"device":"root.a.b","timestamp":1,"measurements":["s","t"],"values":[{}1{},2]}}"#,
+        "[".repeat(50),
+        "]".repeat(50)
+    );
+    let b = parse(&nested_value);
+    assert_eq!(b.records, vec![rec("root.a.b", 1, &[("t", Int(2))])]);
+    assert_eq!(
+        summary(&b),
+        vec![rj("$.values[0]", RejectReason::TypeMismatch, 1)]
+    );
+}
