@@ -295,11 +295,18 @@ fn record_shape_errors() {
             "found a number",
         ),
         (
-            r#"{"device":"root.a.b","timestamp":"1","measurements":["s"],"values":[1]}"#,
+            r#"{"device":"root.a.b","timestamp":"1x","measurements":["s"],"values":[1]}"#,
             "$[0].timestamp",
             RejectReason::InvalidTime,
             1,
             "found a string",
+        ),
+        (
+            r#"{"device":"root.a.b","timestamp":"99999999999999999999","measurements":["s"],"values":[1]}"#,
+            "$[0].timestamp",
+            RejectReason::InvalidTime,
+            1,
+            "INT64",
         ),
         (
             r#"{"device":"root.a.b","timestamp":null,"measurements":["s"],"values":[1]}"#,
