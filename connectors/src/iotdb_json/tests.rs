@@ -581,3 +581,18 @@ fn deep_nesting_does_not_crash() {
         vec![rj("$.values[0]", RejectReason::TypeMismatch, 1)]
     );
 }
+
+#[test]
+fn quoted_integer_timestamps() {
+    // As IoTDB's MQTT service accepts them.
+    let b = parse(
+        r#"[{"device":"root.a.b","timestamp":"-7","measurements":["s"],"values":[1]},
+            {"device":"root.a.b","timestamps":["8", 9, "1.5"],"measurements":["s"],"values":[[1,2,3]]}]"#,
+    );
+    let times: Vec<i64> = b.records.iter().map(|r| r.time).collect();
+    assert_eq!(times, vec![-7, 8, 9]);
+    assert_eq!(
+        summary(&b),
+        vec![rj("$[1].timestamps[2]", RejectReason::InvalidTime, 1)]
+    );
+}
