@@ -8,9 +8,9 @@ use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{self, HttpState};
+use crate::http::{self, HttpState, SourceRoute};
 use crate::metrics::Metrics;
-use crate::parse::{BuiltinParsers, Parsers};
+use crate::parse::{ConnectorParsers, Parsers};
 use crate::pipeline::Pipeline;
 use crate::settings::Settings;
 
@@ -25,7 +25,7 @@ pub struct Daemon {
     /// Metrics.
     pub metrics: Arc<Metrics>,
     settings: Settings,
-    http_task: tokio::task::JoinHandle<std::io::Result<()>>,
+    http_tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
     http_token: CancellationToken,
 }
 
@@ -62,7 +62,7 @@ impl Daemon {
     ) -> Result<Daemon, DaemonError> {
         let metrics = Metrics::new();
         let mut pipelines = Vec::new();
-        let mut push = None;
+        let mut routes = Vec::new();
         for ps in &settings.pipelines {
             let opts = ps.options.clone();
             let m = metrics.clone();
@@ -79,41 +79,63 @@ impl Daemon {
                     source: e,
                 })?;
             tracing::info!(pipeline = %name, data_dir = %ps.options.engine.data_dir.display(), elapsed_ms = started.elapsed().as_millis() as u64, "pipeline ready");
-            if ps.http && push.is_none() {
-                push = Some((p.clone(), ps.time_precision));
+            for src in &ps.http_sources {
+                routes.push(SourceRoute {
+                    pipeline: p.clone(),
+                    stored: ps.time_precision,
+                    source: src.clone(),
+                });
             }
             pipelines.push(p);
         }
+        let listen_err = |addr: &str, e: std::io::Error| DaemonError::Listen {
+            addr: addr.to_string(),
+            source: e,
+        };
         let listener = match listener {
             Some(l) => l,
             None => TcpListener::bind(&settings.http.listen)
                 .await
-                .map_err(|e| DaemonError::Listen {
-                    addr: settings.http.listen.clone(),
-                    source: e,
-                })?,
+                .map_err(|e| listen_err(&settings.http.listen, e))?,
         };
-        let http_addr = listener.local_addr().map_err(|e| DaemonError::Listen {
-            addr: settings.http.listen.clone(),
+        let http_addr = listener
+            .local_addr()
+            .map_err(|e| listen_err(&settings.http.listen, e))?;
+        let tokens = http::load_tokens(&settings.http).map_err(|e| DaemonError::Listen {
+            addr: "http.token_file".into(),
             source: e,
         })?;
-        let parsers: Arc<dyn Parsers> = Arc::new(BuiltinParsers);
+        let parsers: Arc<dyn Parsers> = Arc::new(ConnectorParsers);
+        let separate_metrics = settings.metrics.enabled && settings.metrics.listen.is_some();
         let state = Arc::new(HttpState {
-            pipeline: push,
             pipelines: pipelines.clone(),
             settings: RwLock::new(settings.http.clone()),
+            tokens: RwLock::new(tokens),
             parsers,
             metrics: metrics.clone(),
+            metrics_path: (settings.metrics.enabled && !separate_metrics)
+                .then(|| settings.metrics.path.clone()),
             ready: AtomicBool::new(false),
         });
         let http_token = CancellationToken::new();
         let grace = settings.http.shutdown_grace;
-        let http_task = tokio::spawn(http::run(
+        let mut http_tasks = Vec::new();
+        if let (true, Some(addr)) = (separate_metrics, &settings.metrics.listen) {
+            let ml = TcpListener::bind(addr)
+                .await
+                .map_err(|e| listen_err(addr, e))?;
+            let maddr = ml.local_addr().map_err(|e| listen_err(addr, e))?;
+            let app = http::metrics_router(state.clone(), &settings.metrics.path);
+            http_tasks.push(tokio::spawn(http::run(ml, app, http_token.clone(), grace)));
+            tracing::info!(addr = %maddr, "metrics listening on http://{maddr}{}", settings.metrics.path);
+        }
+        let app = http::router(state.clone(), routes);
+        http_tasks.push(tokio::spawn(http::run(
             listener,
-            state.clone(),
+            app,
             http_token.clone(),
             grace,
-        ));
+        )));
         state.ready.store(true, Ordering::Relaxed);
         tracing::info!(addr = %http_addr, "HTTP listening on http://{http_addr}");
         Ok(Daemon {
@@ -122,7 +144,7 @@ impl Daemon {
             http_addr,
             metrics,
             settings,
-            http_task,
+            http_tasks,
             http_token,
         })
     }
@@ -135,6 +157,16 @@ impl Daemon {
         }
         if new.http.max_body_bytes > self.settings.http.max_body_bytes {
             tracing::warn!("reload: a larger HTTP body limit takes effect after a restart");
+        }
+        match http::load_tokens(&new.http) {
+            Ok(t) => {
+                if let Ok(mut tokens) = self.http.tokens.write() {
+                    *tokens = t;
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "reload: cannot read the token file; keeping the current tokens")
+            }
         }
         if let Ok(mut s) = self.http.settings.write() {
             let listen = s.listen.clone();
@@ -160,7 +192,7 @@ impl Daemon {
                 .iter()
                 .find(|p| p.name() == ps.options.engine.pipeline)
             {
-                p.set_rules(ps.options.rules.clone());
+                p.set_rules(ps.options.rules.clone(), ps.options.defaults);
             }
         }
         self.settings = new;
@@ -179,10 +211,12 @@ impl Daemon {
         self.http.ready.store(false, Ordering::Relaxed);
         let work = async move {
             self.http_token.cancel();
-            match self.http_task.await {
-                Ok(Err(e)) => tracing::warn!(error = %e, "HTTP server ended with an error"),
-                Err(e) => tracing::warn!(error = %e, "HTTP server task failed"),
-                Ok(Ok(())) => {}
+            for t in self.http_tasks {
+                match t.await {
+                    Ok(Err(e)) => tracing::warn!(error = %e, "HTTP server ended with an error"),
+                    Err(e) => tracing::warn!(error = %e, "HTTP server task failed"),
+                    Ok(Ok(())) => {}
+                }
             }
             let pipelines = self.pipelines.clone();
             let _ = tokio::task::spawn_blocking(move || {

@@ -21,7 +21,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the daemon (without --config: the embedded default, HTTP push and metrics
-    /// on 127.0.0.1:8086, data under ./data).
+    /// on 127.0.0.1:8080, data under ./data).
     Run(RunArgs),
     /// Validate a configuration file and print the effective configuration.
     CheckConfig {
@@ -60,9 +60,11 @@ struct RunArgs {
     seal_idle_ms: Option<u64>,
 }
 
-fn init_logging(level: &str, json: bool) {
-    let filter = EnvFilter::try_from_env("TSFILED_LOG").unwrap_or_else(|_| EnvFilter::new(level));
-    let ansi = std::io::stderr().is_terminal();
+fn init_logging(level: &str, json: bool, color: Option<bool>) {
+    let filter = EnvFilter::try_from_env("TSFILED_LOG")
+        .or_else(|_| EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| EnvFilter::new(level));
+    let ansi = color.unwrap_or_else(|| std::io::stderr().is_terminal());
     let b = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -75,11 +77,11 @@ fn init_logging(level: &str, json: bool) {
 }
 
 fn load(args: &RunArgs) -> anyhow::Result<Settings> {
-    let base = match &args.config {
-        Some(path) => tsfiled::config_file::load(path)?,
-        None => Settings::embedded_default(),
-    };
-    let mut s = base.with_overrides(args.data_dir.clone(), args.http_listen.clone());
+    let mut s = tsfiled::config_file::load(
+        args.config.as_deref(),
+        args.data_dir.as_deref(),
+        args.http_listen.as_deref(),
+    )?;
     s.http.tokens.extend(args.http_tokens.iter().cloned());
     for p in &mut s.pipelines {
         let e = &mut p.options.engine;
@@ -99,7 +101,11 @@ fn load(args: &RunArgs) -> anyhow::Result<Settings> {
 
 fn run(args: RunArgs) -> anyhow::Result<()> {
     let settings = load(&args)?;
-    init_logging(&settings.log.level, settings.log.json || args.log_json);
+    init_logging(
+        &settings.log.level,
+        settings.log.json || args.log_json,
+        settings.log.color,
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tsfiled-rt")

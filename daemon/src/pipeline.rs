@@ -19,7 +19,7 @@ use tsfile::basic::Column;
 use tsfiled_connectors::{Batch, RejectReason, Rejection};
 
 use crate::engine::batch::{SeriesData, WriteBatch};
-use crate::engine::schema::{self, Registry, SchemaRule};
+use crate::engine::schema::{self, Registry, SchemaRule, TypeDefaults};
 use crate::engine::{Engine, EngineMsg, EngineOptions, SealReason, WalControl};
 use crate::metrics::Metrics;
 use crate::wal::{self, Wal, WalError, WalOptions};
@@ -29,10 +29,12 @@ use crate::wal::{self, Wal, WalError, WalOptions};
 pub struct PipelineOptions {
     /// Engine settings (name, data directory, sealing...).
     pub engine: EngineOptions,
-    /// WAL settings (its `dir` is normally `<data>/.tsfiled/wal`).
+    /// WAL settings (its `dir` is normally `<data>/wal`).
     pub wal: WalOptions,
     /// Schema rules.
     pub rules: Vec<SchemaRule>,
+    /// Typing of series no rule pins.
+    pub defaults: TypeDefaults,
     /// `Retry-After` suggested when full.
     pub retry_after: Duration,
 }
@@ -42,9 +44,10 @@ impl PipelineOptions {
     pub fn new(name: &str, data_dir: impl Into<PathBuf>) -> Self {
         let data_dir = data_dir.into();
         PipelineOptions {
-            wal: WalOptions::new(data_dir.join(".tsfiled").join("wal")),
+            wal: WalOptions::new(data_dir.join("wal")),
             engine: EngineOptions::new(name, data_dir),
             rules: Vec::new(),
+            defaults: TypeDefaults::default(),
             retry_after: Duration::from_secs(1),
         }
     }
@@ -163,13 +166,12 @@ impl Pipeline {
     /// Recovers the data directory, replays the WAL, and starts the log and engine threads.
     pub fn open(opts: PipelineOptions, metrics: Arc<Metrics>) -> io::Result<Arc<Pipeline>> {
         let name = opts.engine.pipeline.clone();
-        let state_dir = opts.engine.data_dir.join(".tsfiled");
+        let state_dir = opts.engine.state_dir.clone();
         std::fs::create_dir_all(&state_dir)?;
         let lock = lock_dir(&state_dir)?;
-        let registry = Arc::new(Mutex::new(Registry::open(
-            &state_dir.join("schema.tsv"),
-            opts.rules.clone(),
-        )?));
+        let mut reg = Registry::open(&state_dir.join("schema.tsv"), opts.rules.clone())?;
+        reg.set_rules(opts.rules.clone(), opts.defaults);
+        let registry = Arc::new(Mutex::new(reg));
         let sg_level = opts.engine.sg_level;
         let mut engine = Engine::open(opts.engine.clone(), registry.clone(), metrics.clone())?;
         let started = Instant::now();
@@ -268,10 +270,10 @@ impl Pipeline {
         &self.name
     }
 
-    /// Replaces the schema rules (for series not seen yet).
-    pub fn set_rules(&self, rules: Vec<SchemaRule>) {
+    /// Replaces the schema rules and defaults (for series not seen yet).
+    pub fn set_rules(&self, rules: Vec<SchemaRule>, defaults: TypeDefaults) {
         if let Ok(mut r) = self.registry.lock() {
-            r.set_rules(rules.clone());
+            r.set_rules(rules.clone(), defaults);
         }
         if let Ok(mut r) = self.rules.lock() {
             *r = rules;
@@ -566,7 +568,7 @@ mod tests {
             for e in std::fs::read_dir(&d).unwrap().flatten() {
                 let p = e.path();
                 if p.is_dir() {
-                    if !p.ends_with(".tsfiled") {
+                    if !p.ends_with("state") && !p.ends_with("wal") {
                         stack.push(p);
                     }
                 } else if p.extension().is_some_and(|x| x == "tsfile") {

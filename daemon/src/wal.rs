@@ -75,6 +75,8 @@ pub struct WalOptions {
     /// Extra wait after the first record of a group before writing (0: none; the time an
     /// `fdatasync` takes already groups concurrent appenders).
     pub commit_delay: Duration,
+    /// Most bytes written under one fsync (a larger queue is split into several groups).
+    pub commit_bytes: usize,
 }
 
 impl WalOptions {
@@ -86,6 +88,7 @@ impl WalOptions {
             max_bytes: 1024 * 1024 * 1024,
             max_pending_bytes: 64 * 1024 * 1024,
             commit_delay: Duration::ZERO,
+            commit_bytes: 4 * 1024 * 1024,
         }
     }
 }
@@ -302,6 +305,7 @@ impl<T: Send + 'static> Wal<T> {
             dir: opts.dir.clone(),
             segment_bytes: opts.segment_bytes,
             commit_delay: opts.commit_delay,
+            commit_bytes: opts.commit_bytes.max(1),
             active: None,
             active_id: first_segment,
             active_len: 0,
@@ -413,6 +417,7 @@ struct Worker {
     dir: PathBuf,
     segment_bytes: u64,
     commit_delay: Duration,
+    commit_bytes: usize,
     active: Option<File>,
     active_id: u64,
     active_len: u64,
@@ -468,7 +473,7 @@ impl Worker {
             }
             // Take everything that queued up meanwhile (bounded per group).
             let mut bytes: usize = group.iter().map(|r| r.payload.len() + 8).sum();
-            while bytes < 32 * 1024 * 1024 {
+            while bytes < self.commit_bytes {
                 match rx.try_recv() {
                     Ok(Msg::Append(r)) => {
                         bytes += r.payload.len() + 8;
@@ -801,13 +806,18 @@ mod tests {
         wal.trim_before(last);
         // The thread trims on its next wake-up.
         let mut waited = 0;
-        while list_segments(tmp.path()).unwrap().len() > 2 && waited < 100 {
+        let below = |segs: &[(u64, PathBuf)]| segs.iter().any(|s| s.0 < lsn_segment(last));
+        while below(&list_segments(tmp.path()).unwrap()) && waited < 250 {
             std::thread::sleep(Duration::from_millis(20));
             waited += 1;
         }
         let segs = list_segments(tmp.path()).unwrap();
         assert!(segs.len() <= 2, "{segs:?}");
-        assert!(segs.iter().all(|s| s.0 >= lsn_segment(last)));
+        assert!(
+            segs.iter().all(|s| s.0 >= lsn_segment(last)),
+            "{segs:?} {}",
+            lsn_segment(last)
+        );
         // Room again.
         wal.append(vec![1; 500], 0)
             .unwrap()

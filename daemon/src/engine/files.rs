@@ -8,7 +8,7 @@
 //! Sealing a storage group partition (its sequence and unsequence file together):
 //! 1. close each writer (tail written), `fsync` the `.tsfile.tmp`; write
 //!    `.tsfile.resource.tmp`, `fsync`;
-//! 2. append a commit line to `<data>/.tsfiled/seals.log` and `fsync` it: from here the
+//! 2. append a commit line to `<state>/seals.log` and `fsync` it: from here the
 //!    seal counts, and recovery rolls the renames forward if they did not happen;
 //! 3. rename the `.resource` into place, then the TsFile (last), `fsync` the directory.
 //!

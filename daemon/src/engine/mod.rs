@@ -38,14 +38,18 @@ use schema::{Registry, SeriesType};
 pub struct EngineOptions {
     /// Pipeline name (metric label).
     pub pipeline: String,
-    /// The data directory (`sequence/`, `unsequence/`, `.tsfiled/`).
+    /// The data directory (`sequence/`, `unsequence/`).
     pub data_dir: PathBuf,
+    /// State directory (seal journal, schema journal, lock), normally `<data>/state`.
+    pub state_dir: PathBuf,
     /// Storage group level: `root` plus this many nodes.
     pub sg_level: usize,
     /// Time partition interval in stored time units (`None`: everything in partition 0).
     pub partition_interval: Option<i64>,
     /// Memtable budget of the pipeline in bytes.
     pub memtable_bytes: usize,
+    /// A storage group partition's sequence memtable is flushed at this size.
+    pub chunk_group_bytes: usize,
     /// Seal a file once it has this many bytes.
     pub file_max_bytes: u64,
     /// Seal a partition's files this long after its first unsealed point.
@@ -61,15 +65,18 @@ pub struct EngineOptions {
 impl EngineOptions {
     /// Defaults for a data directory.
     pub fn new(pipeline: &str, data_dir: impl Into<PathBuf>) -> Self {
+        let data_dir = data_dir.into();
         EngineOptions {
             pipeline: pipeline.to_string(),
-            data_dir: data_dir.into(),
+            state_dir: data_dir.join("state"),
+            data_dir,
             sg_level: 1,
             partition_interval: None,
-            memtable_bytes: 256 * 1024 * 1024,
+            memtable_bytes: 64 * 1024 * 1024,
+            chunk_group_bytes: 16 * 1024 * 1024,
             file_max_bytes: 256 * 1024 * 1024,
-            file_max_age: Duration::from_secs(600),
-            file_idle: Duration::from_secs(60),
+            file_max_age: Duration::from_secs(3600),
+            file_idle: Duration::from_secs(600),
             writer: WriterProperties::default(),
             tick: Duration::from_millis(500),
         }
@@ -310,7 +317,7 @@ impl Engine {
         registry: Arc<Mutex<Registry>>,
         metrics: Arc<Metrics>,
     ) -> io::Result<Engine> {
-        let state_dir = opts.data_dir.join(".tsfiled");
+        let state_dir = opts.state_dir.clone();
         fs::create_dir_all(&state_dir)?;
         let (mut journal, entries) = SealJournal::open(&state_dir.join("seals.log"))?;
         for e in &entries {
@@ -578,6 +585,15 @@ impl Engine {
     }
 
     fn enforce_budget(&mut self) {
+        let big: Vec<(Arc<str>, i64)> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| g.seq.mem_bytes >= self.opts.chunk_group_bytes)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in big {
+            self.flush_seq_and_check_size(&key);
+        }
         if self.mem_total < self.opts.memtable_bytes {
             return;
         }
@@ -604,15 +620,19 @@ impl Engine {
                 self.seal_group(&key, SealReason::Size);
                 continue;
             }
-            self.flush(&key, space);
-            let over = self
-                .groups
-                .get(&key)
-                .and_then(|g| g.seq.file.as_ref())
-                .is_some_and(|f| f.writer.position() >= self.opts.file_max_bytes);
-            if over {
-                self.seal_group(&key, SealReason::Size);
-            }
+            self.flush_seq_and_check_size(&key);
+        }
+    }
+
+    fn flush_seq_and_check_size(&mut self, key: &(Arc<str>, i64)) {
+        self.flush(key, Space::Sequence);
+        let over = self
+            .groups
+            .get(key)
+            .and_then(|g| g.seq.file.as_ref())
+            .is_some_and(|f| f.writer.position() >= self.opts.file_max_bytes);
+        if over {
+            self.seal_group(key, SealReason::Size);
         }
     }
 

@@ -29,27 +29,76 @@ impl SeriesType {
     /// The default encoding for a data type (INT TS_2DIFF, FLOAT/DOUBLE GORILLA,
     /// BOOLEAN RLE, TEXT PLAIN) with SNAPPY.
     pub fn default_for(data_type: DataType) -> SeriesType {
-        let encoding = match data_type {
-            DataType::INT32 | DataType::INT64 => Encoding::TS_2DIFF,
-            DataType::FLOAT | DataType::DOUBLE => Encoding::GORILLA,
-            DataType::BOOLEAN => Encoding::RLE,
-            DataType::TEXT => Encoding::PLAIN,
-        };
-        SeriesType {
-            data_type,
-            encoding,
+        TypeDefaults::default().series_type(data_type)
+    }
+}
+
+/// How series are typed on first sight when no rule pins them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypeDefaults {
+    /// Type of integer values (INT64 or INT32).
+    pub integer: DataType,
+    /// Type of decimal values (DOUBLE or FLOAT).
+    pub float: DataType,
+    /// Encoding of BOOLEAN series.
+    pub boolean_encoding: Encoding,
+    /// Encoding of INT32 series.
+    pub int32_encoding: Encoding,
+    /// Encoding of INT64 series.
+    pub int64_encoding: Encoding,
+    /// Encoding of FLOAT series.
+    pub float_encoding: Encoding,
+    /// Encoding of DOUBLE series.
+    pub double_encoding: Encoding,
+    /// Encoding of TEXT series.
+    pub text_encoding: Encoding,
+    /// Compression of every series.
+    pub compression: Compression,
+}
+
+impl Default for TypeDefaults {
+    /// INT64/DOUBLE; INT TS_2DIFF, FLOAT/DOUBLE GORILLA, BOOLEAN RLE, TEXT PLAIN; SNAPPY.
+    fn default() -> Self {
+        TypeDefaults {
+            integer: DataType::INT64,
+            float: DataType::DOUBLE,
+            boolean_encoding: Encoding::RLE,
+            int32_encoding: Encoding::TS_2DIFF,
+            int64_encoding: Encoding::TS_2DIFF,
+            float_encoding: Encoding::GORILLA,
+            double_encoding: Encoding::GORILLA,
+            text_encoding: Encoding::PLAIN,
             compression: Compression::SNAPPY,
         }
     }
 }
 
-/// The data type a value gets when its series is first seen and no rule pins one.
-pub fn inferred_type(v: &FieldValue) -> DataType {
-    match v {
-        FieldValue::Int(_) => DataType::INT64,
-        FieldValue::Float(_) => DataType::DOUBLE,
-        FieldValue::Bool(_) => DataType::BOOLEAN,
-        FieldValue::Text(_) => DataType::TEXT,
+impl TypeDefaults {
+    /// The data type a value gets when its series is first seen and no rule pins one.
+    pub fn inferred_type(&self, v: &FieldValue) -> DataType {
+        match v {
+            FieldValue::Int(_) => self.integer,
+            FieldValue::Float(_) => self.float,
+            FieldValue::Bool(_) => DataType::BOOLEAN,
+            FieldValue::Text(_) => DataType::TEXT,
+        }
+    }
+
+    /// The default type, encoding and compression of a data type.
+    pub fn series_type(&self, data_type: DataType) -> SeriesType {
+        let encoding = match data_type {
+            DataType::BOOLEAN => self.boolean_encoding,
+            DataType::INT32 => self.int32_encoding,
+            DataType::INT64 => self.int64_encoding,
+            DataType::FLOAT => self.float_encoding,
+            DataType::DOUBLE => self.double_encoding,
+            DataType::TEXT => self.text_encoding,
+        };
+        SeriesType {
+            data_type,
+            encoding,
+            compression: self.compression,
+        }
     }
 }
 
@@ -116,34 +165,12 @@ pub struct SchemaRule {
     pub compression: Option<Compression>,
 }
 
-/// Checks one path node (a device level or a measurement).
-fn check_node(node: &str) -> Result<(), String> {
-    if node.is_empty() {
-        return Err("empty path node".into());
-    }
-    if node.len() > 255 {
-        return Err("path node longer than 255 bytes".into());
-    }
-    for c in node.chars() {
-        if !(c.is_alphanumeric() || c == '_' || c == '-' || c == ':' || c == '#') {
-            return Err(format!("character {c:?} not allowed in path node {node:?}"));
-        }
-    }
-    Ok(())
-}
-
-/// Validates a device path: `root` then at least `sg_level + 1` more nodes
-/// (storage group nodes plus at least one device node).
+/// Validates a device path (IoTDB 0.10 rules, as the parsers apply them): `root`
+/// then at least `sg_level + 1` more nodes (storage group nodes plus a device node).
 pub fn validate_device(device: &str, sg_level: usize) -> Result<(), String> {
-    let mut parts = device.split('.');
-    if parts.next() != Some("root") {
-        return Err(format!("device {device:?} does not start with \"root.\""));
-    }
-    let mut n = 0;
-    for p in parts {
-        check_node(p).map_err(|e| format!("device {device:?}: {e}"))?;
-        n += 1;
-    }
+    tsfiled_connectors::path::validate_device(device)
+        .map_err(|e| format!("device {device:?} {e}"))?;
+    let n = device.split('.').count() - 1;
     if n < sg_level + 1 {
         return Err(format!(
             "device {device:?} needs at least {} nodes after root (storage group level {sg_level} plus a device)",
@@ -153,14 +180,9 @@ pub fn validate_device(device: &str, sg_level: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Validates a measurement name.
+/// Validates a measurement name (IoTDB 0.10 rules, as the parsers apply them).
 pub fn validate_measurement(m: &str) -> Result<(), String> {
-    check_node(m).map_err(|e| format!("measurement {m:?}: {e}"))?;
-    let lower = m.to_ascii_lowercase();
-    if lower == "time" || lower == "timestamp" {
-        return Err(format!("measurement name {m:?} is reserved"));
-    }
-    Ok(())
+    tsfiled_connectors::path::validate_measurement(m).map_err(|e| format!("measurement {m:?} {e}"))
 }
 
 /// The storage group of a valid device: `root` plus `level` nodes.
@@ -221,6 +243,7 @@ struct DeviceEntry {
 pub struct Registry {
     devices: HashMap<Box<str>, DeviceEntry>,
     rules: Vec<SchemaRule>,
+    defaults: TypeDefaults,
     journal: Option<BufWriter<File>>,
     journal_path: Option<PathBuf>,
     count: usize,
@@ -233,6 +256,7 @@ impl Registry {
         Registry {
             devices: HashMap::new(),
             rules,
+            defaults: TypeDefaults::default(),
             journal: None,
             journal_path: None,
             count: 0,
@@ -284,9 +308,10 @@ impl Registry {
         Ok(reg)
     }
 
-    /// Replaces the rules (they apply to series not seen yet).
-    pub fn set_rules(&mut self, rules: Vec<SchemaRule>) {
+    /// Replaces the rules and defaults (they apply to series not seen yet).
+    pub fn set_rules(&mut self, rules: Vec<SchemaRule>, defaults: TypeDefaults) {
         self.rules = rules;
+        self.defaults = defaults;
     }
 
     /// Number of series.
@@ -347,8 +372,8 @@ impl Registry {
             .find(|r| r.pattern.matches(device, measurement));
         let data_type = rule
             .and_then(|r| r.data_type)
-            .unwrap_or_else(|| inferred_type(first));
-        let mut ty = SeriesType::default_for(data_type);
+            .unwrap_or_else(|| self.defaults.inferred_type(first));
+        let mut ty = self.defaults.series_type(data_type);
         if let Some(r) = rule {
             if let Some(e) = r.encoding {
                 if e.supports(data_type) {

@@ -2,7 +2,10 @@
 //!
 //! * `POST /ingest/iotdb-json` — IoTDB JSON (single record, batch form, arrays).
 //! * `POST /write` (InfluxDB 1.x) and `POST /api/v2/write` (2.x) — line protocol with
-//!   `precision`, `db` / `org` / `bucket` usable in the device template.
+//!   `precision` (`db`, `org`, `bucket` and `rp` are accepted and ignored: the source's
+//!   device template names devices).
+//!
+//! Each HTTP source of a pipeline serves these below its `base_path`.
 //! * `GET /health`, `GET /ready`, `GET /metrics`; `GET /ping` and `POST /query` answer
 //!   like InfluxDB so Telegraf's influxdb output starts without complaint.
 //!
@@ -26,46 +29,101 @@ use tokio_util::sync::CancellationToken;
 use tsfiled_connectors::{Batch, RejectReason, TimeUnit};
 
 use crate::metrics::Metrics;
-use crate::parse::{LineVars, Parsers};
+use crate::parse::Parsers;
 use crate::pipeline::{Pipeline, SubmitError, SubmitOutcome};
-use crate::settings::HttpSettings;
+use crate::settings::{HttpSettings, HttpSourceSettings};
 
 /// Shared state of the HTTP server.
 pub struct HttpState {
-    /// The pipeline the push endpoints feed, with its stored precision.
-    pub pipeline: Option<(Arc<Pipeline>, TimeUnit)>,
     /// All pipelines (for readiness).
     pub pipelines: Vec<Arc<Pipeline>>,
     /// Settings (replaced on reload).
     pub settings: RwLock<HttpSettings>,
+    /// Accepted tokens: the configured ones plus the token file's (replaced on reload).
+    pub tokens: RwLock<Vec<String>>,
     /// Payload parsers.
     pub parsers: Arc<dyn Parsers>,
     /// Metrics.
     pub metrics: Arc<Metrics>,
+    /// Whether `/metrics` is served on this listener, and where.
+    pub metrics_path: Option<String>,
     /// Set once start-up is complete.
     pub ready: AtomicBool,
 }
 
+/// One HTTP push source's routes.
+#[derive(Clone)]
+pub struct SourceRoute {
+    /// The pipeline it feeds.
+    pub pipeline: Arc<Pipeline>,
+    /// The pipeline's stored precision.
+    pub stored: TimeUnit,
+    /// The source settings.
+    pub source: HttpSourceSettings,
+}
+
+struct RouteState {
+    shared: Shared,
+    route: SourceRoute,
+}
+
 type Shared = Arc<HttpState>;
+type RouteRef = Arc<RouteState>;
+
+/// Reads the token file (one token per line, `#` comments and blank lines ignored).
+pub fn load_tokens(settings: &HttpSettings) -> std::io::Result<Vec<String>> {
+    let mut tokens = settings.tokens.clone();
+    if let Some(f) = &settings.token_file {
+        let text = std::fs::read_to_string(f)?;
+        tokens.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string),
+        );
+    }
+    Ok(tokens)
+}
 
 /// The router (without a listener), for tests and for [`run`].
-pub fn router(state: Shared) -> Router {
+pub fn router(state: Shared, sources: Vec<SourceRoute>) -> Router {
     let limit = state
         .settings
         .read()
         .map(|s| s.max_body_bytes)
         .unwrap_or(16 << 20);
-    Router::new()
-        .route("/ingest/iotdb-json", post(ingest_json))
-        .route("/write", post(write_v1))
-        .route("/api/v2/write", post(write_v2))
+    let mut app = Router::new()
         .route("/health", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
-        .route("/metrics", get(metrics))
         .route("/ping", get(ping).head(ping))
-        .route("/query", post(query).get(query))
-        .layer(DefaultBodyLimit::max(limit))
-        .with_state(state)
+        .route("/query", post(query).get(query));
+    if let Some(path) = state.metrics_path.clone() {
+        app = app.route(&path, get(metrics));
+    }
+    let mut app = app.with_state(state.clone());
+    for route in sources {
+        let base = route.source.base_path.clone();
+        let rs = Arc::new(RouteState {
+            shared: state.clone(),
+            route: route.clone(),
+        });
+        let mut r = Router::new();
+        if route.source.iotdb_json {
+            r = r.route(&format!("{base}/ingest/iotdb-json"), post(ingest_json));
+        }
+        if route.source.line_protocol {
+            r = r
+                .route(&format!("{base}/write"), post(write_v1))
+                .route(&format!("{base}/api/v2/write"), post(write_v2));
+        }
+        app = app.merge(r.with_state(rs));
+    }
+    app.layer(DefaultBodyLimit::max(limit))
+}
+
+/// A router serving only metrics (for a separate metrics listener).
+pub fn metrics_router(state: Shared, path: &str) -> Router {
+    Router::new().route(path, get(metrics)).with_state(state)
 }
 
 /// Serves on `listener` until `shutdown` is cancelled; then waits at most `grace` for
@@ -73,11 +131,10 @@ pub fn router(state: Shared) -> Router {
 /// connections indefinitely).
 pub async fn run(
     listener: tokio::net::TcpListener,
-    state: Shared,
+    app: Router,
     shutdown: CancellationToken,
     grace: Duration,
 ) -> std::io::Result<()> {
-    let app = router(state);
     let token = shutdown.clone();
     let server =
         axum::serve(listener, app).with_graceful_shutdown(async move { token.cancelled().await });
@@ -127,17 +184,12 @@ fn error(state: &HttpState, code: StatusCode, msg: &str) -> Response {
 
 /// Checks `Authorization: Bearer|Token <t>` (or Basic with the token as password, or
 /// InfluxDB 1.x `?p=`).
-fn authorized(
-    settings: &HttpSettings,
-    headers: &HeaderMap,
-    query: &HashMap<String, String>,
-) -> bool {
-    if settings.tokens.is_empty() {
+fn authorized(tokens: &[String], headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
+    if tokens.is_empty() {
         return true;
     }
     let ok = |t: &str| {
-        settings
-            .tokens
+        tokens
             .iter()
             .any(|k| constant_time_eq(k.as_bytes(), t.trim().as_bytes()))
     };
@@ -250,7 +302,7 @@ enum Style {
 }
 
 async fn ingest(
-    state: Shared,
+    rs: RouteRef,
     headers: HeaderMap,
     query: HashMap<String, String>,
     body: Bytes,
@@ -258,55 +310,65 @@ async fn ingest(
     parse: impl FnOnce(&HttpState, &HttpSettings, &[u8], TimeUnit) -> Result<Batch, String>,
 ) -> Response {
     let received = Instant::now();
+    let state = &*rs.shared;
     let settings = match state.settings.read() {
         Ok(s) => s.clone(),
         Err(_) => {
             return error(
-                &state,
+                state,
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "settings lock poisoned",
             )
         }
     };
-    if !authorized(&settings, &headers, &query) {
-        let mut r = error(&state, StatusCode::UNAUTHORIZED, "missing or invalid token");
+    let allowed = state
+        .tokens
+        .read()
+        .map(|t| authorized(&t, &headers, &query))
+        .unwrap_or(false);
+    if !allowed {
+        let mut r = error(state, StatusCode::UNAUTHORIZED, "missing or invalid token");
         r.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return r;
     }
-    let Some((pipeline, stored)) = state.pipeline.clone() else {
-        return error(&state, StatusCode::NOT_FOUND, "no pipeline takes HTTP push");
-    };
+    let pipeline = &rs.route.pipeline;
+    let source = rs.route.source.name.as_str();
     let data = match body_bytes(&settings, &headers, body) {
         Ok(d) => d,
         Err(BodyError::TooLarge(m)) => {
             state
                 .metrics
                 .points_rejected
-                .with_label_values(&[pipeline.name(), "http", RejectReason::TooLarge.label()])
+                .with_label_values(&[pipeline.name(), source, RejectReason::TooLarge.label()])
                 .inc();
-            return error(&state, StatusCode::PAYLOAD_TOO_LARGE, &m);
+            return error(state, StatusCode::PAYLOAD_TOO_LARGE, &m);
         }
-        Err(BodyError::Bad(m)) => return error(&state, StatusCode::BAD_REQUEST, &m),
+        Err(BodyError::Bad(m)) => return error(state, StatusCode::BAD_REQUEST, &m),
     };
-    let batch = match parse(&state, &settings, &data, stored) {
+    let batch = match parse(state, &settings, &data, rs.route.stored) {
         Ok(b) => b,
-        Err(m) => return error(&state, StatusCode::BAD_REQUEST, &m),
+        Err(m) => return error(state, StatusCode::BAD_REQUEST, &m),
     };
     drop(data);
-    match pipeline.submit("http", batch, received).await {
-        Ok(outcome) => outcome_response(&state, outcome, style),
-        Err(SubmitError::Full {
+    let submitted = tokio::time::timeout(
+        settings.request_timeout,
+        pipeline.submit(source, batch, received),
+    )
+    .await;
+    match submitted {
+        Ok(Ok(outcome)) => outcome_response(state, outcome, style),
+        Ok(Err(SubmitError::Full {
             reason,
             retry_after,
-        }) => {
+        })) => {
             let code = if reason == "queue" {
                 StatusCode::TOO_MANY_REQUESTS
             } else {
                 StatusCode::SERVICE_UNAVAILABLE
             };
             let mut r = error(
-                &state,
+                state,
                 code,
                 &format!(
                     "buffer full ({reason}); nothing of this request was accepted, retry later"
@@ -318,9 +380,9 @@ async fn ingest(
             );
             r
         }
-        Err(SubmitError::Closed) => {
+        Ok(Err(SubmitError::Closed)) => {
             let mut r = error(
-                &state,
+                state,
                 StatusCode::SERVICE_UNAVAILABLE,
                 "shutting down; retry later",
             );
@@ -328,7 +390,17 @@ async fn ingest(
                 .insert(header::RETRY_AFTER, HeaderValue::from(5u64));
             r
         }
-        Err(SubmitError::Io(m)) => error(&state, StatusCode::INTERNAL_SERVER_ERROR, &m),
+        Ok(Err(SubmitError::Io(m))) => error(state, StatusCode::INTERNAL_SERVER_ERROR, &m),
+        Err(_) => {
+            let mut r = error(
+                state,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the points did not become durable within the request timeout; retry later",
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(1u64));
+            r
+        }
     }
 }
 
@@ -390,14 +462,14 @@ fn now_nanos() -> i64 {
 }
 
 async fn ingest_json(
-    State(state): State<Shared>,
+    State(rs): State<RouteRef>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let q = query.clone();
     ingest(
-        state,
+        rs,
         headers,
         query,
         body,
@@ -411,59 +483,47 @@ async fn ingest_json(
 }
 
 async fn write_line(
-    state: Shared,
+    rs: RouteRef,
     query: HashMap<String, String>,
     headers: HeaderMap,
     body: Bytes,
-    v2: bool,
 ) -> Response {
     let q = query.clone();
+    let template = rs.route.source.device_template.clone();
+    let default_precision = rs.route.source.line_precision;
     ingest(
-        state,
+        rs,
         headers,
         query,
         body,
         Style::Influx,
-        move |st, settings, data, stored| {
-            let precision = precision_param(&q, TimeUnit::Nanos)?;
-            let vars = LineVars {
-                db: if v2 {
-                    q.get("bucket").cloned()
-                } else {
-                    q.get("db").cloned()
-                },
-                org: q.get("org").cloned(),
-                bucket: q.get("bucket").cloned(),
-            };
-            Ok(st.parsers.line_protocol(
-                data,
-                precision,
-                stored,
-                &settings.line,
-                &vars,
-                now_nanos(),
-            ))
+        move |st, _settings, data, stored| {
+            let precision = precision_param(&q, default_precision)?;
+            let now = TimeUnit::Nanos.convert(now_nanos(), stored).unwrap_or(0);
+            Ok(st
+                .parsers
+                .line_protocol(data, precision, stored, &template, now))
         },
     )
     .await
 }
 
 async fn write_v1(
-    State(state): State<Shared>,
+    State(rs): State<RouteRef>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    write_line(state, query, headers, body, false).await
+    write_line(rs, query, headers, body).await
 }
 
 async fn write_v2(
-    State(state): State<Shared>,
+    State(rs): State<RouteRef>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    write_line(state, query, headers, body, true).await
+    write_line(rs, query, headers, body).await
 }
 
 async fn ready(State(state): State<Shared>) -> Response {
@@ -513,10 +573,7 @@ mod tests {
     fn basic_auth_decoding() {
         assert_eq!(base64_decode("dXNlcjpzZWNyZXQ=").unwrap(), b"user:secret");
         assert!(base64_decode("!!").is_none());
-        let s = HttpSettings {
-            tokens: vec!["secret".into()],
-            ..Default::default()
-        };
+        let s = vec!["secret".to_string()];
         let mut h = HeaderMap::new();
         let q = HashMap::new();
         assert!(!authorized(&s, &h, &q));

@@ -54,7 +54,7 @@ fn every_rejection_path() {
         j["errors"][0]["location"]
             .as_str()
             .unwrap()
-            .starts_with("line 2 column"),
+            .starts_with("line 2, column"),
         "{j}"
     );
 
@@ -63,7 +63,7 @@ fn every_rejection_path() {
     assert_eq!(r.status, 400);
     let j = r.json();
     assert_eq!(j["accepted"], 1);
-    assert_eq!(j["errors"][0]["location"], "$[1].measurements");
+    assert_eq!(j["errors"][0]["location"], "$[1]");
 
     // Line protocol: the bad line is named, the good ones are written.
     let r = post(
@@ -78,7 +78,7 @@ fn every_rejection_path() {
         (j["accepted"].as_u64(), j["rejected"].as_u64()),
         (Some(2), Some(1))
     );
-    assert_eq!(j["errors"][0]["location"], "line 2");
+    assert_eq!(j["errors"][0]["location"], "line 2, column 8");
     assert!(j["message"].as_str().unwrap().contains("line 2"));
 
     // Invalid paths: device and reserved measurement; type mismatch; good points kept.
@@ -188,12 +188,12 @@ fn every_rejection_path() {
     assert_eq!(
         keys,
         [
+            "root.lp.m.h.f@1",
+            "root.lp.m.h.f@2",
+            "root.lp.m.h.f@3",
             "root.sg.d1.a@1",
             "root.sg.d1.a@10",
             "root.sg.d1.c@11",
-            "root.telegraf.m.h.f@1",
-            "root.telegraf.m.h.f@2",
-            "root.telegraf.m.h.f@3",
         ]
     );
 }
@@ -208,8 +208,7 @@ fn full_buffer_answers_503_with_retry_after() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let mut s = Settings::embedded_default()
-            .with_overrides(Some(tmp.path().join("data")), Some("127.0.0.1:0".into()));
+        let mut s = Settings::embedded_with(&tmp.path().join("data"), "127.0.0.1:0");
         s.pipelines[0].options.wal.max_bytes = 2048;
         s.pipelines[0].options.retry_after = Duration::from_secs(3);
         let d = tsfiled::app::Daemon::start(s, None).await.unwrap();

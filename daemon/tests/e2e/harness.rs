@@ -248,7 +248,7 @@ pub fn sealed_files(data: &Path) -> Vec<PathBuf> {
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
-                if !p.ends_with(".tsfiled") {
+                if !p.ends_with("state") && !p.ends_with("wal") {
                     stack.push(p);
                 }
             } else if p.extension().is_some_and(|x| x == "tsfile") {
@@ -260,7 +260,7 @@ pub fn sealed_files(data: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Files whose name ends in `.tmp` under `data` (outside `.tsfiled`).
+/// Files whose name ends in `.tmp` under `data` (outside `state/` and `wal/`).
 pub fn temporaries(data: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![data.to_path_buf()];
@@ -271,7 +271,7 @@ pub fn temporaries(data: &Path) -> Vec<PathBuf> {
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
-                if !p.ends_with(".tsfiled") {
+                if !p.ends_with("state") && !p.ends_with("wal") {
                     stack.push(p);
                 }
             } else if p.to_string_lossy().ends_with(".tmp") {

@@ -34,7 +34,7 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
         br#"{"device":"root.sg.d1","timestamp":2,"measurements":["i"],"values":[80]}"#,
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    // Line protocol v1 with precision and db; v2 with bucket; gzip.
+    // Line protocol v1 and v2 with precision (db, org, bucket ignored); gzip.
     let r = post(
         a,
         "/write?db=tele&precision=ms",
@@ -81,6 +81,11 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
         .collect();
     let s = |x: &str| x.to_string();
     let expected = vec![
+        (s("root.lp.cpu.h1"), s("n"), 5000, Value::Int64(3)),
+        (s("root.lp.cpu.h1"), s("usage"), 5000, Value::Double(0.5)),
+        (s("root.lp.cpu.h1"), s("usage"), 6000, Value::Double(0.75)),
+        (s("root.lp.cpu.h1"), s("usage"), 7000, Value::Double(1.0)),
+        (s("root.lp.mem.h1"), s("free"), 7000, Value::Int64(10)),
         (s("root.sg.d1"), s("b"), 1000, Value::Boolean(true)),
         (s("root.sg.d1"), s("f"), 1000, Value::Double(1.25)),
         (s("root.sg.d1"), s("f"), 2000, Value::Double(2.5)),
@@ -95,11 +100,6 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
             Value::Text(b"hello".to_vec()),
         ),
         (s("root.sg.d2"), s("x"), 1500, Value::Int64(-3)),
-        (s("root.tele.cpu.h1"), s("n"), 5000, Value::Int64(3)),
-        (s("root.tele.cpu.h1"), s("usage"), 5000, Value::Double(0.5)),
-        (s("root.tele.cpu.h1"), s("usage"), 6000, Value::Double(0.75)),
-        (s("root.tele.cpu.h1"), s("usage"), 7000, Value::Double(1.0)),
-        (s("root.tele.mem.h1"), s("free"), 7000, Value::Int64(10)),
     ];
     assert_eq!(flat, expected);
     // One sequence file per storage group.
