@@ -283,6 +283,17 @@ mod tempdir {
     }
 }
 
+/// utime + stime of a process in seconds.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some(ticks / hz.max(1.0))
+}
+
 fn peak_rss_kib(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
@@ -304,6 +315,8 @@ fn main() {
         "tsfiled-loadgen: {:?}, {} connections, {} points/request, {} s against {addr}",
         args.format, args.connections, args.batch, args.duration
     );
+    let daemon_cpu0 = child.as_ref().and_then(|c| cpu_seconds(c.id()));
+    let self_cpu0 = cpu_seconds(std::process::id());
     let start = Instant::now();
     let until = start + Duration::from_secs(args.duration);
     let stats: Vec<Stats> = std::thread::scope(|s| {
@@ -329,6 +342,10 @@ fn main() {
         lat[i.min(lat.len() - 1)] as f64 / 1000.0
     };
     let rss = child.as_ref().and_then(|c| peak_rss_kib(c.id()));
+    let daemon_cpu = child
+        .as_ref()
+        .and_then(|c| Some(cpu_seconds(c.id())? - daemon_cpu0?));
+    let self_cpu = cpu_seconds(std::process::id()).and_then(|c| Some(c - self_cpu0?));
     println!(
         "acknowledged points/s: {:.0}\nacknowledged points: {acked}\nrequests: {requests} ({:.0}/s), non-2xx or failed: {errors}\nack latency ms: p50 {:.2}, p99 {:.2}, max {:.2}\nelapsed s: {elapsed:.1}",
         acked as f64 / elapsed,
@@ -339,6 +356,21 @@ fn main() {
     );
     if let Some(kib) = rss {
         println!("daemon peak RSS MiB: {:.1}", kib as f64 / 1024.0);
+    }
+    let per_m = |cpu: f64| cpu / (acked.max(1) as f64 / 1e6);
+    if let Some(c) = daemon_cpu {
+        println!(
+            "daemon CPU: {c:.1} s ({:.2} cores), {:.3} CPU-s per million points",
+            c / elapsed,
+            per_m(c)
+        );
+    }
+    if let Some(c) = self_cpu {
+        println!(
+            "generator CPU: {c:.1} s ({:.2} cores), {:.3} CPU-s per million points",
+            c / elapsed,
+            per_m(c)
+        );
     }
     if let Some(c) = child.as_mut() {
         // SAFETY: kill(2) on our own child.

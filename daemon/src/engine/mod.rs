@@ -13,6 +13,7 @@ pub mod batch;
 pub mod files;
 pub mod schema;
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, BufWriter};
@@ -173,6 +174,24 @@ struct SeriesBuf {
     values: Column,
     /// Times strictly increasing so far.
     sorted: bool,
+    /// Bytes of TEXT values (their heap parts).
+    text_bytes: usize,
+}
+
+/// Memory of a memtable entry besides its vectors (map slot, key, buffer header).
+const SERIES_OVERHEAD: usize = 160;
+
+/// Heap bytes a series buffer holds (allocated capacity, not length).
+fn footprint(b: &SeriesBuf) -> usize {
+    let cap = match &b.values {
+        Column::Boolean(v) => v.capacity(),
+        Column::Int32(v) => v.capacity() * 4,
+        Column::Float(v) => v.capacity() * 4,
+        Column::Int64(v) => v.capacity() * 8,
+        Column::Double(v) => v.capacity() * 8,
+        Column::Text(v) => v.capacity() * 24,
+    };
+    b.times.capacity() * 8 + cap + b.text_bytes
 }
 
 type SeriesKey = (Arc<str>, Arc<str>);
@@ -184,7 +203,20 @@ struct OpenFile {
     version: i64,
     registered: HashSet<SeriesKey>,
     points: u64,
+    /// Chunks written so far (the writer keeps metadata for each until close).
+    chunks: u64,
     written_reported: u64,
+}
+
+/// Memory the writer and engine keep per chunk of an open file until it is sealed
+/// (chunk metadata with statistics), and per registered series.
+const CHUNK_META_BYTES: u64 = 160;
+const SERIES_META_BYTES: u64 = 400;
+
+impl OpenFile {
+    fn metadata_bytes(&self) -> u64 {
+        self.chunks * CHUNK_META_BYTES + self.registered.len() as u64 * SERIES_META_BYTES
+    }
 }
 
 struct Proc {
@@ -219,15 +251,6 @@ struct Group {
 impl Group {
     fn has_data(&self) -> bool {
         self.first_lsn.is_some()
-    }
-}
-
-fn value_size(c: &Column, i: usize) -> usize {
-    match c {
-        Column::Boolean(_) => 1,
-        Column::Int32(_) | Column::Float(_) => 4,
-        Column::Int64(_) | Column::Double(_) => 8,
-        Column::Text(v) => v.get(i).map_or(0, |x| x.len()) + 24,
     }
 }
 
@@ -521,6 +544,13 @@ impl Engine {
         let min_t = s.times.iter().copied().min().unwrap_or(i64::MIN);
         let mut added = 0usize;
         let key: SeriesKey = (s.device.clone(), s.measurement.clone());
+        let new_buf = || SeriesBuf {
+            ty: s.ty,
+            times: Vec::new(),
+            values: Column::new(s.ty.data_type),
+            sorted: true,
+            text_bytes: 0,
+        };
         match latest {
             Some(l) if min_t <= l => {
                 // Split: newer points to sequence, the rest to unsequence.
@@ -531,13 +561,10 @@ impl Engine {
                     if idx.is_empty() {
                         continue;
                     }
-                    let buf = proc_.mem.entry(key.clone()).or_insert_with(|| SeriesBuf {
-                        ty: s.ty,
-                        times: Vec::new(),
-                        values: Column::new(s.ty.data_type),
-                        sorted: true,
-                    });
-                    let mut bytes = 0;
+                    let (before, buf) = match proc_.mem.entry(key.clone()) {
+                        Entry::Occupied(e) => (footprint(e.get()) + SERIES_OVERHEAD, e.into_mut()),
+                        Entry::Vacant(e) => (0, e.insert(new_buf())),
+                    };
                     for &i in &idx {
                         let t = s.times[i];
                         if buf.times.last().is_some_and(|&last| t <= last) {
@@ -545,21 +572,22 @@ impl Engine {
                         }
                         buf.times.push(t);
                         push_from(&mut buf.values, &s.values, i);
-                        bytes += 8 + value_size(&s.values, i);
+                        if let Column::Text(v) = &s.values {
+                            buf.text_bytes += v[i].len();
+                        }
                     }
+                    let after = footprint(buf) + SERIES_OVERHEAD;
+                    let bytes = after.saturating_sub(before);
                     proc_.mem_bytes += bytes;
                     added += bytes;
                 }
             }
             _ => {
                 let proc_ = &mut g.seq;
-                let is_new = !proc_.mem.contains_key(&key);
-                let buf = proc_.mem.entry(key).or_insert_with(|| SeriesBuf {
-                    ty: s.ty,
-                    times: Vec::new(),
-                    values: Column::new(s.ty.data_type),
-                    sorted: true,
-                });
+                let (before, buf) = match proc_.mem.entry(key) {
+                    Entry::Occupied(e) => (footprint(e.get()) + SERIES_OVERHEAD, e.into_mut()),
+                    Entry::Vacant(e) => (0, e.insert(new_buf())),
+                };
                 let mut sorted = buf.sorted
                     && buf
                         .times
@@ -567,16 +595,13 @@ impl Engine {
                         .is_none_or(|&last| s.times.first().is_some_and(|&f| f > last));
                 sorted = sorted && s.times.windows(2).all(|w| w[0] < w[1]);
                 buf.sorted = sorted;
-                let mut bytes = s.times.len() * 8;
-                bytes += match &s.values {
-                    Column::Text(v) => v.iter().map(|x| x.len() + 24).sum(),
-                    c => c.len() * value_size(c, 0),
-                };
-                if is_new {
-                    bytes += 96;
+                if let Column::Text(v) = &s.values {
+                    buf.text_bytes += v.iter().map(|x| x.len()).sum::<usize>();
                 }
                 buf.times.extend_from_slice(&s.times);
                 extend_from(&mut buf.values, &s.values);
+                let after = footprint(buf) + SERIES_OVERHEAD;
+                let bytes = after.saturating_sub(before);
                 proc_.mem_bytes += bytes;
                 added += bytes;
             }
@@ -626,11 +651,17 @@ impl Engine {
 
     fn flush_seq_and_check_size(&mut self, key: &(Arc<str>, i64)) {
         self.flush(key, Space::Sequence);
+        // Seal at the size limit, and also when the open file's in-memory metadata
+        // (one entry per chunk, kept until the file is closed) grows past a quarter of
+        // the memtable budget: many series flushed often would otherwise grow without bound.
+        let meta_cap = (self.opts.memtable_bytes as u64 / 4).max(4 << 20);
         let over = self
             .groups
             .get(key)
             .and_then(|g| g.seq.file.as_ref())
-            .is_some_and(|f| f.writer.position() >= self.opts.file_max_bytes);
+            .is_some_and(|f| {
+                f.writer.position() >= self.opts.file_max_bytes || f.metadata_bytes() >= meta_cap
+            });
         if over {
             self.seal_group(key, SealReason::Size);
         }
@@ -717,6 +748,7 @@ impl Engine {
                     .write_tablet(&device, &times, &[(&measurement, &values)])
                     .map_err(|e| e.to_string())?;
                 points += times.len() as u64;
+                file.chunks += 1;
                 let e = device_max.entry(device).or_insert(last);
                 *e = (*e).max(last);
             }
@@ -1031,6 +1063,7 @@ fn open_file(
         version,
         registered: HashSet::new(),
         points: 0,
+        chunks: 0,
         written_reported: 0,
     })
 }
