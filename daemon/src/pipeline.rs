@@ -755,4 +755,194 @@ mod tests {
             "{files:?}"
         );
     }
+
+    fn one(device: &str, t: i64, v: i64) -> Batch {
+        Batch {
+            records: vec![rec(device, t, &[("s", FieldValue::Int(v))])],
+            rejections: vec![],
+        }
+    }
+
+    fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+        let start = Instant::now();
+        while !cond() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "timed out waiting for {what}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_newer_time_partition_seals_the_older_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.engine.partition_interval = Some(1000);
+        let metrics = Metrics::new();
+        let p = Pipeline::open(opts, metrics.clone()).unwrap();
+        p.submit_blocking("test", one("root.sg.d1", 100, 1), Instant::now())
+            .unwrap();
+        p.submit_blocking("test", one("root.sg.d1", 999, 2), Instant::now())
+            .unwrap();
+        p.submit_blocking("test", one("root.sg.d1", 1500, 3), Instant::now())
+            .unwrap();
+        // Partition 0 is sealed as soon as partition 1 receives data.
+        wait_for("partition 0 sealed", || {
+            read_dir_points(tmp.path())
+                .1
+                .iter()
+                .any(|f| f.to_string_lossy().contains("/sequence/root.sg/0/"))
+        });
+        let text = metrics.render();
+        assert!(
+            text.contains(r#"tsfiled_files_sealed_total{pipeline="t",reason="partition"} 1"#),
+            "{text}"
+        );
+        // A late point for partition 0 opens a new file there; a batch spanning two
+        // partitions is split.
+        p.submit_blocking(
+            "test",
+            Batch {
+                records: vec![
+                    rec("root.sg.d1", 50, &[("s", FieldValue::Int(4))]),
+                    rec("root.sg.d1", 2500, &[("s", FieldValue::Int(5))]),
+                ],
+                rejections: vec![],
+            },
+            Instant::now(),
+        )
+        .unwrap();
+        p.shutdown_blocking();
+        let (points, files) = read_dir_points(tmp.path());
+        let mut times: Vec<i64> = points.iter().map(|p| p.2).collect();
+        times.sort();
+        assert_eq!(times, vec![50, 100, 999, 1500, 2500]);
+        for f in &files {
+            let part: i64 = f
+                .parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .parse()
+                .unwrap();
+            let r = TsFileReader::open_path(f).unwrap();
+            for (dev, ts) in r.all_series().unwrap() {
+                for pt in r.series_reader_for(&dev, &ts).unwrap().points() {
+                    assert_eq!(pt.unwrap().0.div_euclid(1000), part, "{}", f.display());
+                }
+            }
+        }
+        // Partition 0 has its first file plus the late point's (the device already
+        // flushed 999 there, so 50 is unsequence).
+        assert!(
+            files
+                .iter()
+                .any(|f| f.to_string_lossy().contains("/unsequence/root.sg/0/")),
+            "{files:?}"
+        );
+        assert!(
+            files
+                .iter()
+                .any(|f| f.to_string_lossy().contains("/sequence/root.sg/2/")),
+            "{files:?}"
+        );
+    }
+
+    #[test]
+    fn idle_and_age_seal_without_shutdown() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.engine.file_idle = Duration::from_millis(50);
+        opts.engine.file_max_age = Duration::from_secs(3600);
+        opts.engine.tick = Duration::from_millis(10);
+        let metrics = Metrics::new();
+        let p = Pipeline::open(opts, metrics.clone()).unwrap();
+        p.submit_blocking("test", one("root.sg.d1", 1, 1), Instant::now())
+            .unwrap();
+        wait_for("idle seal", || read_dir_points(tmp.path()).1.len() == 1);
+        assert!(metrics.render().contains(r#"reason="idle"} 1"#));
+        // The WAL is trimmed once everything is sealed: only the active segment stays.
+        wait_for("WAL trimmed", || {
+            std::fs::read_dir(tmp.path().join("wal")).unwrap().count() == 1
+        });
+        p.shutdown_blocking();
+        drop(p);
+
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.engine.file_idle = Duration::from_secs(3600);
+        opts.engine.file_max_age = Duration::from_millis(100);
+        opts.engine.tick = Duration::from_millis(10);
+        let metrics = Metrics::new();
+        let p = Pipeline::open(opts, metrics.clone()).unwrap();
+        let mut t = 0;
+        // Keep writing so the partition is never idle; it is sealed by age.
+        while !metrics.render().contains(r#"reason="age"}"#) {
+            t += 1;
+            p.submit_blocking("test", one("root.sg.d1", t, t), Instant::now())
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+            assert!(t < 4000, "no age seal");
+        }
+        p.shutdown_blocking();
+        let (points, files) = read_dir_points(tmp.path());
+        assert_eq!(points.len() as i64, t);
+        assert!(files.len() >= 2);
+    }
+
+    #[test]
+    fn size_limits_roll_files_and_everything_reads_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.engine.memtable_bytes = 64 * 1024;
+        opts.engine.chunk_group_bytes = 16 * 1024;
+        opts.engine.file_max_bytes = 8 * 1024;
+        let metrics = Metrics::new();
+        let p = Pipeline::open(opts, metrics.clone()).unwrap();
+        let mut expect = 0;
+        for b in 0..40i64 {
+            let records = (0..200i64)
+                .map(|i| {
+                    let t = b * 200 + i;
+                    rec(
+                        &format!("root.sg{}.d{}", t % 3, t % 5),
+                        t,
+                        &[
+                            ("v", FieldValue::Float(t as f64 * 0.5)),
+                            ("n", FieldValue::Int(t)),
+                        ],
+                    )
+                })
+                .collect();
+            expect += p
+                .submit_blocking(
+                    "test",
+                    Batch {
+                        records,
+                        rejections: vec![],
+                    },
+                    Instant::now(),
+                )
+                .unwrap()
+                .accepted;
+        }
+        p.shutdown_blocking();
+        let (points, files) = read_dir_points(tmp.path());
+        assert_eq!(points.len() as u64, expect);
+        assert!(
+            files.len() > 3,
+            "three storage groups, at least one rolled: {}",
+            files.len()
+        );
+        for (d, m, t, v) in &points {
+            assert!(d.ends_with(&format!("d{}", t % 5)));
+            match m.as_str() {
+                "v" => assert_eq!(*v, Value::Double(*t as f64 * 0.5)),
+                _ => assert_eq!(*v, Value::Int64(*t)),
+            }
+        }
+        assert!(metrics.render().contains(r#"reason="size"}"#));
+    }
 }
