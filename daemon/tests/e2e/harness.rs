@@ -25,12 +25,16 @@ impl DaemonProc {
     /// Starts `tsfiled run --data-dir <data> --http-listen 127.0.0.1:0 <extra>` and waits
     /// for its bound address.
     pub fn start(data: &Path, extra: &[&str]) -> DaemonProc {
+        let data = data.to_str().expect("UTF-8 path");
+        let mut args = vec!["run", "--data-dir", data, "--http-listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        DaemonProc::start_with(&args)
+    }
+
+    /// Starts `tsfiled <args>` and waits for its bound address.
+    pub fn start_with(args: &[&str]) -> DaemonProc {
         let mut child = Command::new(env!("CARGO_BIN_EXE_tsfiled"))
-            .arg("run")
-            .arg("--data-dir")
-            .arg(data)
-            .args(["--http-listen", "127.0.0.1:0"])
-            .args(extra)
+            .args(args)
             .env("TSFILED_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

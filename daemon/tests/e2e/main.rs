@@ -5,5 +5,6 @@
 mod harness;
 
 mod bad_input;
+mod config;
 mod crash;
 mod push;
