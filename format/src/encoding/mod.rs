@@ -75,12 +75,18 @@ pub fn get_encoder(
     float_precision: u32,
 ) -> Result<Box<dyn Encoder>> {
     encoding.check(data_type)?;
-    let _ = float_precision;
     use DataType::*;
     Ok(match (encoding, data_type) {
         (Encoding::PLAIN, t) => Box::new(plain::PlainEncoder::new(t)),
         (Encoding::RLE, BOOLEAN | INT32) => Box::new(rle::IntRleEncoder::new()),
         (Encoding::RLE, INT64) => Box::new(rle::LongRleEncoder::new()),
+        (Encoding::RLE | Encoding::TS_2DIFF, FLOAT | DOUBLE) => Box::new(float::FloatEncoder::new(
+            encoding,
+            data_type,
+            float_precision,
+        )?),
+        (Encoding::GORILLA, FLOAT) => Box::new(gorilla::GorillaEncoder::single()),
+        (Encoding::GORILLA, DOUBLE) => Box::new(gorilla::GorillaEncoder::double()),
         (Encoding::TS_2DIFF, INT32) => Box::new(ts2diff::IntDeltaEncoder::new()),
         (Encoding::TS_2DIFF, INT64) => Box::new(ts2diff::LongDeltaEncoder::new()),
         (e, t) => {
@@ -140,6 +146,14 @@ pub fn decode_values(
         }
         (Encoding::TS_2DIFF, Column::Int64(v)) => {
             ts2diff::decode_into::<i64>("TS_2DIFF INT64 column", data, Some(count), v)
+        }
+        (Encoding::GORILLA, Column::Float(v)) => gorilla::decode_f32(data, count, v),
+        (Encoding::GORILLA, Column::Double(v)) => gorilla::decode_f64(data, count, v),
+        (e @ (Encoding::RLE | Encoding::TS_2DIFF), Column::Float(v)) => {
+            float::decode_f32(e, data, count, v)
+        }
+        (e @ (Encoding::RLE | Encoding::TS_2DIFF), Column::Double(v)) => {
+            float::decode_f64(e, data, count, v)
         }
         (e, _) => Err(Error::unsupported(format!(
             "decoding {e} {data_type} is not implemented yet"
