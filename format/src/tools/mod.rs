@@ -2,3 +2,4 @@
 //! sketch, resource print and data-directory overview.
 
 pub mod javafmt;
+pub mod resource_print;
