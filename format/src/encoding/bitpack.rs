@@ -1,1 +1,236 @@
 //! Bit-packing helpers (MSB-first) shared by RLE and TS_2DIFF.
+//!
+//! Both encodings store `w`-bit unsigned fields as one contiguous big-endian bit string:
+//! field `i` occupies bits `[i*w, (i+1)*w)` counted from the most significant bit of the
+//! first byte. [`BitWriter`] appends such fields, [`unpack`] reads them back with 64-bit
+//! (or, for `w > 56`, 128-bit) loads instead of bit-by-bit loops.
+
+use crate::util::io::put_i32;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for i32 {}
+    impl Sealed for i64 {}
+}
+
+/// The two Java integer types (`int`, `long`) the integer codecs are generic over, with
+/// Java's wrapping arithmetic. Sealed: implemented for `i32` and `i64` only.
+pub trait JavaInt: sealed::Sealed + Copy + Eq + Ord + Default + Send + Sync + 'static {
+    /// Width in bits (32 or 64).
+    const BITS: u32;
+    /// Bytes of the big-endian form.
+    const BYTES: usize;
+    /// `Integer.MAX_VALUE` / `Long.MAX_VALUE`.
+    const MAX: Self;
+    /// Wrapping subtraction.
+    fn wsub(self, o: Self) -> Self;
+    /// Wrapping addition.
+    fn wadd(self, o: Self) -> Self;
+    /// The two's-complement bits, zero-extended to 64 bits.
+    fn bits(self) -> u64;
+    /// The value whose two's-complement bits are the low `BITS` bits of `b`.
+    fn from_bits(b: u64) -> Self;
+    /// Appends the big-endian form.
+    fn put_be(self, out: &mut Vec<u8>);
+    /// Reads the big-endian form from exactly `BYTES` bytes.
+    fn from_be_slice(b: &[u8]) -> Self;
+    /// Java `BITS - numberOfLeadingZeros(v)`.
+    #[inline]
+    fn width(self) -> u32 {
+        64 - self.bits().leading_zeros()
+    }
+}
+
+impl JavaInt for i32 {
+    const BITS: u32 = 32;
+    const BYTES: usize = 4;
+    const MAX: Self = i32::MAX;
+    #[inline]
+    fn wsub(self, o: Self) -> Self {
+        self.wrapping_sub(o)
+    }
+    #[inline]
+    fn wadd(self, o: Self) -> Self {
+        self.wrapping_add(o)
+    }
+    #[inline]
+    fn bits(self) -> u64 {
+        self as u32 as u64
+    }
+    #[inline]
+    fn from_bits(b: u64) -> Self {
+        b as u32 as i32
+    }
+    #[inline]
+    fn put_be(self, out: &mut Vec<u8>) {
+        put_i32(out, self);
+    }
+    #[inline]
+    fn from_be_slice(b: &[u8]) -> Self {
+        let mut a = [0u8; 4];
+        a.copy_from_slice(&b[..4]);
+        i32::from_be_bytes(a)
+    }
+}
+
+impl JavaInt for i64 {
+    const BITS: u32 = 64;
+    const BYTES: usize = 8;
+    const MAX: Self = i64::MAX;
+    #[inline]
+    fn wsub(self, o: Self) -> Self {
+        self.wrapping_sub(o)
+    }
+    #[inline]
+    fn wadd(self, o: Self) -> Self {
+        self.wrapping_add(o)
+    }
+    #[inline]
+    fn bits(self) -> u64 {
+        self as u64
+    }
+    #[inline]
+    fn from_bits(b: u64) -> Self {
+        b as i64
+    }
+    #[inline]
+    fn put_be(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_be_bytes());
+    }
+    #[inline]
+    fn from_be_slice(b: &[u8]) -> Self {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&b[..8]);
+        i64::from_be_bytes(a)
+    }
+}
+
+/// Appends `w`-bit fields MSB-first to a byte vector.
+///
+/// Fields must already fit in `w` bits (callers guarantee it: `w` is the maximum width
+/// over the packed values). [`BitWriter::finish`] zero-pads the last byte.
+pub(crate) struct BitWriter {
+    acc: u128,
+    nbits: u32,
+}
+
+impl BitWriter {
+    /// An empty writer.
+    #[inline]
+    pub(crate) fn new() -> Self {
+        BitWriter { acc: 0, nbits: 0 }
+    }
+
+    /// Appends the low `w` bits of `v` (`w <= 64`).
+    #[inline]
+    pub(crate) fn push(&mut self, v: u64, w: u32, out: &mut Vec<u8>) {
+        if w == 0 {
+            return;
+        }
+        self.acc = (self.acc << w) | v as u128;
+        self.nbits += w;
+        if self.nbits >= 64 {
+            let rest = self.nbits - 64;
+            out.extend_from_slice(&((self.acc >> rest) as u64).to_be_bytes());
+            self.nbits = rest;
+            self.acc &= (1u128 << rest) - 1;
+        }
+    }
+
+    /// Writes the remaining bits, the last byte zero-padded on the right.
+    #[inline]
+    pub(crate) fn finish(self, out: &mut Vec<u8>) {
+        let nbytes = self.nbits.div_ceil(8);
+        if nbytes > 0 {
+            let v = (self.acc << (nbytes * 8 - self.nbits)) as u64;
+            out.extend_from_slice(&v.to_be_bytes()[8 - nbytes as usize..]);
+        }
+    }
+}
+
+/// Number of bytes `n` fields of `w` bits occupy.
+#[inline]
+pub(crate) fn packed_len(n: usize, w: u32) -> usize {
+    (n * w as usize).div_ceil(8)
+}
+
+/// Reads `n` fields of `w` bits (`1 <= w <= 64`) from `src`, which must hold at least
+/// [`packed_len`]`(n, w)` bytes, calling `f` with each field in order.
+#[inline]
+pub(crate) fn unpack(src: &[u8], n: usize, w: u32, mut f: impl FnMut(u64)) {
+    debug_assert!((1..=64).contains(&w));
+    debug_assert!(src.len() >= packed_len(n, w));
+    let len = packed_len(n, w);
+    let src = &src[..len];
+    // Fast path: fields whose 8-byte window lies inside `src`.
+    let w64 = w as usize;
+    let mut i = 0;
+    if w <= 56 {
+        let mask = u64::MAX >> (64 - w);
+        while i < n {
+            let bit = i * w64;
+            let byte = bit >> 3;
+            if byte + 8 > len {
+                break;
+            }
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&src[byte..byte + 8]);
+            let word = u64::from_be_bytes(a);
+            let shift = (bit & 7) as u32;
+            f((word >> (64 - shift - w)) & mask);
+            i += 1;
+        }
+    }
+    // Tail (and wide fields): copy the window into a zero-padded 16-byte buffer.
+    while i < n {
+        let bit = i * w64;
+        let byte = bit >> 3;
+        let mut a = [0u8; 16];
+        let end = (byte + 16).min(len);
+        a[..end - byte].copy_from_slice(&src[byte..end]);
+        let word = u128::from_be_bytes(a);
+        let shift = (bit & 7) as u32;
+        f(((word << shift) >> (128 - w)) as u64);
+        i += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn writer_is_msb_first() {
+        let mut out = Vec::new();
+        let mut w = BitWriter::new();
+        for v in [1u64, 2, 3, 4, 5, 6, 7, 0] {
+            w.push(v, 3, &mut out);
+        }
+        w.finish(&mut out);
+        // 001 010 011 100 101 110 111 000
+        assert_eq!(out, [0x29, 0xcb, 0xb8]);
+        let mut out = Vec::new();
+        let mut w = BitWriter::new();
+        w.push(0b101, 3, &mut out);
+        w.finish(&mut out);
+        assert_eq!(out, [0xa0]);
+    }
+
+    proptest! {
+        #[test]
+        fn pack_unpack(w in 1u32..=64, raw in proptest::collection::vec(any::<u64>(), 0..200)) {
+            let vals: Vec<u64> = raw.iter().map(|v| if w == 64 { *v } else { v & ((1u64 << w) - 1) }).collect();
+            let mut out = Vec::new();
+            let mut bw = BitWriter::new();
+            for v in &vals {
+                bw.push(*v, w, &mut out);
+            }
+            bw.finish(&mut out);
+            prop_assert_eq!(out.len(), packed_len(vals.len(), w));
+            let mut back = Vec::new();
+            unpack(&out, vals.len(), w, |v| back.push(v));
+            prop_assert_eq!(back, vals);
+        }
+    }
+}

@@ -1,1 +1,328 @@
 //! PLAIN encoding for every type (spec §6.1).
+//!
+//! Fixed-width big-endian values (floats through Java's `floatToIntBits` /
+//! `doubleToLongBits`, so NaN is canonicalised), TEXT as an i32 length plus the bytes.
+//! Values are written to the column stream immediately; flush writes nothing.
+
+use super::Encoder;
+use crate::basic::{Column, DataType};
+use crate::errors::{Error, Result};
+use crate::util::io::{put_binary, put_f32, put_f64, put_i32, put_i64};
+
+/// Java `PlainEncoder` (big-endian) for one data type.
+#[derive(Debug, Clone)]
+pub struct PlainEncoder {
+    data_type: DataType,
+}
+
+impl PlainEncoder {
+    /// A PLAIN encoder for values of `data_type`.
+    pub fn new(data_type: DataType) -> Self {
+        PlainEncoder { data_type }
+    }
+
+    #[inline]
+    fn expect(&self, t: DataType) -> Result<()> {
+        if self.data_type == t {
+            Ok(())
+        } else {
+            Err(Error::unsupported(format!(
+                "this PLAIN encoder takes {} values, not {t}",
+                self.data_type
+            )))
+        }
+    }
+}
+
+impl Encoder for PlainEncoder {
+    fn encode_bool(&mut self, v: bool, out: &mut Vec<u8>) -> Result<()> {
+        self.expect(DataType::BOOLEAN)?;
+        out.push(v as u8);
+        Ok(())
+    }
+    fn encode_i32(&mut self, v: i32, out: &mut Vec<u8>) -> Result<()> {
+        self.expect(DataType::INT32)?;
+        put_i32(out, v);
+        Ok(())
+    }
+    fn encode_i64(&mut self, v: i64, out: &mut Vec<u8>) -> Result<()> {
+        self.expect(DataType::INT64)?;
+        put_i64(out, v);
+        Ok(())
+    }
+    fn encode_f32(&mut self, v: f32, out: &mut Vec<u8>) -> Result<()> {
+        self.expect(DataType::FLOAT)?;
+        put_f32(out, v);
+        Ok(())
+    }
+    fn encode_f64(&mut self, v: f64, out: &mut Vec<u8>) -> Result<()> {
+        self.expect(DataType::DOUBLE)?;
+        put_f64(out, v);
+        Ok(())
+    }
+    fn encode_binary(&mut self, v: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        self.expect(DataType::TEXT)?;
+        if v.len() > i32::MAX as usize {
+            return Err(Error::invalid(format!(
+                "TEXT value of {} bytes exceeds the i32 length prefix",
+                v.len()
+            )));
+        }
+        put_binary(out, v);
+        Ok(())
+    }
+    fn flush(&mut self, _out: &mut Vec<u8>) -> Result<()> {
+        Ok(())
+    }
+    fn max_byte_size(&self) -> usize {
+        0
+    }
+}
+
+fn stream_name(t: DataType) -> &'static str {
+    match t {
+        DataType::BOOLEAN => "PLAIN BOOLEAN column",
+        DataType::INT32 => "PLAIN INT32 column",
+        DataType::INT64 => "PLAIN INT64 column",
+        DataType::FLOAT => "PLAIN FLOAT column",
+        DataType::DOUBLE => "PLAIN DOUBLE column",
+        DataType::TEXT => "PLAIN TEXT column",
+    }
+}
+
+fn fixed<'a, const N: usize>(
+    t: DataType,
+    data: &'a [u8],
+    count: usize,
+) -> Result<std::slice::ChunksExact<'a, u8>> {
+    match count.checked_mul(N) {
+        Some(need) if need <= data.len() => Ok(data[..need].chunks_exact(N)),
+        _ => Err(Error::decode(
+            stream_name(t),
+            data.len() - data.len() % N,
+            format_args!(
+                "{count} values of {N} bytes, but the stream holds only {} bytes",
+                data.len()
+            ),
+        )),
+    }
+}
+
+#[inline]
+fn arr<const N: usize>(c: &[u8]) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(c);
+    a
+}
+
+/// Decodes exactly `count` PLAIN values of `out`'s type from `data`, appending to `out`.
+/// Bytes after the last value are ignored (the Java reader is driven by the time column).
+pub fn decode(data: &[u8], count: usize, out: &mut Column) -> Result<()> {
+    let t = out.data_type();
+    match out {
+        Column::Boolean(v) => {
+            let it = fixed::<1>(t, data, count)?;
+            v.reserve(count);
+            v.extend(it.map(|c| c[0] != 0));
+        }
+        Column::Int32(v) => {
+            let it = fixed::<4>(t, data, count)?;
+            v.reserve(count);
+            v.extend(it.map(|c| i32::from_be_bytes(arr(c))));
+        }
+        Column::Int64(v) => {
+            let it = fixed::<8>(t, data, count)?;
+            v.reserve(count);
+            v.extend(it.map(|c| i64::from_be_bytes(arr(c))));
+        }
+        Column::Float(v) => {
+            let it = fixed::<4>(t, data, count)?;
+            v.reserve(count);
+            v.extend(it.map(|c| f32::from_bits(u32::from_be_bytes(arr(c)))));
+        }
+        Column::Double(v) => {
+            let it = fixed::<8>(t, data, count)?;
+            v.reserve(count);
+            v.extend(it.map(|c| f64::from_bits(u64::from_be_bytes(arr(c)))));
+        }
+        Column::Text(v) => {
+            // Each value needs at least its 4-byte length prefix.
+            v.reserve(count.min(data.len() / 4));
+            let mut pos = 0usize;
+            for i in 0..count {
+                let Some(h) = data.get(pos..pos + 4) else {
+                    return Err(Error::decode(
+                        stream_name(t),
+                        pos,
+                        format_args!("length prefix of TEXT value {i} of {count}"),
+                    ));
+                };
+                let n = i32::from_be_bytes(arr(h));
+                if n < 0 || n as usize > data.len() - pos - 4 {
+                    return Err(Error::decode(
+                        stream_name(t),
+                        pos,
+                        format_args!(
+                            "TEXT value {i}: a length in 0..={}, found {n}",
+                            data.len() - pos - 4
+                        ),
+                    ));
+                }
+                let start = pos + 4;
+                pos = start + n as usize;
+                v.push(data[start..pos].to_vec());
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    #[test]
+    fn spec_vectors() {
+        let mut out = Vec::new();
+        let mut e = PlainEncoder::new(DataType::INT32);
+        e.encode_i32(1, &mut out).unwrap();
+        e.encode_i32(-2, &mut out).unwrap();
+        e.flush(&mut out).unwrap();
+        assert_eq!(hex(&out), "00000001fffffffe");
+
+        let mut out = Vec::new();
+        let mut e = PlainEncoder::new(DataType::INT64);
+        e.encode_i64(1, &mut out).unwrap();
+        e.encode_i64(-2, &mut out).unwrap();
+        assert_eq!(hex(&out), "0000000000000001fffffffffffffffe");
+
+        let mut out = Vec::new();
+        let mut e = PlainEncoder::new(DataType::FLOAT);
+        e.encode_f32(1.5, &mut out).unwrap();
+        e.encode_f32(f32::from_bits(0x7f80_0001), &mut out).unwrap();
+        assert_eq!(hex(&out), "3fc000007fc00000");
+
+        let mut out = Vec::new();
+        let mut e = PlainEncoder::new(DataType::DOUBLE);
+        e.encode_f64(1.5, &mut out).unwrap();
+        assert_eq!(hex(&out), "3ff8000000000000");
+
+        let mut out = Vec::new();
+        let mut e = PlainEncoder::new(DataType::BOOLEAN);
+        e.encode_bool(true, &mut out).unwrap();
+        e.encode_bool(false, &mut out).unwrap();
+        assert_eq!(hex(&out), "0100");
+
+        let mut out = Vec::new();
+        let mut e = PlainEncoder::new(DataType::TEXT);
+        e.encode_binary(b"abc", &mut out).unwrap();
+        e.encode_binary(b"", &mut out).unwrap();
+        assert_eq!(hex(&out), "0000000361626300000000");
+        assert_eq!(e.max_byte_size(), 0);
+    }
+
+    #[test]
+    fn wrong_type_is_refused() {
+        let mut out = Vec::new();
+        let mut e = PlainEncoder::new(DataType::INT32);
+        assert!(matches!(
+            e.encode_i64(1, &mut out),
+            Err(Error::Unsupported(_))
+        ));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn decode_reads_booleans_like_java() {
+        let mut c = Column::new(DataType::BOOLEAN);
+        decode(&[1, 0, 2], 3, &mut c).unwrap();
+        assert_eq!(c, Column::Boolean(vec![true, false, true]));
+    }
+
+    #[test]
+    fn truncated_streams_are_errors() {
+        let mut c = Column::new(DataType::INT64);
+        let e = decode(&[0; 12], 2, &mut c).unwrap_err();
+        assert!(matches!(e, Error::Decode { at: 8, .. }), "{e}");
+        let mut c = Column::new(DataType::TEXT);
+        assert!(decode(&[0, 0, 0, 5, b'a'], 1, &mut c).is_err());
+        assert!(decode(&[0xff, 0xff, 0xff, 0xff], 1, &mut c).is_err());
+        assert!(decode(&[0, 0, 0], 1, &mut c).is_err());
+        let mut c = Column::new(DataType::INT32);
+        assert!(decode(&[], usize::MAX, &mut c).is_err());
+    }
+
+    fn roundtrip(t: DataType, col: Column, pages: usize) {
+        let n = col.len();
+        let mut e = PlainEncoder::new(t);
+        let mut back = Column::new(t);
+        let bounds: Vec<usize> = (0..=pages).map(|p| p * n / pages.max(1)).collect();
+        for w in bounds.windows(2) {
+            let mut out = Vec::new();
+            for i in w[0]..w[1] {
+                match &col {
+                    Column::Boolean(v) => e.encode_bool(v[i], &mut out),
+                    Column::Int32(v) => e.encode_i32(v[i], &mut out),
+                    Column::Int64(v) => e.encode_i64(v[i], &mut out),
+                    Column::Float(v) => e.encode_f32(v[i], &mut out),
+                    Column::Double(v) => e.encode_f64(v[i], &mut out),
+                    Column::Text(v) => e.encode_binary(&v[i], &mut out),
+                }
+                .unwrap();
+            }
+            e.flush(&mut out).unwrap();
+            decode(&out, w[1] - w[0], &mut back).unwrap();
+        }
+        // Compare bitwise for floats; NaN is canonicalised by PLAIN.
+        match (&col, &back) {
+            (Column::Float(a), Column::Float(b)) => {
+                let a: Vec<u32> = a
+                    .iter()
+                    .map(|x| crate::util::io::java_float_bits(*x))
+                    .collect();
+                let b: Vec<u32> = b.iter().map(|x| x.to_bits()).collect();
+                assert_eq!(a, b);
+            }
+            (Column::Double(a), Column::Double(b)) => {
+                let a: Vec<u64> = a
+                    .iter()
+                    .map(|x| crate::util::io::java_double_bits(*x))
+                    .collect();
+                let b: Vec<u64> = b.iter().map(|x| x.to_bits()).collect();
+                assert_eq!(a, b);
+            }
+            _ => assert_eq!(col, back),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn roundtrips(pages in 1usize..4,
+                      b in proptest::collection::vec(any::<bool>(), 0..300),
+                      i in proptest::collection::vec(any::<i32>(), 0..300),
+                      l in proptest::collection::vec(any::<i64>(), 0..300),
+                      f in proptest::collection::vec(any::<u32>(), 0..300),
+                      d in proptest::collection::vec(any::<u64>(), 0..300),
+                      t in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 0..50)) {
+            roundtrip(DataType::BOOLEAN, Column::Boolean(b), pages);
+            roundtrip(DataType::INT32, Column::Int32(i), pages);
+            roundtrip(DataType::INT64, Column::Int64(l), pages);
+            roundtrip(DataType::FLOAT, Column::Float(f.into_iter().map(f32::from_bits).collect()), pages);
+            roundtrip(DataType::DOUBLE, Column::Double(d.into_iter().map(f64::from_bits).collect()), pages);
+            roundtrip(DataType::TEXT, Column::Text(t), pages);
+        }
+
+        #[test]
+        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..64), count in 0usize..40) {
+            for t in DataType::ALL {
+                let mut c = Column::new(*t);
+                let _ = decode(&data, count, &mut c);
+            }
+        }
+    }
+}
