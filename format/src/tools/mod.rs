@@ -2,3 +2,5 @@
 //! sketch, resource print and data-directory overview.
 
 pub mod javafmt;
+pub mod overview;
+pub mod resource_print;
