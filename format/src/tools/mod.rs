@@ -4,3 +4,4 @@
 pub mod javafmt;
 pub mod overview;
 pub mod resource_print;
+pub mod sketch;
