@@ -2,3 +2,6 @@
 //! sketch, resource print and data-directory overview.
 
 pub mod javafmt;
+pub mod overview;
+pub mod resource_print;
+pub mod sketch;
