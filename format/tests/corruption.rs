@@ -72,7 +72,8 @@ fn read_everything(bytes: &[u8], decode_walk: bool) -> Option<u64> {
                 let _ = w.decode_page(&p, &mut page);
             }
         }
-        // DUMP-HOOK
+        let mut out = Vec::new();
+        let _ = tsfile::tools::dump::dump(&reader, &mut out);
     }
     let mut w = SequentialWalk::new(bytes);
     while let Some(Ok(ev)) = w.next() {
@@ -112,9 +113,19 @@ fn truncation_sweep(name: &str) {
     let bytes = fixture(name, "tsfile");
     let bounds = boundaries(&bytes);
     let full = recover(&bytes[..]).unwrap();
-    assert_eq!(full.truncate_at, TsFileReader::open(&bytes[..]).unwrap().meta_offset());
+    assert_eq!(
+        full.truncate_at,
+        TsFileReader::open(&bytes[..]).unwrap().meta_offset()
+    );
     LARGEST.store(0, Ordering::Relaxed);
+    let meta_offset = full.truncate_at as usize;
     for len in 0..=bytes.len() {
+        // Past the data section every prefix lacks only (part of) the metadata, and
+        // recovers exactly like the data section alone; big files check those on a
+        // stride to keep the test quick in debug builds.
+        if bytes.len() > 32 * 1024 && len > meta_offset + 64 && len % 16 != 0 {
+            continue;
+        }
         let prefix = &bytes[..len];
         // Every prefix is opened and recovered; everything else (index, series, walk
         // with decoding) repeats the full file's work on the complete part, so it
@@ -136,9 +147,16 @@ fn truncation_sweep(name: &str) {
         // at the prefix end is complete).
         let expect = *bounds.range(..=len as u64).next_back().unwrap();
         assert_eq!(cut, expect, "{name}: prefix {len}");
-        assert_eq!(r.separator_at.is_some(), len as u64 > full.truncate_at, "{name}: {len}");
+        assert_eq!(
+            r.separator_at.is_some(),
+            len as u64 > full.truncate_at,
+            "{name}: {len}"
+        );
         assert!(r.chunk_groups.len() <= full.chunk_groups.len());
-        assert_eq!(r.chunk_groups[..], full.chunk_groups[..r.chunk_groups.len()]);
+        assert_eq!(
+            r.chunk_groups[..],
+            full.chunk_groups[..r.chunk_groups.len()]
+        );
         assert!(r.chunk_groups.last().is_none_or(|g| g.end <= cut));
     }
     let largest = LARGEST.load(Ordering::Relaxed);
@@ -240,6 +258,10 @@ fn random_corruption_small_files() {
         "struct_empty",
         "enc_int64_ts_2diff_snappy",
         "enc_boolean_rle_uncompressed",
+        "enc_double_gorilla_snappy",
+        "enc_float_rle_uncompressed",
+        "enc_int64_regular_snappy",
+        "index_5dev_5meas_deg10",
     ]
     .iter()
     .enumerate()
@@ -250,7 +272,12 @@ fn random_corruption_small_files() {
 
 #[test]
 fn random_corruption_sensor_typical() {
-    random_corruption("sensor_typical", 1500, 42);
+    random_corruption("sensor_typical", 600, 42);
+}
+
+#[test]
+fn random_corruption_deep_index() {
+    random_corruption("index_150dev_1meas_deg10", 300, 1234);
 }
 
 #[test]

@@ -64,8 +64,8 @@ impl PageData {
     pub fn retain_time_range(&mut self, lo: i64, hi: i64) {
         fn compact<T>(times: &[i64], vals: &mut Vec<T>, lo: i64, hi: i64) {
             let mut k = 0;
-            for i in 0..times.len().min(vals.len()) {
-                if (lo..=hi).contains(&times[i]) {
+            for (i, t) in times.iter().enumerate().take(vals.len()) {
+                if (lo..=hi).contains(t) {
                     vals.swap(k, i);
                     k += 1;
                 }
@@ -138,7 +138,10 @@ pub(crate) fn decode_page(
         }
         Compression::SNAPPY => {
             let declared = snap::raw::decompress_len(body).map_err(|e| {
-                Error::format(body_offset, format_args!("{what}: a raw Snappy block ({e})"))
+                Error::format(
+                    body_offset,
+                    format_args!("{what}: a raw Snappy block ({e})"),
+                )
             })?;
             if declared != usize_ || declared as u64 > SNAPPY_MAX_RATIO * body.len() as u64 + 8 {
                 return Err(Error::format(
@@ -154,7 +157,10 @@ pub(crate) fn decode_page(
             let n = snap::raw::Decoder::new()
                 .decompress(body, scratch)
                 .map_err(|e| {
-                    Error::format(body_offset, format_args!("{what}: a raw Snappy block ({e})"))
+                    Error::format(
+                        body_offset,
+                        format_args!("{what}: a raw Snappy block ({e})"),
+                    )
                 })?;
             if n != declared {
                 return Err(Error::format(
@@ -167,7 +173,9 @@ pub(crate) fn decode_page(
         other => {
             return Err(Error::format(
                 body_offset,
-                format_args!("{what}: a supported compression (UNCOMPRESSED or SNAPPY), found {other}"),
+                format_args!(
+                    "{what}: a supported compression (UNCOMPRESSED or SNAPPY), found {other}"
+                ),
             ))
         }
     };
@@ -253,7 +261,13 @@ impl<S: Source> TsFileReader<S> {
                 ),
             ));
         }
-        let buf = read_range(&self.src, start, size, self.metadata_pos, "chunk metadata list")?;
+        let buf = read_range(
+            &self.src,
+            start,
+            size,
+            self.metadata_pos,
+            "chunk metadata list",
+        )?;
         let mut r = ByteReader::new(&buf, start);
         let mut out = Vec::new();
         let mut count = 0i64;
@@ -460,7 +474,10 @@ impl<'a, S: Source> SeriesReader<'a, S> {
             let mut r = ByteReader::new(&self.chunk_buf[ch.pos..], page_off);
             let header = PageHeader::deserialize(&mut r, ch.header.data_type)?;
             let body_offset = r.offset();
-            let body = r.take(header.compressed_size as usize, "page body (within the chunk's data size)")?;
+            let body = r.take(
+                header.compressed_size as usize,
+                "page body (within the chunk's data size)",
+            )?;
             ch.pos += r.position();
             ch.pages += 1;
             if ch.pages > ch.header.num_pages {
@@ -478,7 +495,9 @@ impl<'a, S: Source> SeriesReader<'a, S> {
             let what = format!(
                 "page {} of chunk {}.{} at {}",
                 ch.pages - 1,
-                self.device, ch.header.measurement, ch.offset
+                self.device,
+                ch.header.measurement,
+                ch.offset
             );
             decode_page(
                 ch.header.compression,

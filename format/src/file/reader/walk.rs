@@ -190,7 +190,13 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
         let body = match in_buf {
             Some(b) => b,
             None => {
-                owned = read_range(self.src, page.body_offset, len as u64, self.limit, "page body")?;
+                owned = read_range(
+                    self.src,
+                    page.body_offset,
+                    len as u64,
+                    self.limit,
+                    "page body",
+                )?;
                 &owned[..]
             }
         };
@@ -256,7 +262,10 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
                 let header = PageHeader::deserialize(&mut r, ch.header.data_type)?;
                 let header_size = r.position() as u64;
                 let body_offset = r.offset();
-                r.take(header.compressed_size as usize, "page body (within the chunk's data size)")?;
+                r.take(
+                    header.compressed_size as usize,
+                    "page body (within the chunk's data size)",
+                )?;
                 ch.pos += r.position();
                 let index = ch.pages as u32;
                 ch.pages += 1;
@@ -402,9 +411,7 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
         match self.group_start {
             Some(g) => Err(Error::format(
                 at,
-                format_args!(
-                    "the chunk group footer of the group starting at {g} before {what}"
-                ),
+                format_args!("the chunk group footer of the group starting at {g} before {what}"),
             )),
             None => Ok(()),
         }
