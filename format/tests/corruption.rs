@@ -328,3 +328,35 @@ fn recovery_of_head_only_and_short_files() {
     let e = r.stopped_by.unwrap().to_string();
     assert!(e.contains("malformed TsFile at byte"), "{e}");
 }
+
+/// Found by the fuzzer: page counts near `i64::MAX` overflowed the recovery scan's
+/// statistics merge. Page headers claiming more points than their body can hold are
+/// now rejected by the walk.
+#[test]
+fn huge_page_counts_are_rejected_not_merged() {
+    let bytes = fixture("struct_many_pages", "tsfile");
+    let reader = TsFileReader::open(&bytes[..]).unwrap();
+    let pages: Vec<u64> = reader
+        .walk()
+        .filter_map(|e| match e.unwrap() {
+            WalkEvent::Page(p) => Some(p.offset),
+            _ => None,
+        })
+        .take(2)
+        .collect();
+    let mut b = bytes.clone();
+    for (p, count) in pages.iter().zip([i64::MAX, 5]) {
+        let at = *p as usize + 8;
+        b[at..at + 8].copy_from_slice(&count.to_be_bytes());
+    }
+    let r = recover(&b[..]).unwrap();
+    assert_eq!(r.truncate_at, 12);
+    let e = r.stopped_by.unwrap().to_string();
+    assert!(
+        e.contains(&format!("byte {}", pages[0])) && e.contains("points"),
+        "{e}"
+    );
+    let reader = TsFileReader::open(&b[..]).unwrap();
+    assert!(reader.walk().any(|e| e.is_err()));
+    read_everything(&b, true);
+}

@@ -103,6 +103,25 @@ pub(crate) fn page_error(e: Error, page_offset: u64, what: &str) -> Error {
     }
 }
 
+/// Checks what a page header claims before anything relies on it: at least one
+/// point, no more points than its body could encode (a TS_2DIFF time block packs at
+/// most 129 timestamps into 24 header bytes; 8 per byte is a safe ceiling), and a
+/// time range with `start <= end`. Keeps later statistics merges from overflowing.
+pub(crate) fn check_page_header(h: &PageHeader, offset: u64) -> Result<()> {
+    let s = &h.statistics;
+    let max = 8 * h.uncompressed_size as i64 + 8;
+    if s.count < 1 || s.count > max || s.start_time > s.end_time {
+        return Err(Error::format(
+            offset,
+            format_args!(
+                "page statistics with 1..={max} points (for a {}-byte body) and start <= end time, found count {}, times [{}, {}]",
+                h.uncompressed_size, s.count, s.start_time, s.end_time
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Largest expansion of a raw Snappy block: a 3-byte copy yields at most 64 bytes.
 const SNAPPY_MAX_RATIO: u64 = 22;
 
@@ -473,6 +492,7 @@ impl<'a, S: Source> SeriesReader<'a, S> {
             let page_off = ch.data_offset + ch.pos as u64;
             let mut r = ByteReader::new(&self.chunk_buf[ch.pos..], page_off);
             let header = PageHeader::deserialize(&mut r, ch.header.data_type)?;
+            check_page_header(&header, page_off)?;
             let body_offset = r.offset();
             let body = r.take(
                 header.compressed_size as usize,

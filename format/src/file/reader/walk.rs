@@ -1,6 +1,6 @@
 //! The sequential walk of the data section (Java's `TsFileSequenceRead`).
 
-use super::series::{decode_page, PageData};
+use super::series::{check_page_header, decode_page, PageData};
 use super::source::{read_range, read_range_into};
 use super::{check_head, Source};
 use crate::basic::{Compression, DataType, Encoding};
@@ -260,6 +260,7 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
                 let offset = ch.data_offset + ch.pos as u64;
                 let mut r = ByteReader::new(&self.chunk_buf[ch.pos..], offset);
                 let header = PageHeader::deserialize(&mut r, ch.header.data_type)?;
+                check_page_header(&header, offset)?;
                 let header_size = r.position() as u64;
                 let body_offset = r.offset();
                 r.take(
