@@ -35,7 +35,8 @@ fuzz_target!(|data: &[u8]| {
                 let _ = w.decode_page(&p, &mut page);
             }
         }
-        // DUMP-HOOK
+        let mut out = Vec::new();
+        let _ = tsfile::tools::dump::dump(&reader, &mut out);
     }
     let mut w = SequentialWalk::new(data);
     while let Some(Ok(ev)) = w.next() {
