@@ -42,6 +42,13 @@ use order::{java_string_hash, JavaHashOrder};
 use std::collections::HashMap;
 use std::io::Write;
 
+/// Points of a series buffered before they go through its encoders. Writing rows
+/// touches one series after another; staging a few points per series and encoding
+/// them together keeps each series' encoder state in cache. Staged points are encoded
+/// before anything looks at the encoder state (page and memory checks, flushes,
+/// tablets), so the bytes are the same as with immediate encoding.
+const STAGE_POINTS: usize = 32;
+
 /// Records written before the first memory check (Java's initial
 /// `recordCountForNextMemCheck`).
 const FIRST_MEMORY_CHECK: i64 = 100;
@@ -81,6 +88,10 @@ struct SeriesState {
     last_time: Option<i64>,
     /// The chunk writer of the current flush, created on first use.
     chunk: Option<Box<ChunkWriter>>,
+    /// Points accepted but not yet encoded, as `(time, value bits)`.
+    stage: Vec<(i64, u64)>,
+    /// Whether this series' points may be staged.
+    stageable: bool,
     /// Whether the series is in its device's chunk-writer map of the current flush.
     in_flush: bool,
     /// `(offset of the chunk header, chunk statistics)` of every chunk written, in
@@ -101,6 +112,9 @@ struct DeviceState {
     order: JavaHashOrder,
     /// Series indices of the last row, so repeated row layouts skip the hash lookups.
     layout: Vec<u32>,
+    /// The last row's measurement names, back to back, and where each ends.
+    layout_names: String,
+    layout_ends: Vec<u32>,
 }
 
 impl DeviceState {
@@ -113,27 +127,41 @@ impl DeviceState {
             in_flush: false,
             order: JavaHashOrder::new(),
             layout: Vec::new(),
+            layout_names: String::new(),
+            layout_ends: Vec::new(),
         }
     }
 
     /// Resolves the measurement names of a row into `self.layout`.
-    fn resolve<'a>(
-        &mut self,
-        names: impl ExactSizeIterator<Item = &'a str> + Clone,
-        time: i64,
-    ) -> Result<()> {
-        if self.layout.len() == names.len()
-            && names
-                .clone()
-                .zip(&self.layout)
-                .all(|(m, &i)| self.series[i as usize].schema.measurement == m)
-        {
-            return Ok(());
+    #[inline]
+    fn resolve(&mut self, values: &[(&str, Value)], time: i64) -> Result<()> {
+        if self.layout.len() == values.len() {
+            let mut start = 0usize;
+            let same = values.iter().zip(&self.layout_ends).all(|((m, _), &end)| {
+                let end = end as usize;
+                let hit = self.layout_names.as_bytes().get(start..end) == Some(m.as_bytes());
+                start = end;
+                hit
+            });
+            if same {
+                return Ok(());
+            }
         }
+        self.resolve_slow(values, time)
+    }
+
+    #[cold]
+    fn resolve_slow(&mut self, values: &[(&str, Value)], time: i64) -> Result<()> {
         self.layout.clear();
-        for m in names {
-            match self.index.get(m) {
-                Some(&i) => self.layout.push(i),
+        self.layout_names.clear();
+        self.layout_ends.clear();
+        for (m, _) in values {
+            match self.index.get(*m) {
+                Some(&i) => {
+                    self.layout.push(i);
+                    self.layout_names.push_str(m);
+                    self.layout_ends.push(self.layout_names.len() as u32);
+                }
                 None => {
                     self.layout.clear();
                     return Err(unknown_series(&self.name, m, time));
@@ -167,6 +195,47 @@ fn decreasing_time(device: &str, measurement: &str, time: i64, last: i64) -> Err
         "series {device}.{measurement}: time {time} is before the last written time {last} \
          (times must not decrease per series)"
     ))
+}
+
+fn write_failed(device: &str, s: &MeasurementSchema, time: i64, e: Error) -> Error {
+    Error::invalid(format!(
+        "series {device}.{} at time {time}: {e}",
+        s.measurement
+    ))
+}
+
+/// Encodes the staged points of a series.
+fn drain(device: &str, s: &mut SeriesState, scratch: &mut Vec<u8>) -> Result<()> {
+    if s.stage.is_empty() {
+        return Ok(());
+    }
+    let r = match s.chunk.as_mut() {
+        Some(c) => c.write_staged(&s.stage, scratch),
+        None => Err(Error::invalid("staged points without a chunk writer")),
+    };
+    let first = s.stage[0].0;
+    s.stage.clear();
+    r.map_err(|e| {
+        Error::invalid(format!(
+            "series {device}.{} (points from time {first}): {e}",
+            s.schema.measurement
+        ))
+    })
+}
+
+#[cold]
+fn new_chunk_writer(
+    props: &WriterProperties,
+    device: &str,
+    schema: &MeasurementSchema,
+) -> Result<ChunkWriter> {
+    ChunkWriter::new(
+        schema,
+        props.page_size_bytes,
+        props.max_points_per_page,
+        props.float_precision,
+    )
+    .map_err(|e| Error::invalid(format!("series {device}.{}: {e}", schema.measurement)))
 }
 
 /// The series' sort key and bloom-filter string: `device.measurement`, the
@@ -307,11 +376,13 @@ impl<W: Write> TsFileWriter<W> {
         dev.index.insert(schema.measurement.clone(), i);
         dev.series.push(SeriesState {
             hash: java_string_hash(&schema.measurement),
-            schema,
             last_time: None,
             chunk: None,
+            stage: Vec::new(),
+            stageable: chunk::stageable(&schema),
             in_flush: false,
             chunks: Vec::new(),
+            schema,
         });
         Ok(())
     }
@@ -329,19 +400,7 @@ impl<W: Write> TsFileWriter<W> {
         for i in ids {
             let s = &mut dev.series[i as usize];
             if s.chunk.is_none() {
-                let w = ChunkWriter::new(
-                    &s.schema,
-                    props.page_size_bytes,
-                    props.max_points_per_page,
-                    props.float_precision,
-                )
-                .map_err(|e| {
-                    Error::invalid(format!(
-                        "series {}.{}: {e}",
-                        dev.name, s.schema.measurement
-                    ))
-                })?;
-                s.chunk = Some(Box::new(w));
+                s.chunk = Some(Box::new(new_chunk_writer(props, &dev.name, &s.schema)?));
             }
         }
         Ok(())
@@ -382,53 +441,61 @@ impl<W: Write> TsFileWriter<W> {
                 return Err(unknown_series(device, values[0].0, time));
             }
         };
-        {
-            let dev = &mut self.devices[d as usize];
-            dev.resolve(values.iter().map(|(m, _)| *m), time)?;
-            for ((_, v), &i) in values.iter().zip(&dev.layout) {
-                let s = &dev.series[i as usize];
-                if v.data_type() != s.schema.data_type {
-                    return Err(wrong_type(&dev.name, &s.schema, time, v.data_type()));
+        let Self {
+            devices,
+            props,
+            flush_devices,
+            scratch,
+            ..
+        } = self;
+        let dev = &mut devices[d as usize];
+        dev.resolve(values, time)?;
+        // Check the whole row (and make sure every chunk writer exists) before writing.
+        for ((_, v), &i) in values.iter().zip(&dev.layout) {
+            let s = &mut dev.series[i as usize];
+            if v.data_type() != s.schema.data_type {
+                return Err(wrong_type(&dev.name, &s.schema, time, v.data_type()));
+            }
+            if let Some(last) = s.last_time {
+                if time < last {
+                    return Err(decreasing_time(&dev.name, &s.schema.measurement, time, last));
                 }
-                if let Some(last) = s.last_time {
-                    if time < last {
-                        return Err(decreasing_time(&dev.name, &s.schema.measurement, time, last));
+            }
+            if s.chunk.is_none() {
+                s.chunk = Some(Box::new(new_chunk_writer(props, &dev.name, &s.schema)?));
+            }
+        }
+        if !dev.in_flush {
+            dev.in_flush = true;
+            flush_devices.insert(dev.hash, d);
+        }
+        for ((_, v), &i) in values.iter().zip(&dev.layout) {
+            let s = &mut dev.series[i as usize];
+            if !s.in_flush {
+                s.in_flush = true;
+                dev.order.insert(s.hash, i);
+            }
+            s.last_time = Some(time);
+            match (s.stageable, chunk::stage_bits(v)) {
+                (true, Some(bits)) => {
+                    if s.stage.capacity() == 0 {
+                        s.stage.reserve_exact(STAGE_POINTS);
+                    }
+                    s.stage.push((time, bits));
+                    if s.stage.len() >= STAGE_POINTS {
+                        drain(&dev.name, s, scratch)?;
+                    }
+                }
+                _ => {
+                    if let Some(c) = s.chunk.as_mut() {
+                        c.write_value(time, v, scratch)
+                            .map_err(|e| write_failed(&dev.name, &s.schema, time, e))?;
                     }
                 }
             }
         }
-        let layout = std::mem::take(&mut self.devices[d as usize].layout);
-        let r = self
-            .prepare_chunks(d, layout.iter().copied())
-            .map(|()| self.enter_flush(d, layout.iter().copied()))
-            .and_then(|()| self.write_row_points(d, time, values, &layout));
-        self.devices[d as usize].layout = layout;
-        r?;
         self.record_count += 1;
         self.check_memory()
-    }
-
-    fn write_row_points(
-        &mut self,
-        d: u32,
-        time: i64,
-        values: &[(&str, Value)],
-        layout: &[u32],
-    ) -> Result<()> {
-        let dev = &mut self.devices[d as usize];
-        for ((_, v), &i) in values.iter().zip(layout) {
-            let s = &mut dev.series[i as usize];
-            s.last_time = Some(time);
-            if let Some(c) = s.chunk.as_mut() {
-                c.write_value(time, v, &mut self.scratch).map_err(|e| {
-                    Error::invalid(format!(
-                        "series {}.{} at time {time}: {e}",
-                        dev.name, s.schema.measurement
-                    ))
-                })?;
-            }
-        }
-        Ok(())
     }
 
     /// Writes a tablet: `times` and one column per registered measurement, all of the
@@ -499,6 +566,7 @@ impl<W: Write> TsFileWriter<W> {
         let dev = &mut self.devices[d as usize];
         for ((_, col), &i) in columns.iter().zip(&ids) {
             let s = &mut dev.series[i as usize];
+            drain(&dev.name, s, &mut self.scratch)?;
             if let (Some(c), Some(&last)) = (s.chunk.as_mut(), times.last()) {
                 s.last_time = Some(last);
                 c.write_batch(times, col, &mut self.scratch).map_err(|e| {
@@ -518,6 +586,7 @@ impl<W: Write> TsFileWriter<W> {
         if self.record_count < self.next_memory_check {
             return Ok(());
         }
+        self.drain_all()?;
         let mem = self.estimate();
         if mem <= 0 {
             // Only rows without values so far (Java would divide by zero here).
@@ -531,6 +600,21 @@ impl<W: Write> TsFileWriter<W> {
         Ok(())
     }
 
+    /// Encodes every staged point of the current flush.
+    fn drain_all(&mut self) -> Result<()> {
+        let mut first_err = None;
+        for d in self.flush_devices.ids() {
+            let dev = &mut self.devices[d as usize];
+            for i in dev.order.ids() {
+                let s = &mut dev.series[i as usize];
+                if let Err(e) = drain(&dev.name, s, &mut self.scratch) {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
     /// Sum of the chunk writers' memory estimates (Java's `calculateMemSizeForAllGroup`,
     /// without its 32-bit wrap-around).
     fn estimate(&self) -> i64 {
@@ -538,9 +622,12 @@ impl<W: Write> TsFileWriter<W> {
         for d in self.flush_devices.ids() {
             let dev = &self.devices[d as usize];
             for i in dev.order.ids() {
-                if let Some(c) = &dev.series[i as usize].chunk {
+                let s = &dev.series[i as usize];
+                if let Some(c) = &s.chunk {
                     total += c.memory_estimate();
                 }
+                // Staged points (none when called from the memory check).
+                total += (s.stage.len() * std::mem::size_of::<(i64, u64)>()) as i64;
             }
         }
         total
@@ -556,6 +643,7 @@ impl<W: Write> TsFileWriter<W> {
         if self.record_count == 0 {
             return Ok(());
         }
+        self.drain_all()?;
         let device_order = self.flush_devices.iteration_order();
         let mut first_err = None;
         for &d in &device_order {
@@ -604,7 +692,7 @@ impl<W: Write> TsFileWriter<W> {
                 self.head.clear();
                 ChunkHeader {
                     measurement: s.schema.measurement.clone(),
-                    data_size: c.pages().len() as i32,
+                    data_size: c.pages_len() as i32,
                     data_type: s.schema.data_type,
                     num_pages: c.num_pages() as i32,
                     compression: c.compression(),
@@ -612,8 +700,10 @@ impl<W: Write> TsFileWriter<W> {
                 }
                 .serialize(&mut self.head);
                 self.out.write_all(&self.head)?;
-                self.out.write_all(c.pages())?;
-                self.pos += (self.head.len() + c.pages().len()) as u64;
+                for part in c.page_parts() {
+                    self.out.write_all(part)?;
+                }
+                self.pos += (self.head.len() + c.pages_len()) as u64;
                 s.chunks.push((offset as i64, c.take_chunk_stats()));
                 self.total_chunks += 1;
                 n += 1;
