@@ -10,9 +10,11 @@ const MIN_BITS: usize = 256;
 const MAX_HASHES: usize = 8;
 
 /// A bloom filter as TsFileMetadata stores it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Eq)]
 pub struct BloomFilter {
-    /// Bit array, bit `i` in byte `i / 8` at LSB position `i % 8` (`BitSet` layout).
+    /// Bit array, bit `i` in byte `i / 8` at LSB position `i % 8` (`BitSet` layout);
+    /// missing trailing bytes are zero (a read filter keeps only the stored bytes, so
+    /// a corrupt `size` cannot make it allocate).
     bits: Vec<u8>,
     /// Number of bits `m`.
     size: usize,
@@ -64,6 +66,9 @@ impl BloomFilter {
     pub fn add(&mut self, path: &str) {
         let idx: Vec<usize> = self.bit_indices(path).collect();
         for i in idx {
+            if self.bits.len() <= i / 8 {
+                self.bits.resize(self.size.div_ceil(8), 0);
+            }
             self.bits[i / 8] |= 1 << (i % 8);
         }
     }
@@ -100,13 +105,21 @@ impl BloomFilter {
                 ),
             ));
         }
-        let mut bits = bits;
-        bits.resize((size as usize).div_ceil(8), 0);
         Ok(BloomFilter {
             bits,
             size: size as usize,
             hash_count: k as usize,
         })
+    }
+}
+
+impl PartialEq for BloomFilter {
+    fn eq(&self, other: &Self) -> bool {
+        let n = self.serialized_bits_len();
+        self.size == other.size
+            && self.hash_count == other.hash_count
+            && n == other.serialized_bits_len()
+            && self.bits[..n] == other.bits[..n]
     }
 }
 
