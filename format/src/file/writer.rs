@@ -25,7 +25,7 @@ mod chunk;
 mod index;
 mod order;
 
-use crate::basic::{Column, DataType, Value};
+use crate::basic::{Column, DataType, Encoding, Value};
 use crate::encoding;
 use crate::errors::{Error, Result};
 use crate::file::bloom::BloomFilter;
@@ -195,6 +195,51 @@ fn decreasing_time(device: &str, measurement: &str, time: i64, last: i64) -> Err
         "series {device}.{measurement}: time {time} is before the last written time {last} \
          (times must not decrease per series)"
     ))
+}
+
+/// Refuses values the encoders cannot store: NaN under GORILLA (its end marker) and
+/// TEXT longer than an `i32` length.
+fn check_value(device: &str, s: &MeasurementSchema, time: i64, v: &Value) -> Result<()> {
+    let bad = match v {
+        Value::Float(x) if x.is_nan() => s.encoding == Encoding::GORILLA,
+        Value::Double(x) if x.is_nan() => s.encoding == Encoding::GORILLA,
+        Value::Text(b) => b.len() > i32::MAX as usize,
+        _ => false,
+    };
+    if bad {
+        Err(value_refused(device, s, time))
+    } else {
+        Ok(())
+    }
+}
+
+#[cold]
+fn value_refused(device: &str, s: &MeasurementSchema, time: i64) -> Error {
+    let why = if s.data_type == DataType::TEXT {
+        "a TEXT value longer than 2^31-1 bytes cannot be stored"
+    } else {
+        "NaN cannot be stored with GORILLA (it is the encoding's end-of-page marker); \
+         use PLAIN for series with NaN"
+    };
+    Error::invalid(format!(
+        "series {device}.{} at time {time}: {why}",
+        s.measurement
+    ))
+}
+
+/// Checks a whole tablet column with [`check_value`]'s rules.
+fn check_column(device: &str, s: &MeasurementSchema, times: &[i64], col: &Column) -> Result<()> {
+    let at = |k: usize| times.get(k).copied().unwrap_or(0);
+    let bad = match col {
+        Column::Float(v) if s.encoding == Encoding::GORILLA => v.iter().position(|x| x.is_nan()),
+        Column::Double(v) if s.encoding == Encoding::GORILLA => v.iter().position(|x| x.is_nan()),
+        Column::Text(v) => v.iter().position(|b| b.len() > i32::MAX as usize),
+        _ => None,
+    };
+    match bad {
+        Some(k) => Err(value_refused(device, s, at(k))),
+        None => Ok(()),
+    }
 }
 
 fn write_failed(device: &str, s: &MeasurementSchema, time: i64, e: Error) -> Error {
@@ -451,6 +496,7 @@ impl<W: Write> TsFileWriter<W> {
         let dev = &mut devices[d as usize];
         dev.resolve(values, time)?;
         // Check the whole row (and make sure every chunk writer exists) before writing.
+        let mut regular = false;
         for ((_, v), &i) in values.iter().zip(&dev.layout) {
             let s = &mut dev.series[i as usize];
             if v.data_type() != s.schema.data_type {
@@ -461,19 +507,47 @@ impl<W: Write> TsFileWriter<W> {
                     return Err(decreasing_time(&dev.name, &s.schema.measurement, time, last));
                 }
             }
+            check_value(&dev.name, &s.schema, time, v)?;
+            regular |= s.schema.encoding == Encoding::REGULAR;
             if s.chunk.is_none() {
                 s.chunk = Some(Box::new(new_chunk_writer(props, &dev.name, &s.schema)?));
             }
         }
+        // Java adds every chunk writer of the row to the maps before writing.
         if !dev.in_flush {
             dev.in_flush = true;
             flush_devices.insert(dev.hash, d);
         }
-        for ((_, v), &i) in values.iter().zip(&dev.layout) {
+        for &i in &dev.layout {
             let s = &mut dev.series[i as usize];
             if !s.in_flush {
                 s.in_flush = true;
                 dev.order.insert(s.hash, i);
+            }
+        }
+        if regular {
+            // REGULAR refuses values it cannot round-trip (state unchanged): write those
+            // first, so that a refusal leaves the rest of the row unwritten.
+            for ((_, v), &i) in values.iter().zip(&dev.layout) {
+                let s = &mut dev.series[i as usize];
+                if s.schema.encoding != Encoding::REGULAR {
+                    continue;
+                }
+                if let Some(c) = s.chunk.as_mut() {
+                    c.write_value(time, v, scratch).map_err(|e| {
+                        Error::invalid(format!(
+                            "series {}.{} at time {time}: {e} (no other value of the row after                              this series was written)",
+                            dev.name, s.schema.measurement
+                        ))
+                    })?;
+                }
+                s.last_time = Some(time);
+            }
+        }
+        for ((_, v), &i) in values.iter().zip(&dev.layout) {
+            let s = &mut dev.series[i as usize];
+            if s.schema.encoding == Encoding::REGULAR {
+                continue;
             }
             s.last_time = Some(time);
             match (s.stageable, chunk::stage_bits(v)) {
@@ -550,6 +624,7 @@ impl<W: Write> TsFileWriter<W> {
                         return Err(decreasing_time(device, m, t0, last));
                     }
                 }
+                check_column(device, &s.schema, times, col)?;
                 ids.push(i);
             }
             let mut sorted = ids.clone();
@@ -564,17 +639,30 @@ impl<W: Write> TsFileWriter<W> {
         self.prepare_chunks(d, ids.iter().copied())?;
         self.enter_flush(d, ids.iter().copied());
         let dev = &mut self.devices[d as usize];
-        for ((_, col), &i) in columns.iter().zip(&ids) {
-            let s = &mut dev.series[i as usize];
-            drain(&dev.name, s, &mut self.scratch)?;
-            if let (Some(c), Some(&last)) = (s.chunk.as_mut(), times.last()) {
-                s.last_time = Some(last);
-                c.write_batch(times, col, &mut self.scratch).map_err(|e| {
-                    Error::invalid(format!(
-                        "series {}.{} (tablet from time {first_time}): {e}",
+        // REGULAR columns first: they can refuse a value (see `write_record`).
+        for regular_pass in [true, false] {
+            for ((_, col), &i) in columns.iter().zip(&ids) {
+                let s = &mut dev.series[i as usize];
+                if (s.schema.encoding == Encoding::REGULAR) != regular_pass {
+                    continue;
+                }
+                drain(&dev.name, s, &mut self.scratch)?;
+                let Some(c) = s.chunk.as_mut() else {
+                    continue;
+                };
+                if let Err((written, e)) = c.write_batch(times, col, &mut self.scratch) {
+                    if written > 0 {
+                        s.last_time = Some(times[written - 1]);
+                    }
+                    return Err(Error::invalid(format!(
+                        "series {}.{} (tablet from time {first_time}): {e} ({written} values of \
+                         this column were written, none of the columns after it)",
                         dev.name, s.schema.measurement
-                    ))
-                })?;
+                    )));
+                }
+                if let Some(&last) = times.last() {
+                    s.last_time = Some(last);
+                }
             }
         }
         self.record_count += times.len() as i64;

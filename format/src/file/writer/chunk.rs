@@ -231,17 +231,25 @@ impl ChunkWriter {
 
     /// Writes a batch (one tablet column): all points, then one page check, as Java's
     /// batch write does. Types and lengths were checked by the caller.
+    ///
+    /// On an encoder refusal the points before the refused one stay written; their
+    /// number comes with the error.
     pub(crate) fn write_batch(
         &mut self,
         times: &[i64],
         values: &Column,
         scratch: &mut Vec<u8>,
-    ) -> Result<()> {
+    ) -> std::result::Result<(), (usize, Error)> {
         macro_rules! batch {
             ($vals:expr, $enc:ident, $upd:ident, |$x:ident| $arg:expr) => {{
-                for (t, $x) in times.iter().zip($vals.iter()) {
-                    self.value_enc.$enc($arg, &mut self.value_out)?;
-                    self.time_enc.encode_i64(*t, &mut self.time_out)?;
+                for (k, (t, $x)) in times.iter().zip($vals.iter()).enumerate() {
+                    let step = self
+                        .value_enc
+                        .$enc($arg, &mut self.value_out)
+                        .and_then(|()| self.time_enc.encode_i64(*t, &mut self.time_out));
+                    if let Err(e) = step {
+                        return Err((k, e));
+                    }
                     self.page_stats.$upd(*t, $arg);
                 }
             }};
@@ -254,7 +262,7 @@ impl ChunkWriter {
             Column::Double(v) => batch!(v, encode_f64, update_f64, |x| *x),
             Column::Text(v) => batch!(v, encode_binary, update_text, |x| x.as_slice()),
         }
-        self.check_page(scratch)
+        self.check_page(scratch).map_err(|e| (times.len(), e))
     }
 
     /// Java's `checkPageSizeAndMayOpenANewPage` (spec §7.2).
@@ -463,13 +471,13 @@ mod tests {
         let mut scratch = Vec::new();
         let times: Vec<i64> = (0..500).collect();
         let vals = Column::Int32((0..500).collect());
-        w.write_batch(&times, &vals, &mut scratch).unwrap();
+        w.write_batch(&times, &vals, &mut scratch).map_err(|e| e.1).unwrap();
         assert_eq!(w.num_pages(), 0, "a 500-row batch overshoots the 200 limit");
         assert_eq!(w.page_points(), 500);
         let times: Vec<i64> = (500..700).collect();
         let vals = Column::Int32((0..200).collect());
         w.seal_current_page(&mut scratch).unwrap();
-        w.write_batch(&times, &vals, &mut scratch).unwrap();
+        w.write_batch(&times, &vals, &mut scratch).map_err(|e| e.1).unwrap();
         assert_eq!(w.num_pages(), 2, "exactly 200 points seal the page");
         assert_eq!(w.page_points(), 0);
     }
