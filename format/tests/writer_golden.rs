@@ -167,3 +167,4 @@ fn size_comparable_files_match_java() {
     assert_eq!(compared, 44);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+

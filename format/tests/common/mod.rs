@@ -33,6 +33,8 @@ pub fn fixture_dir() -> PathBuf {
 #[derive(Debug, Clone)]
 pub struct WalkedChunk {
     pub offset: u64,
+    /// Index of the chunk group (file order).
+    pub group: usize,
     pub device: String,
     pub header: ChunkHeader,
     pub pages: Vec<PageHeader>,
@@ -127,6 +129,7 @@ pub fn check_file(b: &[u8]) -> Result<Walk, String> {
                 }
                 pending.push(WalkedChunk {
                     offset: at,
+                    group: 0,
                     device: String::new(),
                     header: h,
                     pages,
@@ -141,6 +144,7 @@ pub fn check_file(b: &[u8]) -> Result<Walk, String> {
                 }
                 for mut c in pending.drain(..) {
                     c.device = f.device.clone();
+                    c.group = w.chunk_groups;
                     w.chunks.push(c);
                 }
                 w.chunk_groups += 1;
