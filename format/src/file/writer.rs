@@ -42,12 +42,17 @@ use order::{java_string_hash, JavaHashOrder};
 use std::collections::HashMap;
 use std::io::Write;
 
-/// Points of a series buffered before they go through its encoders. Writing rows
-/// touches one series after another; staging a few points per series and encoding
-/// them together keeps each series' encoder state in cache. Staged points are encoded
-/// before anything looks at the encoder state (page and memory checks, flushes,
-/// tablets), so the bytes are the same as with immediate encoding.
-const STAGE_POINTS: usize = 32;
+/// Rows of a device buffered before their values go through the encoders. Writing
+/// rows touches one series after another; staging a few rows per device (in one
+/// contiguous buffer) and then encoding them series by series keeps each series'
+/// encoder state in cache. Staged rows are encoded before anything looks at the
+/// encoder state (page and memory checks, flushes, tablets, error reports), and every
+/// staged point still gets its own page check, so the bytes are the same as with
+/// immediate encoding.
+const STAGE_ROWS: usize = 32;
+
+/// `Slot::stage_col` of a value written directly (not staged).
+const DIRECT: u32 = u32::MAX;
 
 /// Records written before the first memory check (Java's initial
 /// `recordCountForNextMemCheck`).
@@ -88,15 +93,24 @@ struct SeriesState {
     last_time: Option<i64>,
     /// The chunk writer of the current flush, created on first use.
     chunk: Option<Box<ChunkWriter>>,
-    /// Points accepted but not yet encoded, as `(time, value bits)`.
-    stage: Vec<(i64, u64)>,
-    /// Whether this series' points may be staged.
-    stageable: bool,
     /// Whether the series is in its device's chunk-writer map of the current flush.
     in_flush: bool,
     /// `(offset of the chunk header, chunk statistics)` of every chunk written, in
     /// file order.
     chunks: Vec<(i64, Statistics)>,
+}
+
+/// What the row path needs to know about one position of the cached row layout,
+/// kept with the device so that checking a row does not touch the series.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    data_type: DataType,
+    /// Column in the staged rows, or [`DIRECT`].
+    stage_col: u32,
+    /// REGULAR: written first, directly (it can refuse a value).
+    regular: bool,
+    /// The value needs [`check_value`] (NaN under GORILLA, TEXT length).
+    checked: bool,
 }
 
 /// A device: its series and the state of the current flush.
@@ -110,11 +124,24 @@ struct DeviceState {
     in_flush: bool,
     /// Java `HashMap` of the device's chunk writers in the current flush (new per flush).
     order: JavaHashOrder,
-    /// Series indices of the last row, so repeated row layouts skip the hash lookups.
+    /// Series indices of the cached row layout (the last row's measurements).
     layout: Vec<u32>,
-    /// The last row's measurement names, back to back, and where each ends.
+    /// The layout's measurement names, back to back, and where each ends.
     layout_names: String,
     layout_ends: Vec<u32>,
+    layout_slots: Vec<Slot>,
+    /// Largest last time over the layout's series, staged rows included.
+    layout_last: Option<i64>,
+    /// The device and every layout series are in the current flush, with chunk writers.
+    layout_ready: bool,
+    /// Some layout position is written directly; some is REGULAR.
+    layout_direct: bool,
+    layout_regular: bool,
+    /// Staged rows: their times, and `stage_series.len()` value bits per row.
+    stage_times: Vec<i64>,
+    stage_vals: Vec<u64>,
+    /// Series of each stage column.
+    stage_series: Vec<u32>,
 }
 
 impl DeviceState {
@@ -129,32 +156,50 @@ impl DeviceState {
             layout: Vec::new(),
             layout_names: String::new(),
             layout_ends: Vec::new(),
+            layout_slots: Vec::new(),
+            layout_last: None,
+            layout_ready: false,
+            layout_direct: false,
+            layout_regular: false,
+            stage_times: Vec::new(),
+            stage_vals: Vec::new(),
+            stage_series: Vec::new(),
         }
     }
 
-    /// Resolves the measurement names of a row into `self.layout`.
+    /// Whether the row's measurement names are the cached layout's.
     #[inline]
-    fn resolve(&mut self, values: &[(&str, Value)], time: i64) -> Result<()> {
-        if self.layout.len() == values.len() {
-            let mut start = 0usize;
-            let same = values.iter().zip(&self.layout_ends).all(|((m, _), &end)| {
-                let end = end as usize;
-                let hit = self.layout_names.as_bytes().get(start..end) == Some(m.as_bytes());
-                start = end;
-                hit
-            });
-            if same {
-                return Ok(());
-            }
+    fn layout_matches(&self, values: &[(&str, Value)]) -> bool {
+        if self.layout_ends.len() != values.len() {
+            return false;
         }
-        self.resolve_slow(values, time)
+        let names = self.layout_names.as_bytes();
+        let mut start = 0usize;
+        for ((m, _), &end) in values.iter().zip(&self.layout_ends) {
+            let end = end as usize;
+            let m = m.as_bytes();
+            if end - start != m.len() || !short_eq(&names[start..end], m) {
+                return false;
+            }
+            start = end;
+        }
+        true
     }
 
-    #[cold]
-    fn resolve_slow(&mut self, values: &[(&str, Value)], time: i64) -> Result<()> {
+    /// Forgets the cached layout (its staged rows must have been drained).
+    fn invalidate_layout(&mut self) {
         self.layout.clear();
         self.layout_names.clear();
         self.layout_ends.clear();
+        self.layout_slots.clear();
+        self.stage_series.clear();
+        self.layout_ready = false;
+    }
+
+    /// Caches the layout of a new row. The stage must be empty.
+    #[cold]
+    fn rebuild_layout(&mut self, values: &[(&str, Value)], time: i64) -> Result<()> {
+        self.invalidate_layout();
         for (m, _) in values {
             match self.index.get(*m) {
                 Some(&i) => {
@@ -163,12 +208,171 @@ impl DeviceState {
                     self.layout_ends.push(self.layout_names.len() as u32);
                 }
                 None => {
-                    self.layout.clear();
-                    return Err(unknown_series(&self.name, m, time));
+                    let e = unknown_series(&self.name, m, time);
+                    self.invalidate_layout();
+                    return Err(e);
                 }
             }
         }
+        // A series named twice in a row is written directly (staging is per column).
+        let mut sorted = self.layout.clone();
+        sorted.sort_unstable();
+        let dup = sorted.windows(2).any(|w| w[0] == w[1]);
+        self.layout_last = None;
+        self.layout_direct = false;
+        self.layout_regular = false;
+        let mut ready = self.in_flush;
+        for &i in &self.layout {
+            let s = &self.series[i as usize];
+            let regular = s.schema.encoding == Encoding::REGULAR;
+            let stage_col = if chunk::stageable(&s.schema) && !dup {
+                self.stage_series.push(i);
+                (self.stage_series.len() - 1) as u32
+            } else {
+                self.layout_direct = true;
+                DIRECT
+            };
+            self.layout_regular |= regular;
+            self.layout_slots.push(Slot {
+                data_type: s.schema.data_type,
+                stage_col,
+                regular,
+                checked: s.schema.data_type == DataType::TEXT
+                    || (s.schema.encoding == Encoding::GORILLA
+                        && matches!(s.schema.data_type, DataType::FLOAT | DataType::DOUBLE)),
+            });
+            self.layout_last = self.layout_last.max(s.last_time);
+            ready &= s.in_flush && s.chunk.is_some();
+        }
+        self.layout_ready = ready;
         Ok(())
+    }
+
+    /// Encodes the staged rows, column by column.
+    fn drain_stage(&mut self, scratch: &mut Vec<u8>) -> Result<()> {
+        let Some(&last) = self.stage_times.last() else {
+            return Ok(());
+        };
+        let width = self.stage_series.len();
+        let mut res = Ok(());
+        for (col, &i) in self.stage_series.iter().enumerate() {
+            let s = &mut self.series[i as usize];
+            s.last_time = Some(last);
+            let r = match s.chunk.as_mut() {
+                Some(c) => c.write_staged(&self.stage_times, &self.stage_vals, width, col, scratch),
+                None => Err(Error::invalid("staged points without a chunk writer")),
+            };
+            if let (Err(e), true) = (r, res.is_ok()) {
+                res = Err(Error::invalid(format!(
+                    "series {}.{} (points from time {}): {e}",
+                    self.name, s.schema.measurement, self.stage_times[0]
+                )));
+            }
+        }
+        self.stage_times.clear();
+        self.stage_vals.clear();
+        res
+    }
+
+    /// Bytes held by staged rows.
+    fn staged_bytes(&self) -> usize {
+        (self.stage_times.len() + self.stage_vals.len()) * 8
+    }
+
+    /// Creates the layout series' chunk writers (invisible), then adds the device and
+    /// the series to the flush maps in row order (as Java adds them before writing).
+    #[cold]
+    fn prepare_layout(
+        &mut self,
+        d: u32,
+        props: &WriterProperties,
+        flush_devices: &mut JavaHashOrder,
+    ) -> Result<()> {
+        for &i in &self.layout {
+            let s = &mut self.series[i as usize];
+            if s.chunk.is_none() {
+                s.chunk = Some(Box::new(new_chunk_writer(props, &self.name, &s.schema)?));
+            }
+        }
+        if !self.in_flush {
+            self.in_flush = true;
+            flush_devices.insert(self.hash, d);
+        }
+        for &i in &self.layout {
+            let s = &mut self.series[i as usize];
+            if !s.in_flush {
+                s.in_flush = true;
+                self.order.insert(s.hash, i);
+            }
+        }
+        self.layout_ready = true;
+        Ok(())
+    }
+
+    /// The precise error for a row that failed the fast checks.
+    #[cold]
+    fn refusal(&mut self, values: &[(&str, Value)], time: i64, scratch: &mut Vec<u8>) -> Error {
+        if let Err(e) = self.drain_stage(scratch) {
+            return e;
+        }
+        for ((_, v), &i) in values.iter().zip(&self.layout) {
+            let s = &self.series[i as usize];
+            if v.data_type() != s.schema.data_type {
+                return wrong_type(&self.name, &s.schema, time, v.data_type());
+            }
+            if let Some(last) = s.last_time {
+                if time < last {
+                    return decreasing_time(&self.name, &s.schema.measurement, time, last);
+                }
+            }
+            if let Err(e) = check_value(&self.name, &s.schema, time, v) {
+                return e;
+            }
+        }
+        Error::invalid(format!("row of device {} at time {time} refused", self.name))
+    }
+
+    /// Writes the directly written values of a row: REGULAR ones first (they may
+    /// refuse a value, leaving the rest of the row unwritten), then the others.
+    fn write_direct(
+        &mut self,
+        values: &[(&str, Value)],
+        time: i64,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        for regular_pass in [true, false] {
+            if regular_pass && !self.layout_regular {
+                continue;
+            }
+            for (k, (_, v)) in values.iter().enumerate() {
+                let slot = self.layout_slots[k];
+                if slot.stage_col != DIRECT || slot.regular != regular_pass {
+                    continue;
+                }
+                let s = &mut self.series[self.layout[k] as usize];
+                if let Some(c) = s.chunk.as_mut() {
+                    c.write_value(time, v, scratch).map_err(|e| {
+                        Error::invalid(format!(
+                            "series {}.{} at time {time}: {e} (the row's values after this \
+                             series were not written)",
+                            self.name, s.schema.measurement
+                        ))
+                    })?;
+                }
+                s.last_time = Some(time);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Byte equality for short names without a `memcmp` call.
+#[inline]
+fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() <= 16 {
+        a.iter().zip(b).all(|(x, y)| x == y)
+    } else {
+        a == b
     }
 }
 
@@ -195,6 +399,17 @@ fn decreasing_time(device: &str, measurement: &str, time: i64, last: i64) -> Err
         "series {device}.{measurement}: time {time} is before the last written time {last} \
          (times must not decrease per series)"
     ))
+}
+
+/// Whether [`check_value`] would accept `v` for a checked slot.
+#[inline]
+fn value_storable(v: &Value) -> bool {
+    match v {
+        Value::Float(x) => !x.is_nan(),
+        Value::Double(x) => !x.is_nan(),
+        Value::Text(b) => b.len() <= i32::MAX as usize,
+        _ => true,
+    }
 }
 
 /// Refuses values the encoders cannot store: NaN under GORILLA (its end marker) and
@@ -240,32 +455,6 @@ fn check_column(device: &str, s: &MeasurementSchema, times: &[i64], col: &Column
         Some(k) => Err(value_refused(device, s, at(k))),
         None => Ok(()),
     }
-}
-
-fn write_failed(device: &str, s: &MeasurementSchema, time: i64, e: Error) -> Error {
-    Error::invalid(format!(
-        "series {device}.{} at time {time}: {e}",
-        s.measurement
-    ))
-}
-
-/// Encodes the staged points of a series.
-fn drain(device: &str, s: &mut SeriesState, scratch: &mut Vec<u8>) -> Result<()> {
-    if s.stage.is_empty() {
-        return Ok(());
-    }
-    let r = match s.chunk.as_mut() {
-        Some(c) => c.write_staged(&s.stage, scratch),
-        None => Err(Error::invalid("staged points without a chunk writer")),
-    };
-    let first = s.stage[0].0;
-    s.stage.clear();
-    r.map_err(|e| {
-        Error::invalid(format!(
-            "series {device}.{} (points from time {first}): {e}",
-            s.schema.measurement
-        ))
-    })
 }
 
 #[cold]
@@ -423,8 +612,6 @@ impl<W: Write> TsFileWriter<W> {
             hash: java_string_hash(&schema.measurement),
             last_time: None,
             chunk: None,
-            stage: Vec::new(),
-            stageable: chunk::stageable(&schema),
             in_flush: false,
             chunks: Vec::new(),
             schema,
@@ -494,80 +681,36 @@ impl<W: Write> TsFileWriter<W> {
             ..
         } = self;
         let dev = &mut devices[d as usize];
-        dev.resolve(values, time)?;
-        // Check the whole row (and make sure every chunk writer exists) before writing.
-        let mut regular = false;
-        for ((_, v), &i) in values.iter().zip(&dev.layout) {
-            let s = &mut dev.series[i as usize];
-            if v.data_type() != s.schema.data_type {
-                return Err(wrong_type(&dev.name, &s.schema, time, v.data_type()));
-            }
-            if let Some(last) = s.last_time {
-                if time < last {
-                    return Err(decreasing_time(&dev.name, &s.schema.measurement, time, last));
+        if !dev.layout_matches(values) {
+            dev.drain_stage(scratch)?;
+            dev.rebuild_layout(values, time)?;
+        }
+        // Check the whole row before anything visible happens.
+        let mut ok = dev.layout_last.is_none_or(|last| time >= last);
+        for ((_, v), slot) in values.iter().zip(&dev.layout_slots) {
+            ok &= v.data_type() == slot.data_type && (!slot.checked || value_storable(v));
+        }
+        if !ok {
+            return Err(dev.refusal(values, time, scratch));
+        }
+        if !dev.layout_ready {
+            dev.prepare_layout(d, props, flush_devices)?;
+        }
+        if dev.layout_direct {
+            dev.write_direct(values, time, scratch)?;
+        }
+        if !dev.stage_series.is_empty() {
+            dev.stage_times.push(time);
+            for ((_, v), slot) in values.iter().zip(&dev.layout_slots) {
+                if slot.stage_col != DIRECT {
+                    dev.stage_vals.push(chunk::stage_bits(v).unwrap_or(0));
                 }
             }
-            check_value(&dev.name, &s.schema, time, v)?;
-            regular |= s.schema.encoding == Encoding::REGULAR;
-            if s.chunk.is_none() {
-                s.chunk = Some(Box::new(new_chunk_writer(props, &dev.name, &s.schema)?));
+            if dev.stage_times.len() >= STAGE_ROWS {
+                dev.drain_stage(scratch)?;
             }
         }
-        // Java adds every chunk writer of the row to the maps before writing.
-        if !dev.in_flush {
-            dev.in_flush = true;
-            flush_devices.insert(dev.hash, d);
-        }
-        for &i in &dev.layout {
-            let s = &mut dev.series[i as usize];
-            if !s.in_flush {
-                s.in_flush = true;
-                dev.order.insert(s.hash, i);
-            }
-        }
-        if regular {
-            // REGULAR refuses values it cannot round-trip (state unchanged): write those
-            // first, so that a refusal leaves the rest of the row unwritten.
-            for ((_, v), &i) in values.iter().zip(&dev.layout) {
-                let s = &mut dev.series[i as usize];
-                if s.schema.encoding != Encoding::REGULAR {
-                    continue;
-                }
-                if let Some(c) = s.chunk.as_mut() {
-                    c.write_value(time, v, scratch).map_err(|e| {
-                        Error::invalid(format!(
-                            "series {}.{} at time {time}: {e} (no other value of the row after                              this series was written)",
-                            dev.name, s.schema.measurement
-                        ))
-                    })?;
-                }
-                s.last_time = Some(time);
-            }
-        }
-        for ((_, v), &i) in values.iter().zip(&dev.layout) {
-            let s = &mut dev.series[i as usize];
-            if s.schema.encoding == Encoding::REGULAR {
-                continue;
-            }
-            s.last_time = Some(time);
-            match (s.stageable, chunk::stage_bits(v)) {
-                (true, Some(bits)) => {
-                    if s.stage.capacity() == 0 {
-                        s.stage.reserve_exact(STAGE_POINTS);
-                    }
-                    s.stage.push((time, bits));
-                    if s.stage.len() >= STAGE_POINTS {
-                        drain(&dev.name, s, scratch)?;
-                    }
-                }
-                _ => {
-                    if let Some(c) = s.chunk.as_mut() {
-                        c.write_value(time, v, scratch)
-                            .map_err(|e| write_failed(&dev.name, &s.schema, time, e))?;
-                    }
-                }
-            }
-        }
+        dev.layout_last = Some(time);
         self.record_count += 1;
         self.check_memory()
     }
@@ -599,6 +742,13 @@ impl<W: Write> TsFileWriter<W> {
                 "tablet of device {device}: time {} follows {} (times must not decrease)",
                 w[1], w[0]
             )));
+        }
+        // Staged rows first, so that the series' last times are exact; the cached row
+        // layout is stale after the tablet.
+        {
+            let dev = &mut self.devices[d as usize];
+            dev.drain_stage(&mut self.scratch)?;
+            dev.invalidate_layout();
         }
         let mut ids = Vec::with_capacity(columns.len());
         {
@@ -646,7 +796,6 @@ impl<W: Write> TsFileWriter<W> {
                 if (s.schema.encoding == Encoding::REGULAR) != regular_pass {
                     continue;
                 }
-                drain(&dev.name, s, &mut self.scratch)?;
                 let Some(c) = s.chunk.as_mut() else {
                     continue;
                 };
@@ -692,12 +841,8 @@ impl<W: Write> TsFileWriter<W> {
     fn drain_all(&mut self) -> Result<()> {
         let mut first_err = None;
         for d in self.flush_devices.ids() {
-            let dev = &mut self.devices[d as usize];
-            for i in dev.order.ids() {
-                let s = &mut dev.series[i as usize];
-                if let Err(e) = drain(&dev.name, s, &mut self.scratch) {
-                    first_err.get_or_insert(e);
-                }
+            if let Err(e) = self.devices[d as usize].drain_stage(&mut self.scratch) {
+                first_err.get_or_insert(e);
             }
         }
         first_err.map_or(Ok(()), Err)
@@ -709,13 +854,12 @@ impl<W: Write> TsFileWriter<W> {
         let mut total = 0i64;
         for d in self.flush_devices.ids() {
             let dev = &self.devices[d as usize];
+            // Staged rows (none when called from the memory check).
+            total += dev.staged_bytes() as i64;
             for i in dev.order.ids() {
-                let s = &dev.series[i as usize];
-                if let Some(c) = &s.chunk {
+                if let Some(c) = &dev.series[i as usize].chunk {
                     total += c.memory_estimate();
                 }
-                // Staged points (none when called from the memory check).
-                total += (s.stage.len() * std::mem::size_of::<(i64, u64)>()) as i64;
             }
         }
         total
@@ -797,6 +941,7 @@ impl<W: Write> TsFileWriter<W> {
                 n += 1;
             }
             dev.in_flush = false;
+            dev.layout_ready = false;
             dev.order = JavaHashOrder::new();
             if n > 0 {
                 self.head.clear();

@@ -198,16 +198,21 @@ impl ChunkWriter {
         self.check_page(scratch)
     }
 
-    /// Writes staged points (`(time, value bits)`, see [`stage_bits`]) one by one, each
-    /// followed by its page check: the same as one `write_value` call per point.
+    /// Writes one column of staged rows (`vals` holds `width` value bits per row, see
+    /// [`stage_bits`]) point by point, each point followed by its page check: the same
+    /// as one `write_value` call per point.
     pub(crate) fn write_staged(
         &mut self,
-        points: &[(i64, u64)],
+        times: &[i64],
+        vals: &[u64],
+        width: usize,
+        col: usize,
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
+        let bits = vals.iter().skip(col).step_by(width.max(1));
         macro_rules! each {
             ($enc:ident, $upd:ident, |$b:ident| $conv:expr) => {{
-                for &(t, $b) in points {
+                for (&t, &$b) in times.iter().zip(bits) {
                     let v = $conv;
                     self.value_enc.$enc(v, &mut self.value_out)?;
                     self.time_enc.encode_i64(t, &mut self.time_out)?;
