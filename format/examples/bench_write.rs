@@ -186,7 +186,9 @@ fn run(a: &Args) -> tsfile::Result<(u64, f64, Option<f64>)> {
     let gen_start = Instant::now();
     let w = generate(a);
     eprintln!("generate_s={:.3}", gen_start.elapsed().as_secs_f64());
-    let devices: Vec<String> = (0..a.devices).map(|d| format!("root.bench.d{d:03}")).collect();
+    let devices: Vec<String> = (0..a.devices)
+        .map(|d| format!("root.bench.d{d:03}"))
+        .collect();
     let names: Vec<String> = (0..a.measurements).map(|m| format!("m{m:02}")).collect();
     let mut props = WriterProperties::default();
     if let Some(g) = a.group_size {

@@ -64,11 +64,16 @@ fn main() -> tsfile::Result<()> {
     };
     let file = BufWriter::with_capacity(1 << 16, File::create(&out)?);
     let mut w = TsFileWriter::new(file, props)?;
-    let dev_names: Vec<String> = (0..devices).map(|d| format!("root.bench.d{d:03}")).collect();
+    let dev_names: Vec<String> = (0..devices)
+        .map(|d| format!("root.bench.d{d:03}"))
+        .collect();
     let names: Vec<String> = (0..measurements).map(|m| format!("m{m:02}")).collect();
     for d in &dev_names {
         for m in &names {
-            w.register(d, MeasurementSchema::new(m.clone(), data_type, encoding, compression))?;
+            w.register(
+                d,
+                MeasurementSchema::new(m.clone(), data_type, encoding, compression),
+            )?;
         }
     }
     let mut rng = SplitMix64(42);

@@ -30,7 +30,10 @@ fn row(w: &mut TsFileWriter<Vec<u8>>, t: i64) {
     w.write_record(
         "root.d",
         t,
-        &[("s1", Value::Int64(t * 7)), ("s2", Value::Double(t as f64 / 4.0))],
+        &[
+            ("s1", Value::Int64(t * 7)),
+            ("s2", Value::Double(t as f64 / 4.0)),
+        ],
     )
     .unwrap();
 }
@@ -52,13 +55,19 @@ fn refused_rows_leave_no_trace() {
         )
         .unwrap_err()
         .to_string();
-    assert!(e.contains("root.d.s2") && e.contains("time 6") && e.contains("INT32"), "{e}");
+    assert!(
+        e.contains("root.d.s2") && e.contains("time 6") && e.contains("INT32"),
+        "{e}"
+    );
     // Decreasing time.
     let e = a
         .write_record("root.d", 4, &[("s1", Value::Int64(1))])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("root.d.s1") && e.contains("time 4") && e.contains('5'), "{e}");
+    assert!(
+        e.contains("root.d.s1") && e.contains("time 4") && e.contains('5'),
+        "{e}"
+    );
     // Unknown measurement / device.
     let e = a
         .write_record(
@@ -68,7 +77,10 @@ fn refused_rows_leave_no_trace() {
         )
         .unwrap_err()
         .to_string();
-    assert!(e.contains("root.d.nope") && e.contains("not registered"), "{e}");
+    assert!(
+        e.contains("root.d.nope") && e.contains("not registered"),
+        "{e}"
+    );
     let e = a
         .write_record("root.x", 9, &[("s1", Value::Int64(1))])
         .unwrap_err()
@@ -94,8 +106,13 @@ fn refused_tablets_leave_no_trace() {
     let ok2 = Column::Double(vec![1.0, 2.0, 3.0]);
     let short = Column::Double(vec![1.0]);
     let wrong = Column::Int32(vec![1, 2, 3]);
-    let cases: Vec<(Vec<i64>, Vec<(&str, &Column)>, &str)> = vec![
-        (t.clone(), vec![("s1", &ok1), ("s2", &short)], "1 values for 3 times"),
+    type Case<'a> = (Vec<i64>, Vec<(&'a str, &'a Column)>, &'a str);
+    let cases: Vec<Case> = vec![
+        (
+            t.clone(),
+            vec![("s1", &ok1), ("s2", &short)],
+            "1 values for 3 times",
+        ),
         (t.clone(), vec![("s1", &ok1), ("s2", &wrong)], "INT32"),
         (t.clone(), vec![("s1", &ok1), ("s1", &ok1)], "twice"),
         (vec![11, 13, 12], vec![("s1", &ok1)], "time 12 follows 13"),
@@ -103,7 +120,10 @@ fn refused_tablets_leave_no_trace() {
         (t.clone(), vec![("s1", &ok1), ("s3", &ok1)], "root.d.s3"),
     ];
     for (times, cols, needle) in cases {
-        let e = a.write_tablet("root.d", &times, &cols).unwrap_err().to_string();
+        let e = a
+            .write_tablet("root.d", &times, &cols)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(needle), "{e} (expected {needle})");
     }
     let cols = [("s1", &ok1), ("s2", &ok2)];
@@ -122,11 +142,17 @@ fn registration_rules() {
         .register("root.d", schema("s1", DataType::INT64, Encoding::PLAIN))
         .unwrap_err()
         .to_string();
-    assert!(e.contains("root.d.s1") && e.contains("TS_2DIFF") && e.contains("PLAIN"), "{e}");
+    assert!(
+        e.contains("root.d.s1") && e.contains("TS_2DIFF") && e.contains("PLAIN"),
+        "{e}"
+    );
     for (s, needle) in [
         (schema("g", DataType::INT32, Encoding::GORILLA), "GORILLA"),
         (schema("t", DataType::TEXT, Encoding::RLE), "RLE"),
-        (schema("b", DataType::BOOLEAN, Encoding::TS_2DIFF), "TS_2DIFF"),
+        (
+            schema("b", DataType::BOOLEAN, Encoding::TS_2DIFF),
+            "TS_2DIFF",
+        ),
         (schema("d", DataType::INT64, Encoding::DIFF), "DIFF"),
         (schema("q\"x", DataType::INT64, Encoding::PLAIN), "'\"'"),
         (schema("", DataType::INT64, Encoding::PLAIN), "empty"),
@@ -146,16 +172,26 @@ fn registration_rules() {
 #[test]
 fn equal_times_are_kept_and_empty_rows_write_nothing() {
     let mut w = two_series();
-    w.write_record("root.d", 5, &[("s1", Value::Int64(1))]).unwrap();
-    w.write_record("root.d", 5, &[("s1", Value::Int64(2))]).unwrap();
-    w.write_record("root.d", 5, &[("s1", Value::Int64(3)), ("s1", Value::Int64(4))])
+    w.write_record("root.d", 5, &[("s1", Value::Int64(1))])
         .unwrap();
+    w.write_record("root.d", 5, &[("s1", Value::Int64(2))])
+        .unwrap();
+    w.write_record(
+        "root.d",
+        5,
+        &[("s1", Value::Int64(3)), ("s1", Value::Int64(4))],
+    )
+    .unwrap();
     w.write_record("root.unknown", 1, &[]).unwrap();
     w.write_record("root.d", 1, &[]).unwrap();
     let (f, s) = w.close().unwrap();
     let walk = check_file(&f).unwrap();
     assert_eq!(s.points, 4);
-    assert_eq!(walk.series.len(), 1, "s2 never written: no chunk, no metadata");
+    assert_eq!(
+        walk.series.len(),
+        1,
+        "s2 never written: no chunk, no metadata"
+    );
     assert_eq!(s.chunk_groups, 1);
 
     let mut w = writer(WriterProperties::default());
@@ -205,7 +241,10 @@ fn device_capacity_survives_flushes() {
     // the capacity) two ids whose order differs between 16 and 32 buckets must come
     // in their 32-bucket order.
     let ids: Vec<String> = (0..64).map(|i| format!("k{i}")).collect();
-    let hash = |s: &str| s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32));
+    let hash = |s: &str| {
+        s.encode_utf16()
+            .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+    };
     let bucket = |s: &str, cap: u32| {
         let h = hash(s) as u32;
         (h ^ (h >> 16)) & (cap - 1)
@@ -221,7 +260,8 @@ fn device_capacity_survives_flushes() {
     all.push(x.clone());
     all.push(y.clone());
     for d in &all {
-        w.register(d, schema("s", DataType::INT32, Encoding::PLAIN)).unwrap();
+        w.register(d, schema("s", DataType::INT32, Encoding::PLAIN))
+            .unwrap();
     }
     for d in &all[..13] {
         w.write_record(d, 1, &[("s", Value::Int32(1))]).unwrap();
@@ -232,7 +272,10 @@ fn device_capacity_survives_flushes() {
     w.write_record(y, 2, &[("s", Value::Int32(1))]).unwrap();
     let (f, _) = w.close().unwrap();
     let walk = check_file(&f).unwrap();
-    let last: Vec<&str> = walk.chunks[13..].iter().map(|c| c.device.as_str()).collect();
+    let last: Vec<&str> = walk.chunks[13..]
+        .iter()
+        .map(|c| c.device.as_str())
+        .collect();
     assert_eq!(last, [y.as_str(), x.as_str()]);
 }
 
@@ -250,7 +293,8 @@ fn odd_names_sort_like_java() {
         ("root.d1", "s1"),
     ];
     for (d, m) in series {
-        w.register(d, schema(m, DataType::INT64, Encoding::PLAIN)).unwrap();
+        w.register(d, schema(m, DataType::INT64, Encoding::PLAIN))
+            .unwrap();
         w.write_record(d, 1, &[(m, Value::Int64(1))]).unwrap();
     }
     let (f, _) = w.close().unwrap();
@@ -284,7 +328,8 @@ fn tablets_equal_rows_when_no_page_check_intervenes() {
     }
     let c1 = Column::Int64(times.iter().map(|t| t * 7).collect());
     let c2 = Column::Double(times.iter().map(|t| *t as f64 / 4.0).collect());
-    b.write_tablet("root.d", &times, &[("s1", &c1), ("s2", &c2)]).unwrap();
+    b.write_tablet("root.d", &times, &[("s1", &c1), ("s2", &c2)])
+        .unwrap();
     assert_eq!(a.close().unwrap().0, b.close().unwrap().0);
 }
 
@@ -295,8 +340,10 @@ fn tablets_overshoot_the_point_limit_like_java() {
         ..WriterProperties::default()
     };
     let mut w = writer(props);
-    w.register("d1", schema("s", DataType::INT32, Encoding::PLAIN)).unwrap();
-    w.register("d2", schema("s", DataType::INT32, Encoding::PLAIN)).unwrap();
+    w.register("d1", schema("s", DataType::INT32, Encoding::PLAIN))
+        .unwrap();
+    w.register("d2", schema("s", DataType::INT32, Encoding::PLAIN))
+        .unwrap();
     let mut t0 = 0;
     for n in [500, 500, 200] {
         let times: Vec<i64> = (t0..t0 + n).collect();
@@ -349,12 +396,16 @@ fn automatic_group_flushes_bound_memory() {
     };
     let mut w = writer(props);
     for m in 0..5 {
-        w.register("root.d", schema(&format!("m{m}"), DataType::INT64, Encoding::PLAIN))
-            .unwrap();
+        w.register(
+            "root.d",
+            schema(&format!("m{m}"), DataType::INT64, Encoding::PLAIN),
+        )
+        .unwrap();
     }
     let mut peak = 0;
     for t in 0..20_000i64 {
-        let vals: Vec<(String, Value)> = (0..5).map(|m| (format!("m{m}"), Value::Int64(t))).collect();
+        let vals: Vec<(String, Value)> =
+            (0..5).map(|m| (format!("m{m}"), Value::Int64(t))).collect();
         let vals: Vec<(&str, Value)> = vals.iter().map(|(m, v)| (m.as_str(), v.clone())).collect();
         w.write_record("root.d", t, &vals).unwrap();
         peak = peak.max(w.buffered_bytes());
@@ -365,7 +416,10 @@ fn automatic_group_flushes_bound_memory() {
     assert!(s.chunk_groups > 5, "{} groups", s.chunk_groups);
     assert_eq!(walk.points(), 100_000);
     for ts in walk.series.values() {
-        assert_eq!((ts.statistics.start_time, ts.statistics.end_time), (0, 19_999));
+        assert_eq!(
+            (ts.statistics.start_time, ts.statistics.end_time),
+            (0, 19_999)
+        );
     }
 }
 
@@ -398,7 +452,8 @@ fn io_errors_poison_the_writer() {
     w.register("root.d", schema("s1", DataType::INT64, Encoding::PLAIN))
         .unwrap();
     for t in 0..100 {
-        w.write_record("root.d", t, &[("s1", Value::Int64(t))]).unwrap();
+        w.write_record("root.d", t, &[("s1", Value::Int64(t))])
+            .unwrap();
     }
     let e = w.flush_chunk_groups().unwrap_err().to_string();
     assert!(e.contains("disk full"), "{e}");
@@ -422,12 +477,16 @@ fn io_errors_poison_the_writer() {
 fn summary_reports_device_ranges() {
     let mut w = writer(WriterProperties::default());
     for d in ["root.b", "root.a"] {
-        w.register(d, schema("s", DataType::BOOLEAN, Encoding::PLAIN)).unwrap();
+        w.register(d, schema("s", DataType::BOOLEAN, Encoding::PLAIN))
+            .unwrap();
     }
-    w.write_record("root.b", -5, &[("s", Value::Boolean(true))]).unwrap();
-    w.write_record("root.a", 3, &[("s", Value::Boolean(true))]).unwrap();
+    w.write_record("root.b", -5, &[("s", Value::Boolean(true))])
+        .unwrap();
+    w.write_record("root.a", 3, &[("s", Value::Boolean(true))])
+        .unwrap();
     w.flush_chunk_groups().unwrap();
-    w.write_record("root.b", 40, &[("s", Value::Boolean(false))]).unwrap();
+    w.write_record("root.b", 40, &[("s", Value::Boolean(false))])
+        .unwrap();
     let (_, s) = w.close().unwrap();
     let r: Vec<(String, i64, i64)> = s
         .devices
@@ -449,10 +508,14 @@ fn staged_rows_give_the_bytes_of_immediate_writes() {
             ..WriterProperties::default()
         };
         let mut w = writer(props);
-        w.register("root.d", schema("a", DataType::INT64, Encoding::TS_2DIFF)).unwrap();
-        w.register("root.d", schema("b", DataType::DOUBLE, Encoding::GORILLA)).unwrap();
-        w.register("root.d", schema("c", DataType::BOOLEAN, Encoding::RLE)).unwrap();
-        w.register("root.d", schema("t", DataType::TEXT, Encoding::PLAIN)).unwrap();
+        w.register("root.d", schema("a", DataType::INT64, Encoding::TS_2DIFF))
+            .unwrap();
+        w.register("root.d", schema("b", DataType::DOUBLE, Encoding::GORILLA))
+            .unwrap();
+        w.register("root.d", schema("c", DataType::BOOLEAN, Encoding::RLE))
+            .unwrap();
+        w.register("root.d", schema("t", DataType::TEXT, Encoding::PLAIN))
+            .unwrap();
         w
     };
     for max_points in [1_048_576, 1000, 7] {
@@ -467,13 +530,18 @@ fn staged_rows_give_the_bytes_of_immediate_writes() {
             ];
             staged.write_record("root.d", t, &vals).unwrap();
             for v in &vals {
-                immediate.write_record("root.d", t, std::slice::from_ref(v)).unwrap();
+                immediate
+                    .write_record("root.d", t, std::slice::from_ref(v))
+                    .unwrap();
             }
         }
         let a = staged.close().unwrap().0;
         let b = immediate.close().unwrap().0;
         let walk = check_file(&a).unwrap();
         assert!(walk.pages() > 4, "{} pages", walk.pages());
-        assert!(a == b, "max_points {max_points}: staged and immediate bytes differ");
+        assert!(
+            a == b,
+            "max_points {max_points}: staged and immediate bytes differ"
+        );
     }
 }

@@ -77,9 +77,21 @@ fn java_golden_files_pass_the_structural_checker() {
             &std::fs::read_to_string(dir.join(format!("{name}.meta.json"))).unwrap(),
         )
         .unwrap();
-        assert_eq!(walk.chunk_groups as u64, meta["chunk_groups"].as_u64().unwrap(), "{name}");
-        assert_eq!(walk.chunks.len() as u64, meta["chunks"].as_u64().unwrap(), "{name}");
-        assert_eq!(walk.points() as u64, meta["point_count"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            walk.chunk_groups as u64,
+            meta["chunk_groups"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            walk.chunks.len() as u64,
+            meta["chunks"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            walk.points() as u64,
+            meta["point_count"].as_u64().unwrap(),
+            "{name}"
+        );
         assert_eq!(
             walk.index_depth,
             meta["index_levels"].as_array().unwrap().len(),
@@ -113,7 +125,11 @@ fn size_comparable_files_match_java() {
         };
         assert_eq!(summary.file_size, out.len() as u64);
         let ratio = out.len() as f64 / java.len() as f64;
-        println!("{name}: {} bytes, Java {} bytes, ratio {ratio:.4}", out.len(), java.len());
+        println!(
+            "{name}: {} bytes, Java {} bytes, ratio {ratio:.4}",
+            out.len(),
+            java.len()
+        );
         match check_file(&out) {
             Ok(walk) => {
                 let counts: BTreeMap<_, _> = walk
@@ -167,4 +183,3 @@ fn size_comparable_files_match_java() {
     assert_eq!(compared, 44);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
-

@@ -73,7 +73,11 @@ impl Series {
             }
             (DataType::FLOAT, e) => {
                 let v = f32::from_bits(rng.next() as u32);
-                Value::Float(if v.is_nan() && e == Encoding::GORILLA { 1.5 } else { v })
+                Value::Float(if v.is_nan() && e == Encoding::GORILLA {
+                    1.5
+                } else {
+                    v
+                })
             }
             (DataType::DOUBLE, e) => {
                 let v = match rng.below(3) {
@@ -81,7 +85,11 @@ impl Series {
                     1 => (rng.below(1000) as f64) / 8.0,
                     _ => 20.25,
                 };
-                Value::Double(if v.is_nan() && e == Encoding::GORILLA { -0.0 } else { v })
+                Value::Double(if v.is_nan() && e == Encoding::GORILLA {
+                    -0.0
+                } else {
+                    v
+                })
             }
             (DataType::TEXT, _) => {
                 let n = rng.below(12) as usize;
@@ -136,7 +144,8 @@ fn run(seed: u64, props: WriterProperties) -> Result<(), String> {
         let mut series = Vec::new();
         for m in 0..n_meas {
             let schema = random_schema(&mut rng, format!("m{m}"));
-            w.register(&dev, schema.clone()).map_err(|e| e.to_string())?;
+            w.register(&dev, schema.clone())
+                .map_err(|e| e.to_string())?;
             series.push(Series {
                 device: dev.clone(),
                 schema,
@@ -167,7 +176,8 @@ fn run(seed: u64, props: WriterProperties) -> Result<(), String> {
                 }
                 let row_ref: Vec<(&str, Value)> =
                     row.iter().map(|(m, v)| (m.as_str(), v.clone())).collect();
-                w.write_record(dev, *t, &row_ref).map_err(|e| e.to_string())?;
+                w.write_record(dev, *t, &row_ref)
+                    .map_err(|e| e.to_string())?;
                 for (i, v) in used {
                     series[i].written.push((*t, v));
                 }
@@ -193,7 +203,8 @@ fn run(seed: u64, props: WriterProperties) -> Result<(), String> {
                 }
                 let col_ref: Vec<(&str, &Column)> =
                     cols.iter().map(|(m, c)| (m.as_str(), c)).collect();
-                w.write_tablet(dev, &times, &col_ref).map_err(|e| e.to_string())?;
+                w.write_tablet(dev, &times, &col_ref)
+                    .map_err(|e| e.to_string())?;
             }
             90..=95 => w.flush_chunk_groups().map_err(|e| e.to_string())?,
             _ => {
@@ -241,7 +252,11 @@ fn run(seed: u64, props: WriterProperties) -> Result<(), String> {
                 .iter()
                 .zip(want.iter())
                 .position(|(a, b)| a.0 != b.0 || !same(&a.1, &b.1));
-            let schema = reader.timeseries_metadata(&d, &m).ok().flatten().map(|t| t.data_type);
+            let schema = reader
+                .timeseries_metadata(&d, &m)
+                .ok()
+                .flatten()
+                .map(|t| t.data_type);
             let show = at.map(|i| (got.get(i).cloned(), want.get(i).cloned()));
             return Err(format!(
                 "{d}.{m} ({schema:?}): {} points read, {} written; first difference at {at:?}: {show:?}",

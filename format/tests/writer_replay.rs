@@ -29,8 +29,7 @@ fn unescape(s: &str) -> String {
 fn load(name: &str) -> Golden {
     let dir = fixture_dir();
     let all: BTreeMap<String, Json> =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("settings.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("settings.json")).unwrap()).unwrap();
     let tsv = std::fs::read_to_string(dir.join(format!("{name}.expected.tsv"))).unwrap();
     let mut points: BTreeMap<(String, String), VecDeque<(i64, Value)>> = BTreeMap::new();
     for line in tsv.lines() {
@@ -95,9 +94,12 @@ impl Golden {
     }
 }
 
+/// Per chunk: group index, device, measurement, points per page.
+type ChunkShape = (usize, String, String, Vec<i64>);
+
 /// Structure of a file: per chunk (in file order) the group index, device,
 /// measurement and the point count of every page; plus the version values.
-fn structure(w: &Walk) -> (Vec<(usize, String, String, Vec<i64>)>, Vec<i64>) {
+fn structure(w: &Walk) -> (Vec<ChunkShape>, Vec<i64>) {
     (
         w.chunks
             .iter()
@@ -117,14 +119,25 @@ fn structure(w: &Walk) -> (Vec<(usize, String, String, Vec<i64>)>, Vec<i64>) {
 fn compare(name: &str, g: &Golden, ours: &[u8]) {
     let a = check_file(ours).unwrap_or_else(|e| panic!("{name}: {e}"));
     let b = check_file(&g.java).unwrap();
-    assert_eq!(structure(&a), structure(&b), "{name}: structure differs from Java's");
+    assert_eq!(
+        structure(&a),
+        structure(&b),
+        "{name}: structure differs from Java's"
+    );
     let ratio = ours.len() as f64 / g.java.len() as f64;
-    println!("{name}: {} bytes, Java {}, ratio {ratio:.4}", ours.len(), g.java.len());
+    println!(
+        "{name}: {} bytes, Java {}, ratio {ratio:.4}",
+        ours.len(),
+        g.java.len()
+    );
     assert!((0.98..=1.02).contains(&ratio), "{name}: ratio {ratio}");
     if g.all_uncompressed() {
         assert!(ours == g.java.as_slice(), "{name}: not byte-identical");
     }
-    assert!(g.points.values().all(|q| q.is_empty()), "{name}: points left over");
+    assert!(
+        g.points.values().all(|q| q.is_empty()),
+        "{name}: points left over"
+    );
 }
 
 /// Writes the chunk groups of the Java file again, group by group: each group's points
@@ -160,7 +173,9 @@ fn replay_groups(name: &str) {
         for c in &chunks {
             let n = c.stats.count as usize;
             for (t, v) in g.take(&device, &c.header.measurement, n) {
-                rows.entry(t).or_default().push((c.header.measurement.clone(), v));
+                rows.entry(t)
+                    .or_default()
+                    .push((c.header.measurement.clone(), v));
             }
         }
         for (t, vals) in rows {
@@ -198,8 +213,11 @@ fn struct_groups_auto_flushes_where_java_did() {
             let vals: Vec<(i64, Value)> = ms.iter().map(|m| g.take(d, m, 1)[0].clone()).collect();
             let t = vals[0].0;
             assert!(vals.iter().all(|v| v.0 == t));
-            let row: Vec<(&str, Value)> =
-                ms.iter().zip(&vals).map(|(m, v)| (*m, v.1.clone())).collect();
+            let row: Vec<(&str, Value)> = ms
+                .iter()
+                .zip(&vals)
+                .map(|(m, v)| (*m, v.1.clone()))
+                .collect();
             w.write_record(d, t, &row).unwrap();
         }
     }
@@ -253,8 +271,11 @@ fn struct_groups_auto_all_uncompressed_is_deterministic() {
                     let refs: Vec<(&str, &Column)> = ms.iter().copied().zip(&cols).collect();
                     w.write_tablet(d, &[t], &refs).unwrap();
                 } else {
-                    let row: Vec<(&str, Value)> =
-                        ms.iter().zip(&vals).map(|(m, v)| (*m, v.1.clone())).collect();
+                    let row: Vec<(&str, Value)> = ms
+                        .iter()
+                        .zip(&vals)
+                        .map(|(m, v)| (*m, v.1.clone()))
+                        .collect();
                     w.write_record(d, t, &row).unwrap();
                 }
             }
@@ -327,8 +348,11 @@ fn struct_names_replays_byte_identical() {
     for _ in 0..3 {
         for d in devices {
             let vals: Vec<(i64, Value)> = ms.iter().map(|m| g.take(d, m, 1)[0].clone()).collect();
-            let row: Vec<(&str, Value)> =
-                ms.iter().zip(&vals).map(|(m, v)| (*m, v.1.clone())).collect();
+            let row: Vec<(&str, Value)> = ms
+                .iter()
+                .zip(&vals)
+                .map(|(m, v)| (*m, v.1.clone()))
+                .collect();
             w.write_record(d, vals[0].0, &row).unwrap();
         }
     }

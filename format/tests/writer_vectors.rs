@@ -179,5 +179,8 @@ fn two_flushes_with_versions() {
     );
     assert_eq!(expected.len(), 1418);
     assert_eq!(out, expected);
-    assert_eq!((summary.chunks, summary.chunk_groups, summary.points), (5, 3, 9));
+    assert_eq!(
+        (summary.chunks, summary.chunk_groups, summary.points),
+        (5, 3, 9)
+    );
 }

@@ -329,7 +329,10 @@ impl DeviceState {
                 return e;
             }
         }
-        Error::invalid(format!("row of device {} at time {time} refused", self.name))
+        Error::invalid(format!(
+            "row of device {} at time {time} refused",
+            self.name
+        ))
     }
 
     /// Writes the directly written values of a row: REGULAR ones first (they may
@@ -382,12 +385,7 @@ fn unknown_series(device: &str, measurement: &str, time: i64) -> Error {
     ))
 }
 
-fn wrong_type(
-    device: &str,
-    s: &MeasurementSchema,
-    time: i64,
-    found: DataType,
-) -> Error {
+fn wrong_type(device: &str, s: &MeasurementSchema, time: i64, found: DataType) -> Error {
     Error::invalid(format!(
         "series {device}.{} at time {time}: a {found} value for a {} series",
         s.measurement, s.data_type
@@ -602,8 +600,12 @@ impl<W: Write> TsFileWriter<W> {
             }
         }
         // Surface encoder problems now rather than at the first write.
-        encoding::get_encoder(schema.encoding, schema.data_type, self.props.float_precision)
-            .map_err(|e| Error::invalid(format!("{}: {e}", name(&schema.measurement))))?;
+        encoding::get_encoder(
+            schema.encoding,
+            schema.data_type,
+            self.props.float_precision,
+        )
+        .map_err(|e| Error::invalid(format!("{}: {e}", name(&schema.measurement))))?;
         let d = self.device_id(device);
         let dev = &mut self.devices[d as usize];
         let i = dev.series.len() as u32;

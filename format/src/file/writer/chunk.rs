@@ -444,7 +444,8 @@ mod tests {
         let mut w = ChunkWriter::new(&s, 65536, 1_048_576, 2).unwrap();
         let mut scratch = Vec::new();
         for t in 0..20000i64 {
-            w.write_value(t, &Value::Int64(t * 3), &mut scratch).unwrap();
+            w.write_value(t, &Value::Int64(t * 3), &mut scratch)
+                .unwrap();
         }
         w.seal_current_page(&mut scratch).unwrap();
         let counts: Vec<i64> = pages_of(&w).iter().map(|h| h.statistics.count).collect();
@@ -476,13 +477,17 @@ mod tests {
         let mut scratch = Vec::new();
         let times: Vec<i64> = (0..500).collect();
         let vals = Column::Int32((0..500).collect());
-        w.write_batch(&times, &vals, &mut scratch).map_err(|e| e.1).unwrap();
+        w.write_batch(&times, &vals, &mut scratch)
+            .map_err(|e| e.1)
+            .unwrap();
         assert_eq!(w.num_pages(), 0, "a 500-row batch overshoots the 200 limit");
         assert_eq!(w.page_points(), 500);
         let times: Vec<i64> = (500..700).collect();
         let vals = Column::Int32((0..200).collect());
         w.seal_current_page(&mut scratch).unwrap();
-        w.write_batch(&times, &vals, &mut scratch).map_err(|e| e.1).unwrap();
+        w.write_batch(&times, &vals, &mut scratch)
+            .map_err(|e| e.1)
+            .unwrap();
         assert_eq!(w.num_pages(), 2, "exactly 200 points seal the page");
         assert_eq!(w.page_points(), 0);
     }
