@@ -545,3 +545,46 @@ fn staged_rows_give_the_bytes_of_immediate_writes() {
         );
     }
 }
+
+#[test]
+fn regular_refusals_keep_the_row_checks_exact() {
+    let mut w = writer(WriterProperties::default());
+    for m in ["r1", "r2"] {
+        w.register("root.d", schema(m, DataType::INT64, Encoding::REGULAR))
+            .unwrap();
+    }
+    w.register("root.d", schema("x", DataType::INT64, Encoding::PLAIN))
+        .unwrap();
+    let row = |a: i64, b: i64| {
+        [
+            ("r1", Value::Int64(a)),
+            ("r2", Value::Int64(b)),
+            ("x", Value::Int64(0)),
+        ]
+    };
+    w.write_record("root.d", 1, &row(0, 0)).unwrap();
+    w.write_record("root.d", 2, &row(10, 10)).unwrap();
+    // r2 = 17 breaks its progression (step 7 does not divide 10): refused after r1
+    // was written; x is not written.
+    let e = w
+        .write_record("root.d", 3, &row(20, 17))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("root.d.r2") && e.contains("REGULAR"), "{e}");
+    // r1 now holds time 3: an earlier time must be refused for it.
+    let e = w
+        .write_record("root.d", 2, &row(30, 20))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("root.d.r1") && e.contains("time 2"), "{e}");
+    w.write_record("root.d", 3, &row(30, 20)).unwrap();
+    let (f, s) = w.close().unwrap();
+    let walk = check_file(&f).unwrap();
+    let count = |m: &str| {
+        walk.series[&("root.d".to_string(), m.to_string())]
+            .statistics
+            .count
+    };
+    assert_eq!((count("r1"), count("r2"), count("x")), (4, 3, 3));
+    assert_eq!(s.points, 10);
+}

@@ -699,7 +699,13 @@ impl<W: Write> TsFileWriter<W> {
             dev.prepare_layout(d, props, flush_devices)?;
         }
         if dev.layout_direct {
-            dev.write_direct(values, time, scratch)?;
+            if let Err(e) = dev.write_direct(values, time, scratch) {
+                // Part of the row may be written: re-derive the layout's last time from
+                // the series before the next row is checked.
+                let _ = dev.drain_stage(scratch);
+                dev.invalidate_layout();
+                return Err(e);
+            }
         }
         if !dev.stage_series.is_empty() {
             dev.stage_times.push(time);
@@ -976,7 +982,8 @@ impl<W: Write> TsFileWriter<W> {
         Ok(())
     }
 
-    /// Bytes currently buffered in memory (pages and encoders), Java's estimate.
+    /// Bytes currently buffered in memory (pages and encoders), Java's estimate, plus
+    /// 8 bytes per value of the rows staged for encoding.
     pub fn buffered_bytes(&self) -> usize {
         self.estimate().max(0) as usize
     }
