@@ -72,7 +72,8 @@ fn read_everything(bytes: &[u8], decode_walk: bool) -> Option<u64> {
                 let _ = w.decode_page(&p, &mut page);
             }
         }
-        // DUMP-HOOK
+        let mut out = Vec::new();
+        let _ = tsfile::tools::dump::dump(&reader, &mut out);
     }
     let mut w = SequentialWalk::new(bytes);
     while let Some(Ok(ev)) = w.next() {
@@ -112,9 +113,19 @@ fn truncation_sweep(name: &str) {
     let bytes = fixture(name, "tsfile");
     let bounds = boundaries(&bytes);
     let full = recover(&bytes[..]).unwrap();
-    assert_eq!(full.truncate_at, TsFileReader::open(&bytes[..]).unwrap().meta_offset());
+    assert_eq!(
+        full.truncate_at,
+        TsFileReader::open(&bytes[..]).unwrap().meta_offset()
+    );
     LARGEST.store(0, Ordering::Relaxed);
+    let meta_offset = full.truncate_at as usize;
     for len in 0..=bytes.len() {
+        // Past the data section every prefix lacks only (part of) the metadata, and
+        // recovers exactly like the data section alone; big files check those on a
+        // stride to keep the test quick in debug builds.
+        if bytes.len() > 32 * 1024 && len > meta_offset + 64 && len % 16 != 0 {
+            continue;
+        }
         let prefix = &bytes[..len];
         // Every prefix is opened and recovered; everything else (index, series, walk
         // with decoding) repeats the full file's work on the complete part, so it
@@ -136,9 +147,16 @@ fn truncation_sweep(name: &str) {
         // at the prefix end is complete).
         let expect = *bounds.range(..=len as u64).next_back().unwrap();
         assert_eq!(cut, expect, "{name}: prefix {len}");
-        assert_eq!(r.separator_at.is_some(), len as u64 > full.truncate_at, "{name}: {len}");
+        assert_eq!(
+            r.separator_at.is_some(),
+            len as u64 > full.truncate_at,
+            "{name}: {len}"
+        );
         assert!(r.chunk_groups.len() <= full.chunk_groups.len());
-        assert_eq!(r.chunk_groups[..], full.chunk_groups[..r.chunk_groups.len()]);
+        assert_eq!(
+            r.chunk_groups[..],
+            full.chunk_groups[..r.chunk_groups.len()]
+        );
         assert!(r.chunk_groups.last().is_none_or(|g| g.end <= cut));
     }
     let largest = LARGEST.load(Ordering::Relaxed);
@@ -240,6 +258,10 @@ fn random_corruption_small_files() {
         "struct_empty",
         "enc_int64_ts_2diff_snappy",
         "enc_boolean_rle_uncompressed",
+        "enc_double_gorilla_snappy",
+        "enc_float_rle_uncompressed",
+        "enc_int64_regular_snappy",
+        "index_5dev_5meas_deg10",
     ]
     .iter()
     .enumerate()
@@ -250,7 +272,12 @@ fn random_corruption_small_files() {
 
 #[test]
 fn random_corruption_sensor_typical() {
-    random_corruption("sensor_typical", 1500, 42);
+    random_corruption("sensor_typical", 600, 42);
+}
+
+#[test]
+fn random_corruption_deep_index() {
+    random_corruption("index_150dev_1meas_deg10", 300, 1234);
 }
 
 #[test]
@@ -300,4 +327,36 @@ fn recovery_of_head_only_and_short_files() {
     assert_eq!(r.truncate_at, 12);
     let e = r.stopped_by.unwrap().to_string();
     assert!(e.contains("malformed TsFile at byte"), "{e}");
+}
+
+/// Found by the fuzzer: page counts near `i64::MAX` overflowed the recovery scan's
+/// statistics merge. Page headers claiming more points than their body can hold are
+/// now rejected by the walk.
+#[test]
+fn huge_page_counts_are_rejected_not_merged() {
+    let bytes = fixture("struct_many_pages", "tsfile");
+    let reader = TsFileReader::open(&bytes[..]).unwrap();
+    let pages: Vec<u64> = reader
+        .walk()
+        .filter_map(|e| match e.unwrap() {
+            WalkEvent::Page(p) => Some(p.offset),
+            _ => None,
+        })
+        .take(2)
+        .collect();
+    let mut b = bytes.clone();
+    for (p, count) in pages.iter().zip([i64::MAX, 5]) {
+        let at = *p as usize + 8;
+        b[at..at + 8].copy_from_slice(&count.to_be_bytes());
+    }
+    let r = recover(&b[..]).unwrap();
+    assert_eq!(r.truncate_at, 12);
+    let e = r.stopped_by.unwrap().to_string();
+    assert!(
+        e.contains(&format!("byte {}", pages[0])) && e.contains("points"),
+        "{e}"
+    );
+    let reader = TsFileReader::open(&b[..]).unwrap();
+    assert!(reader.walk().any(|e| e.is_err()));
+    read_everything(&b, true);
 }

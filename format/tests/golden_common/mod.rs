@@ -60,10 +60,17 @@ pub fn for_all_golden(what: &str, check: impl Fn(&str) + std::panic::RefUnwindSa
                 .cloned()
                 .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default();
-            failures.push(format!("{name}: {}", msg.chars().take(400).collect::<String>()));
+            failures.push(format!(
+                "{name}: {}",
+                msg.chars().take(400).collect::<String>()
+            ));
         }
     }
-    eprintln!("{what}: {}/{} golden files pass", names.len() - failures.len(), names.len());
+    eprintln!(
+        "{what}: {}/{} golden files pass",
+        names.len() - failures.len(),
+        names.len()
+    );
     assert!(
         failures.is_empty(),
         "{what}: {} of {} golden files fail:\n{}",

@@ -83,7 +83,10 @@ impl Source for [u8] {
             .ok_or_else(|| {
                 Error::format(
                     offset,
-                    format_args!("{len} bytes, but the buffer holds only {} bytes", self.len()),
+                    format_args!(
+                        "{len} bytes, but the buffer holds only {} bytes",
+                        self.len()
+                    ),
                 )
             })?;
         buf.clear();
@@ -168,9 +171,9 @@ pub(crate) fn read_range_into<S: Source + ?Sized>(
             return Err(Error::format(
                 offset,
                 format_args!(
-                    "{what}: {len} bytes ending at or before byte {limit}, but they would end at {}",
-                    offset as u128 + len as u128
-                ),
+                "{what}: {len} bytes ending at or before byte {limit}, but they would end at {}",
+                offset as u128 + len as u128
+            ),
             ))
         }
     }

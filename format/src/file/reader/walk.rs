@@ -1,6 +1,6 @@
 //! The sequential walk of the data section (Java's `TsFileSequenceRead`).
 
-use super::series::{decode_page, PageData};
+use super::series::{check_page_header, decode_page, PageData};
 use super::source::{read_range, read_range_into};
 use super::{check_head, Source};
 use crate::basic::{Compression, DataType, Encoding};
@@ -190,7 +190,13 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
         let body = match in_buf {
             Some(b) => b,
             None => {
-                owned = read_range(self.src, page.body_offset, len as u64, self.limit, "page body")?;
+                owned = read_range(
+                    self.src,
+                    page.body_offset,
+                    len as u64,
+                    self.limit,
+                    "page body",
+                )?;
                 &owned[..]
             }
         };
@@ -254,9 +260,13 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
                 let offset = ch.data_offset + ch.pos as u64;
                 let mut r = ByteReader::new(&self.chunk_buf[ch.pos..], offset);
                 let header = PageHeader::deserialize(&mut r, ch.header.data_type)?;
+                check_page_header(&header, offset)?;
                 let header_size = r.position() as u64;
                 let body_offset = r.offset();
-                r.take(header.compressed_size as usize, "page body (within the chunk's data size)")?;
+                r.take(
+                    header.compressed_size as usize,
+                    "page body (within the chunk's data size)",
+                )?;
                 ch.pos += r.position();
                 let index = ch.pages as u32;
                 ch.pages += 1;
@@ -402,9 +412,7 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
         match self.group_start {
             Some(g) => Err(Error::format(
                 at,
-                format_args!(
-                    "the chunk group footer of the group starting at {g} before {what}"
-                ),
+                format_args!("the chunk group footer of the group starting at {g} before {what}"),
             )),
             None => Ok(()),
         }
