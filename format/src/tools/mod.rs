@@ -6,3 +6,4 @@ pub mod dump;
 pub mod javafmt;
 pub mod overview;
 pub mod resource_print;
+pub mod sketch;

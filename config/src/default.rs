@@ -1,0 +1,58 @@
+//! The embedded default configuration, used by `tsfiled run` without `--config`.
+
+/// The default configuration: one pipeline `default` with an HTTP push source on
+/// 127.0.0.1:8080, metrics on the same listener, data under `./data`. No broker needed.
+pub const DEFAULT_CONFIG: &str = r#"# tsfiled: the embedded default configuration.
+# `tsfiled check-config FILE` prints the effective configuration with every default.
+
+# Sealed TsFiles, the write-ahead log and state live here (`--data-dir` overrides it).
+data_dir = "./data"
+# A stop (SIGTERM/SIGINT) makes everything durable and seals open files within this time.
+shutdown_timeout = "30s"
+
+[http]
+# Push endpoints, /metrics, /health, /ready and the status page (`--http-listen` overrides it;
+# port 0 picks a free port).
+listen = "127.0.0.1:8080"
+# No bearer tokens: anyone who can reach the address may push. Set `tokens` or `token_file`
+# before listening on another interface.
+max_body_size = "16MiB"
+max_decompressed_size = "64MiB"
+
+[metrics]
+# Prometheus text format on the HTTP listener.
+path = "/metrics"
+
+[log]
+level = "info"
+format = "text"   # or "json"
+color = "auto"    # colours only on a terminal, never in journald
+
+[[pipeline]]
+name = "default"
+
+[pipeline.storage]
+# Files go to ./data/sequence/<storage group>/0/, e.g. root.sg for root.sg.d1.s1.
+storage_group_level = 1
+time_precision = "ms"
+memtable_budget = "64MiB"
+seal_size = "256MiB"
+seal_age = "1h"
+seal_idle = "10m"
+
+# Types of new series are inferred on first sight (integers INT64, decimals DOUBLE) and
+# encoded INT64/INT32 TS_2DIFF, FLOAT/DOUBLE GORILLA, BOOLEAN RLE, TEXT PLAIN, all SNAPPY.
+# Pin series with rules such as:
+#   [[pipeline.schema]]
+#   pattern = "root.plant.**.status"
+#   type = "INT32"
+#   encoding = "RLE"
+
+[[pipeline.source]]
+# POST /ingest/iotdb-json (IoTDB JSON) and POST /write, /api/v2/write (InfluxDB line protocol).
+type = "http"
+name = "http"
+# Line protocol `cpu,host=gw1 usage=0.5` becomes root.lp.cpu.gw1.usage.
+path_prefix = "root.lp"
+device_template = "{measurement}.{tags}"
+"#;

@@ -1,0 +1,714 @@
+//! Stage two: the validated runtime configuration, with defaults applied and typed values.
+//!
+//! Build one with [`Config::from_toml_str`], [`Config::load`] or [`Config::embedded_default`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::patterns::{Glob, Template, TopicTemplate};
+use crate::raw::RawConfig;
+use crate::schema::{Compression, DataType, Encoding, PathPattern};
+use crate::units::ByteSize;
+
+/// The validated configuration of the daemon.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Top-level data directory (the default of each pipeline's `storage.data_dir`).
+    pub data_dir: PathBuf,
+    /// Deadline for a graceful stop.
+    pub shutdown_timeout: Duration,
+    /// The HTTP listener.
+    pub http: HttpConfig,
+    /// Prometheus metrics.
+    pub metrics: MetricsConfig,
+    /// Logging.
+    pub log: LogConfig,
+    /// The pipelines (at least one, unique names).
+    pub pipelines: Vec<PipelineConfig>,
+    pub(crate) provenance: Provenance,
+}
+
+/// What a [`Config`] was built from, so that overrides can be re-validated against the same
+/// document and positions. Ignored by equality.
+#[derive(Debug, Clone)]
+pub(crate) struct Provenance {
+    pub(crate) origin: String,
+    pub(crate) raw: RawConfig,
+    pub(crate) spans: Arc<crate::locate::SpanIndex>,
+}
+
+impl PartialEq for Config {
+    fn eq(&self, other: &Self) -> bool {
+        self.data_dir == other.data_dir
+            && self.shutdown_timeout == other.shutdown_timeout
+            && self.http == other.http
+            && self.metrics == other.metrics
+            && self.log == other.log
+            && self.pipelines == other.pipelines
+    }
+}
+
+/// `[http]`: the HTTP listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// Address to bind (port 0: any free port).
+    pub listen: SocketAddr,
+    /// Bearer tokens written in the configuration.
+    pub tokens: Vec<String>,
+    /// File with more tokens, one per line (read by the daemon at start and on reload).
+    pub token_file: Option<PathBuf>,
+    /// Largest raw request body (413 beyond).
+    pub max_body_size: ByteSize,
+    /// Largest decompressed request body (413 beyond).
+    pub max_decompressed_size: ByteSize,
+    /// Time limit of one request.
+    pub request_timeout: Duration,
+}
+
+impl HttpConfig {
+    /// Whether push endpoints require a bearer token.
+    pub fn auth_required(&self) -> bool {
+        !self.tokens.is_empty() || self.token_file.is_some()
+    }
+}
+
+/// `[metrics]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// Whether metrics are served.
+    pub enabled: bool,
+    /// URL path, e.g. `/metrics`.
+    pub path: String,
+    /// Separate listener; `None` = served on the `[http]` listener.
+    pub listen: Option<SocketAddr>,
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// A `tracing_subscriber::EnvFilter` directive string, checked for form.
+    pub level: String,
+    /// Line format.
+    pub format: LogFormat,
+    /// ANSI colours.
+    pub color: ColorMode,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable text.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// When to use ANSI colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorMode {
+    /// Only when stderr is a terminal.
+    Auto,
+    /// Never.
+    Never,
+    /// Always.
+    Always,
+}
+
+/// `[[pipeline]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipelineConfig {
+    /// Unique name.
+    pub name: String,
+    /// Storage settings.
+    pub storage: StorageConfig,
+    /// Schema rules and defaults.
+    pub schema: SchemaConfig,
+    /// Sources (at least one, unique names within the pipeline).
+    pub sources: Vec<SourceConfig>,
+}
+
+impl PipelineConfig {
+    /// Directory for the pipeline's private state (e.g. CSV checkpoints):
+    /// `<storage.data_dir>/state`.
+    pub fn state_dir(&self) -> PathBuf {
+        self.storage.data_dir.join("state")
+    }
+
+    /// The source with this name.
+    pub fn source(&self, name: &str) -> Option<&SourceConfig> {
+        self.sources.iter().find(|s| s.name == name)
+    }
+}
+
+/// Unit of timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimePrecision {
+    /// Seconds.
+    S,
+    /// Milliseconds.
+    Ms,
+    /// Microseconds.
+    Us,
+    /// Nanoseconds.
+    Ns,
+}
+
+impl TimePrecision {
+    /// The configuration name: `"s"`, `"ms"`, `"us"`, `"ns"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimePrecision::S => "s",
+            TimePrecision::Ms => "ms",
+            TimePrecision::Us => "us",
+            TimePrecision::Ns => "ns",
+        }
+    }
+
+    /// Nanoseconds in one unit.
+    pub fn nanos_per_unit(self) -> u64 {
+        match self {
+            TimePrecision::S => 1_000_000_000,
+            TimePrecision::Ms => 1_000_000,
+            TimePrecision::Us => 1_000,
+            TimePrecision::Ns => 1,
+        }
+    }
+
+    /// Parses `"s"`, `"ms"`, `"us"`, `"ns"`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "s" => Some(TimePrecision::S),
+            "ms" => Some(TimePrecision::Ms),
+            "us" => Some(TimePrecision::Us),
+            "ns" => Some(TimePrecision::Ns),
+            _ => None,
+        }
+    }
+
+    /// A duration in this unit, if it is a whole number of units.
+    pub fn units_of(self, d: Duration) -> Option<i64> {
+        let n = d.as_nanos();
+        let u = u128::from(self.nanos_per_unit());
+        if n.is_multiple_of(u) {
+            i64::try_from(n / u).ok()
+        } else {
+            None
+        }
+    }
+}
+
+/// `[pipeline.storage]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StorageConfig {
+    /// IoTDB data directory of the pipeline.
+    pub data_dir: PathBuf,
+    /// Storage-group path level (1: `root.sg`).
+    pub storage_group_level: u32,
+    /// Unit of stored timestamps.
+    pub time_precision: TimePrecision,
+    /// Memory for all in-memory tables of the pipeline.
+    pub memtable_budget: ByteSize,
+    /// Flush threshold of one storage group's in-memory table.
+    pub chunk_group_size: ByteSize,
+    /// Seal a file at this size.
+    pub seal_size: ByteSize,
+    /// Seal a file at this age.
+    pub seal_age: Duration,
+    /// Seal a file idle for this long.
+    pub seal_idle: Duration,
+    /// Time partition length when partitioning is on; `None` = off (partition 0).
+    pub time_partition: Option<Duration>,
+    /// Time partition length as written (kept when partitioning is off, for the effective
+    /// configuration).
+    pub time_partition_interval: Duration,
+    /// WAL directory.
+    pub wal_dir: PathBuf,
+    /// Group-commit interval.
+    pub wal_commit_interval: Duration,
+    /// Group-commit size.
+    pub wal_commit_size: ByteSize,
+    /// WAL size at which intake is refused.
+    pub wal_max_size: ByteSize,
+    /// TsFile page size.
+    pub page_size: ByteSize,
+    /// Most points per page.
+    pub max_points_per_page: u32,
+    /// Most children per metadata index node.
+    pub max_index_degree: u32,
+    /// Bloom filter false-positive rate (0.01 to 0.1).
+    pub bloom_filter_error_rate: f64,
+}
+
+impl StorageConfig {
+    /// Storage-group name of a device path (`root.sg.d1` → `root.sg` at level 1), or `None`
+    /// if the path is not deeper than the level.
+    pub fn storage_group_of<'a>(&self, device: &'a str) -> Option<&'a str> {
+        let level = self.storage_group_level as usize;
+        let mut end = 0;
+        for (i, part) in device.split('.').enumerate() {
+            end += part.len() + usize::from(i > 0);
+            if i == level {
+                return Some(&device[..end]);
+            }
+        }
+        None
+    }
+}
+
+/// Schema of one pipeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaConfig {
+    /// Rules, first match wins.
+    pub rules: Vec<SchemaRule>,
+    /// For series no rule matches.
+    pub defaults: SchemaDefaults,
+}
+
+impl SchemaConfig {
+    /// The first rule matching a full series path.
+    pub fn rule_for(&self, series: &str) -> Option<&SchemaRule> {
+        self.rules.iter().find(|r| r.pattern.matches(series))
+    }
+}
+
+/// `[[pipeline.schema]]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaRule {
+    /// Which series.
+    pub pattern: PathPattern,
+    /// Their type.
+    pub data_type: DataType,
+    /// Their encoding (accepted by TsFile 0.10 for the type).
+    pub encoding: Encoding,
+    /// Their compression.
+    pub compression: Compression,
+}
+
+/// `[pipeline.schema_defaults]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaDefaults {
+    /// BOOLEAN encoding.
+    pub boolean: Encoding,
+    /// INT32 encoding.
+    pub int32: Encoding,
+    /// INT64 encoding.
+    pub int64: Encoding,
+    /// FLOAT encoding.
+    pub float: Encoding,
+    /// DOUBLE encoding.
+    pub double: Encoding,
+    /// TEXT encoding.
+    pub text: Encoding,
+    /// Compression.
+    pub compression: Compression,
+    /// Type for untyped integers.
+    pub integer_type: DataType,
+    /// Type for untyped decimals.
+    pub float_type: DataType,
+}
+
+impl SchemaDefaults {
+    /// The default encoding of a type.
+    pub fn encoding_for(&self, t: DataType) -> Encoding {
+        match t {
+            DataType::Boolean => self.boolean,
+            DataType::Int32 => self.int32,
+            DataType::Int64 => self.int64,
+            DataType::Float => self.float,
+            DataType::Double => self.double,
+            DataType::Text => self.text,
+        }
+    }
+}
+
+/// `[[pipeline.source]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceConfig {
+    /// Unique name within the pipeline.
+    pub name: String,
+    /// Type-specific settings.
+    pub kind: SourceKind,
+}
+
+/// A source by type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourceKind {
+    /// `type = "http"`.
+    Http(HttpSourceConfig),
+    /// `type = "mqtt"`.
+    Mqtt(MqttSourceConfig),
+    /// `type = "csv"`.
+    Csv(CsvSourceConfig),
+}
+
+impl SourceKind {
+    /// `"http"`, `"mqtt"` or `"csv"`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            SourceKind::Http(_) => "http",
+            SourceKind::Mqtt(_) => "mqtt",
+            SourceKind::Csv(_) => "csv",
+        }
+    }
+}
+
+/// An HTTP push endpoint kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HttpEndpoint {
+    /// `POST {base}/ingest/iotdb-json`.
+    IotdbJson,
+    /// `POST {base}/write` and `POST {base}/api/v2/write`.
+    LineProtocol,
+}
+
+impl HttpEndpoint {
+    /// The configuration name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpEndpoint::IotdbJson => "iotdb-json",
+            HttpEndpoint::LineProtocol => "line-protocol",
+        }
+    }
+
+    /// URL paths served for this endpoint below `base_path`.
+    pub fn routes(self, base_path: &str) -> Vec<String> {
+        match self {
+            HttpEndpoint::IotdbJson => vec![format!("{base_path}/ingest/iotdb-json")],
+            HttpEndpoint::LineProtocol => {
+                vec![
+                    format!("{base_path}/write"),
+                    format!("{base_path}/api/v2/write"),
+                ]
+            }
+        }
+    }
+}
+
+/// How line-protocol points map onto IoTDB paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineProtocolMapping {
+    /// Device path prefix, e.g. `root.lp`.
+    pub path_prefix: String,
+    /// Device path below the prefix; placeholders `{measurement}`, `{tags}`, `{<tag key>}`.
+    pub device_template: Template,
+    /// Timestamp unit when the request or source gives none.
+    pub precision: TimePrecision,
+}
+
+/// `type = "http"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpSourceConfig {
+    /// URL prefix ("" or `/x`).
+    pub base_path: String,
+    /// Endpoints served.
+    pub endpoints: Vec<HttpEndpoint>,
+    /// Line-protocol mapping.
+    pub line_protocol: LineProtocolMapping,
+}
+
+impl HttpSourceConfig {
+    /// Every URL path this source serves.
+    pub fn routes(&self) -> Vec<String> {
+        self.endpoints
+            .iter()
+            .flat_map(|e| e.routes(&self.base_path))
+            .collect()
+    }
+}
+
+/// MQTT protocol version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MqttProtocol {
+    /// MQTT 3.1.1.
+    V3,
+    /// MQTT 5.
+    V5,
+}
+
+/// A broker address from `mqtt://` or `mqtts://`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerAddress {
+    /// `mqtts://`.
+    pub tls: bool,
+    /// Host name or IP (without brackets).
+    pub host: String,
+    /// Port (1883 / 8883 when not given).
+    pub port: u16,
+}
+
+/// Where the MQTT password comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Password {
+    /// Written in the configuration.
+    Inline(String),
+    /// Read from this file (trailing newline removed) when connecting.
+    File(PathBuf),
+}
+
+/// TLS settings of an `mqtts://` source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MqttTls {
+    /// CA bundle; `None` = the system roots.
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate and key.
+    pub client_auth: Option<(PathBuf, PathBuf)>,
+}
+
+/// MQTT QoS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Qos {
+    /// At most once.
+    AtMostOnce = 0,
+    /// At least once.
+    AtLeastOnce = 1,
+    /// Exactly once (at the broker; at least once into files).
+    ExactlyOnce = 2,
+}
+
+/// Payload format of a topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MqttPayload {
+    /// IoTDB JSON records.
+    IotdbJson,
+    /// InfluxDB line protocol.
+    Line(LineProtocolMapping),
+    /// A plain value; series from the topic.
+    Value {
+        /// How the topic names device and measurement.
+        topic_template: TopicTemplate,
+        /// Device path prefix.
+        path_prefix: String,
+    },
+}
+
+impl MqttPayload {
+    /// The configuration name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            MqttPayload::IotdbJson => "iotdb-json",
+            MqttPayload::Line(_) => "line",
+            MqttPayload::Value { .. } => "value",
+        }
+    }
+}
+
+/// `[[pipeline.source.topic]]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicConfig {
+    /// The filter as written (without `$share/`).
+    pub filter: String,
+    /// Subscription QoS.
+    pub qos: Qos,
+    /// Payload format.
+    pub payload: MqttPayload,
+}
+
+/// `type = "mqtt"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MqttSourceConfig {
+    /// The `url` as written.
+    pub url: String,
+    /// Parsed broker address.
+    pub broker: BrokerAddress,
+    /// Protocol version.
+    pub protocol: MqttProtocol,
+    /// Client id (`None` only with a clean session).
+    pub client_id: Option<String>,
+    /// User name.
+    pub username: Option<String>,
+    /// Password.
+    pub password: Option<Password>,
+    /// TLS, present iff the URL is `mqtts://`.
+    pub tls: Option<MqttTls>,
+    /// Keep-alive (whole seconds).
+    pub keep_alive: Duration,
+    /// Clean session / clean start.
+    pub clean_session: bool,
+    /// MQTT 5 session expiry (whole seconds).
+    pub session_expiry: Duration,
+    /// Shared-subscription group.
+    pub shared_group: Option<String>,
+    /// Largest payload.
+    pub max_payload_size: ByteSize,
+    /// Most unacknowledged messages held.
+    pub max_inflight: u16,
+    /// Cap of the reconnect backoff.
+    pub reconnect_max_backoff: Duration,
+    /// Dead-letter file.
+    pub dead_letter_file: PathBuf,
+    /// Subscriptions.
+    pub topics: Vec<TopicConfig>,
+}
+
+impl MqttSourceConfig {
+    /// The filter to subscribe with: `$share/<group>/<filter>` with a shared group.
+    pub fn subscription_filter(&self, topic: &TopicConfig) -> String {
+        match &self.shared_group {
+            Some(g) => format!("$share/{g}/{}", topic.filter),
+            None => topic.filter.clone(),
+        }
+    }
+
+    /// Whether the broker keeps a session across disconnects.
+    pub fn persistent_session(&self) -> bool {
+        !self.clean_session && (self.protocol == MqttProtocol::V3 || !self.session_expiry.is_zero())
+    }
+}
+
+/// A CSV column reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnRef {
+    /// By header name.
+    Name(String),
+    /// By 0-based position (written 1-based in the configuration).
+    Index(usize),
+}
+
+/// Where the device of a generic CSV row comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CsvDevice {
+    /// From a column, optionally below a prefix.
+    Column {
+        /// The column.
+        column: ColumnRef,
+        /// Prefix prepended with a `.`.
+        path_prefix: Option<String>,
+    },
+    /// From a template with `{file_stem}` and `{dir}`.
+    Template(Template),
+}
+
+/// Options of the generic CSV format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenericCsv {
+    /// Header rows after the skipped rows (the first names columns).
+    pub header_rows: u32,
+    /// Time column.
+    pub time_column: ColumnRef,
+    /// Device.
+    pub device: CsvDevice,
+    /// Value columns; empty = all but time and device.
+    pub value_columns: Vec<ColumnRef>,
+}
+
+/// CSV file format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CsvFormat {
+    /// `Time,root.sg.d1.s1,...`.
+    IotdbWide,
+    /// `Time,Device,s1,...`.
+    IotdbDevice,
+    /// As configured.
+    Generic(GenericCsv),
+}
+
+/// Timestamp format of CSV rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimeFormat {
+    /// Integer: epoch ms; otherwise RFC 3339 (or a naive ISO time in `timezone`).
+    Auto,
+    /// Epoch seconds.
+    EpochS,
+    /// Epoch milliseconds.
+    EpochMs,
+    /// Epoch microseconds.
+    EpochUs,
+    /// Epoch nanoseconds.
+    EpochNs,
+    /// RFC 3339.
+    Rfc3339,
+    /// strftime with this (checked) pattern.
+    Strftime(String),
+}
+
+impl TimeFormat {
+    /// The configuration name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TimeFormat::Auto => "auto",
+            TimeFormat::EpochS => "epoch_s",
+            TimeFormat::EpochMs => "epoch_ms",
+            TimeFormat::EpochUs => "epoch_us",
+            TimeFormat::EpochNs => "epoch_ns",
+            TimeFormat::Rfc3339 => "rfc3339",
+            TimeFormat::Strftime(_) => "strftime",
+        }
+    }
+}
+
+/// Resolution of DST-ambiguous local times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AmbiguousTime {
+    /// The first occurrence.
+    Earliest,
+    /// The second occurrence.
+    Latest,
+    /// Reject the row.
+    Reject,
+}
+
+/// What happens to an ingested file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnSuccess {
+    /// Move to `done_dir`.
+    Move,
+    /// Delete.
+    Delete,
+}
+
+/// `type = "csv"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsvSourceConfig {
+    /// Watched directories.
+    pub directories: Vec<PathBuf>,
+    /// Globs taken.
+    pub patterns: Vec<Glob>,
+    /// Globs ignored.
+    pub ignore: Vec<Glob>,
+    /// Watch subdirectories.
+    pub recursive: bool,
+    /// Stability time.
+    pub settle: Duration,
+    /// File format.
+    pub format: CsvFormat,
+    /// Timestamp format.
+    pub time_format: TimeFormat,
+    /// IANA zone for naive times (form checked; existence by `check`).
+    pub timezone: String,
+    /// DST ambiguity rule.
+    pub ambiguous_time: AmbiguousTime,
+    /// Field delimiter (ASCII).
+    pub delimiter: u8,
+    /// Lines skipped before the header.
+    pub skip_rows: u32,
+    /// Done directory (relative: per watched directory).
+    pub done_dir: PathBuf,
+    /// Error directory (relative: per watched directory).
+    pub error_dir: PathBuf,
+    /// Move or delete.
+    pub on_success: OnSuccess,
+    /// Concurrency limit.
+    pub max_concurrent_files: u32,
+    /// Periodic rescan.
+    pub rescan_interval: Duration,
+}
+
+impl CsvSourceConfig {
+    /// Whether a file name is taken: matches a pattern and no ignore glob.
+    pub fn accepts(&self, file_name: &str) -> bool {
+        self.patterns.iter().any(|g| g.matches(file_name))
+            && !self.ignore.iter().any(|g| g.matches(file_name))
+    }
+
+    /// The done directory for a watched directory.
+    pub fn done_dir_for(&self, watched: &std::path::Path) -> PathBuf {
+        watched.join(&self.done_dir)
+    }
+
+    /// The error directory for a watched directory.
+    pub fn error_dir_for(&self, watched: &std::path::Path) -> PathBuf {
+        watched.join(&self.error_dir)
+    }
+}
