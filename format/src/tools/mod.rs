@@ -1,6 +1,7 @@
 //! The logic behind the format tools of the `tsfiled` CLI: canonical dump, convert,
 //! sketch, resource print and data-directory overview.
 
+pub mod convert;
 pub mod dump;
 pub mod javafmt;
 pub mod overview;
