@@ -1,6 +1,10 @@
 //! `tsfiled`: the daemon and the TsFile tools.
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+
+mod tools_cli;
 
 /// tsfiled: turns live data into Apache IoTDB TsFiles.
 #[derive(Parser)]
@@ -12,14 +16,20 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Print the build version.
-    Version,
+    #[command(flatten)]
+    Tool(tools_cli::ToolCommand),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Version => println!("tsfiled {}", env!("CARGO_PKG_VERSION")),
+    let result = match &cli.command {
+        Command::Tool(t) => tools_cli::run(t),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tsfiled: {e:#}");
+            ExitCode::FAILURE
+        }
     }
-    Ok(())
 }
