@@ -2,7 +2,8 @@
 //! every series (full and time-range queries), the sequential walk with every page
 //! decoded, the canonical dump and the recovery scan. Any panic is a bug.
 //!
-//! `cargo +nightly fuzz run reader fuzz/corpus/reader format/tests/fixtures`
+//! Seed `fuzz/corpus/reader/` with the golden files under 16 KiB, then (from `fuzz/`):
+//! `cargo +nightly fuzz run reader corpus/reader -- -max_len=32768 -malloc_limit_mb=512`
 
 #![no_main]
 
