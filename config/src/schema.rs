@@ -112,10 +112,12 @@ pub fn encodings_for(t: DataType) -> Vec<Encoding> {
 
 /// Whether `c` may appear in a path node name written in the configuration.
 ///
-/// Conservative subset of what IoTDB 0.10 accepts unquoted: ASCII letters and digits, `_`,
-/// `-`, and non-ASCII letters and digits (e.g. Chinese node names).
+/// What IoTDB 0.10 accepts unquoted: ASCII letters and digits, `_`, and CJK characters
+/// (U+2E80..=U+9FFF).
 pub fn is_node_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == '-' || (!c.is_ascii() && c.is_alphanumeric())
+    // IoTDB 0.10's grammar (SqlBase.g4): letters, digits, '_' and the CJK range;
+    // the same rule as `tsfiled_connectors::path::is_node_char`.
+    c.is_ascii_alphanumeric() || c == '_' || ('\u{2E80}'..='\u{9FFF}').contains(&c)
 }
 
 /// Checks a literal IoTDB path node name; returns why it is refused.
@@ -125,7 +127,7 @@ pub fn check_node(node: &str) -> Result<(), String> {
     }
     if let Some(c) = node.chars().find(|c| !is_node_char(*c)) {
         return Err(format!(
-            "path node \"{node}\" contains {c:?}; node names use letters, digits, '_' and '-'"
+            "path node \"{node}\" contains {c:?}; node names use letters, digits, '_' and CJK characters"
         ));
     }
     Ok(())
@@ -326,7 +328,9 @@ mod tests {
 
     #[test]
     fn paths() {
-        assert!(check_path("root.plant.line-1").is_ok());
+        assert!(check_path("root.plant.line_1").is_ok());
+        // '-' needs quoting in IoTDB 0.10 SQL, so it is refused unquoted.
+        assert!(check_path("root.plant.line-1").is_err());
         assert!(check_path("root.工厂").is_ok());
         assert!(check_path("plant").is_err());
         assert!(check_path("root.a.").is_err());

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
+
+mod tools_cli;
 use tracing_subscriber::EnvFilter;
 use tsfiled::settings::Settings;
 
@@ -30,6 +32,8 @@ enum Command {
     },
     /// Print the build version.
     Version,
+    #[command(flatten)]
+    Tool(tools_cli::ToolCommand),
 }
 
 #[derive(clap::Args)]
@@ -154,6 +158,10 @@ fn main() -> ExitCode {
             println!("tsfiled {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
+        Command::Tool(t) => match tools_cli::run(&t) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

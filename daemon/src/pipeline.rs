@@ -689,7 +689,7 @@ mod tests {
                 assert_eq!(d.end_time, *ts.iter().max().unwrap());
             }
         }
-        // No temporaries left; WAL trimmed to the active segment.
+        // Shutdown sealed both files.
         let text = metrics.render();
         assert!(
             text.contains("tsfiled_files_sealed_total{pipeline=\"t\",reason=\"shutdown\"} 2"),
@@ -794,11 +794,11 @@ mod tests {
                 .iter()
                 .any(|f| f.to_string_lossy().contains("/sequence/root.sg/0/"))
         });
-        let text = metrics.render();
-        assert!(
-            text.contains(r#"tsfiled_files_sealed_total{pipeline="t",reason="partition"} 1"#),
-            "{text}"
-        );
+        wait_for("the seal counted", || {
+            metrics
+                .render()
+                .contains(r#"tsfiled_files_sealed_total{pipeline="t",reason="partition"} 1"#)
+        });
         // A late point for partition 0 opens a new file there; a batch spanning two
         // partitions is split.
         p.submit_blocking(
@@ -862,7 +862,9 @@ mod tests {
         p.submit_blocking("test", one("root.sg.d1", 1, 1), Instant::now())
             .unwrap();
         wait_for("idle seal", || read_dir_points(tmp.path()).1.len() == 1);
-        assert!(metrics.render().contains(r#"reason="idle"} 1"#));
+        wait_for("the seal counted", || {
+            metrics.render().contains(r#"reason="idle"} 1"#)
+        });
         // The WAL is trimmed once everything is sealed: only the active segment stays.
         wait_for("WAL trimmed", || {
             std::fs::read_dir(tmp.path().join("wal")).unwrap().count() == 1
@@ -886,6 +888,10 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
             assert!(t < 4000, "no age seal");
         }
+        // One more point after the age seal goes into a new file.
+        t += 1;
+        p.submit_blocking("test", one("root.sg.d1", t, t), Instant::now())
+            .unwrap();
         p.shutdown_blocking();
         let (points, files) = read_dir_points(tmp.path());
         assert_eq!(points.len() as i64, t);

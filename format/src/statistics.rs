@@ -160,7 +160,7 @@ impl Statistics {
         if t > self.end_time {
             self.end_time = t;
         }
-        self.count += 1;
+        self.count = self.count.wrapping_add(1);
         first
     }
 
@@ -261,7 +261,7 @@ impl Statistics {
         let old_end = self.end_time;
         self.start_time = self.start_time.min(other.start_time);
         self.end_time = self.end_time.max(other.end_time);
-        self.count += other.count;
+        self.count = self.count.wrapping_add(other.count);
         if was_empty {
             self.values = other.values.clone();
             return Ok(());

@@ -26,6 +26,16 @@ pub trait JavaInt: sealed::Sealed + Copy + Eq + Ord + Default + Send + Sync + 's
     fn wsub(self, o: Self) -> Self;
     /// Wrapping addition.
     fn wadd(self, o: Self) -> Self;
+    /// Wrapping multiplication.
+    fn wmul(self, o: Self) -> Self;
+    /// Java `/`: truncating, `MIN / -1 == MIN` (callers exclude division by zero).
+    fn jdiv(self, o: Self) -> Self;
+    /// Java `(int)` narrowing (identity for `i32`).
+    fn low_i32(self) -> i32;
+    /// Exact widening.
+    fn to_i128(self) -> i128;
+    /// The value of the low `BITS` bits of `v` (Java narrowing of a `long`).
+    fn from_i64(v: i64) -> Self;
     /// The two's-complement bits, zero-extended to 64 bits.
     fn bits(self) -> u64;
     /// The value whose two's-complement bits are the low `BITS` bits of `b`.
@@ -52,6 +62,26 @@ impl JavaInt for i32 {
     #[inline]
     fn wadd(self, o: Self) -> Self {
         self.wrapping_add(o)
+    }
+    #[inline]
+    fn wmul(self, o: Self) -> Self {
+        self.wrapping_mul(o)
+    }
+    #[inline]
+    fn jdiv(self, o: Self) -> Self {
+        self.wrapping_div(o)
+    }
+    #[inline]
+    fn low_i32(self) -> i32 {
+        self
+    }
+    #[inline]
+    fn to_i128(self) -> i128 {
+        self as i128
+    }
+    #[inline]
+    fn from_i64(v: i64) -> Self {
+        v as i32
     }
     #[inline]
     fn bits(self) -> u64 {
@@ -84,6 +114,26 @@ impl JavaInt for i64 {
     #[inline]
     fn wadd(self, o: Self) -> Self {
         self.wrapping_add(o)
+    }
+    #[inline]
+    fn wmul(self, o: Self) -> Self {
+        self.wrapping_mul(o)
+    }
+    #[inline]
+    fn jdiv(self, o: Self) -> Self {
+        self.wrapping_div(o)
+    }
+    #[inline]
+    fn low_i32(self) -> i32 {
+        self as i32
+    }
+    #[inline]
+    fn to_i128(self) -> i128 {
+        self as i128
+    }
+    #[inline]
+    fn from_i64(v: i64) -> Self {
+        v
     }
     #[inline]
     fn bits(self) -> u64 {

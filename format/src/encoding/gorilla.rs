@@ -589,6 +589,9 @@ mod tests {
         let w = V::W;
         let mask = if w == 32 { 0xffff_ffffu64 } else { u64::MAX };
         let nb = (w / 8) as usize;
+        if count == 0 {
+            return Some(Vec::new());
+        }
         if data.len() < nb {
             return None;
         }

@@ -49,9 +49,7 @@ pub(crate) fn check_head<S: Source + ?Sized>(src: &S, len: u64) -> Result<()> {
     if len < HEADER_LEN {
         return Err(Error::format(
             0,
-            format_args!(
-                "the 12-byte head \"TsFile000002\", but the file has only {len} bytes"
-            ),
+            format_args!("the 12-byte head \"TsFile000002\", but the file has only {len} bytes"),
         ));
     }
     let mut head = [0u8; 12];
@@ -132,13 +130,7 @@ impl<S: Source> TsFileReader<S> {
         }
         let metadata_size = size as u64;
         let metadata_pos = len - TAIL_LEN - metadata_size;
-        let buf = source::read_range(
-            &src,
-            metadata_pos,
-            metadata_size,
-            len,
-            "TsFileMetadata",
-        )?;
+        let buf = source::read_range(&src, metadata_pos, metadata_size, len, "TsFileMetadata")?;
         let mut r = ByteReader::new(&buf, metadata_pos);
         let metadata = TsFileMetadata::deserialize(&mut r)?;
         if !r.is_empty() {

@@ -25,7 +25,7 @@ mod chunk;
 mod index;
 mod order;
 
-use crate::basic::{Column, DataType, Value};
+use crate::basic::{Column, DataType, Encoding, Value};
 use crate::encoding;
 use crate::errors::{Error, Result};
 use crate::file::bloom::BloomFilter;
@@ -41,6 +41,18 @@ use index::Sink;
 use order::{java_string_hash, JavaHashOrder};
 use std::collections::HashMap;
 use std::io::Write;
+
+/// Rows of a device buffered before their values go through the encoders. Writing
+/// rows touches one series after another; staging a few rows per device (in one
+/// contiguous buffer) and then encoding them series by series keeps each series'
+/// encoder state in cache. Staged rows are encoded before anything looks at the
+/// encoder state (page and memory checks, flushes, tablets, error reports), and every
+/// staged point still gets its own page check, so the bytes are the same as with
+/// immediate encoding.
+const STAGE_ROWS: usize = 32;
+
+/// `Slot::stage_col` of a value written directly (not staged).
+const DIRECT: u32 = u32::MAX;
 
 /// Records written before the first memory check (Java's initial
 /// `recordCountForNextMemCheck`).
@@ -88,6 +100,19 @@ struct SeriesState {
     chunks: Vec<(i64, Statistics)>,
 }
 
+/// What the row path needs to know about one position of the cached row layout,
+/// kept with the device so that checking a row does not touch the series.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    data_type: DataType,
+    /// Column in the staged rows, or [`DIRECT`].
+    stage_col: u32,
+    /// REGULAR: written first, directly (it can refuse a value).
+    regular: bool,
+    /// The value needs [`check_value`] (NaN under GORILLA, TEXT length).
+    checked: bool,
+}
+
 /// A device: its series and the state of the current flush.
 struct DeviceState {
     name: String,
@@ -99,8 +124,24 @@ struct DeviceState {
     in_flush: bool,
     /// Java `HashMap` of the device's chunk writers in the current flush (new per flush).
     order: JavaHashOrder,
-    /// Series indices of the last row, so repeated row layouts skip the hash lookups.
+    /// Series indices of the cached row layout (the last row's measurements).
     layout: Vec<u32>,
+    /// The layout's measurement names, back to back, and where each ends.
+    layout_names: String,
+    layout_ends: Vec<u32>,
+    layout_slots: Vec<Slot>,
+    /// Largest last time over the layout's series, staged rows included.
+    layout_last: Option<i64>,
+    /// The device and every layout series are in the current flush, with chunk writers.
+    layout_ready: bool,
+    /// Some layout position is written directly; some is REGULAR.
+    layout_direct: bool,
+    layout_regular: bool,
+    /// Staged rows: their times, and `stage_series.len()` value bits per row.
+    stage_times: Vec<i64>,
+    stage_vals: Vec<u64>,
+    /// Series of each stage column.
+    stage_series: Vec<u32>,
 }
 
 impl DeviceState {
@@ -113,34 +154,228 @@ impl DeviceState {
             in_flush: false,
             order: JavaHashOrder::new(),
             layout: Vec::new(),
+            layout_names: String::new(),
+            layout_ends: Vec::new(),
+            layout_slots: Vec::new(),
+            layout_last: None,
+            layout_ready: false,
+            layout_direct: false,
+            layout_regular: false,
+            stage_times: Vec::new(),
+            stage_vals: Vec::new(),
+            stage_series: Vec::new(),
         }
     }
 
-    /// Resolves the measurement names of a row into `self.layout`.
-    fn resolve<'a>(
-        &mut self,
-        names: impl ExactSizeIterator<Item = &'a str> + Clone,
-        time: i64,
-    ) -> Result<()> {
-        if self.layout.len() == names.len()
-            && names
-                .clone()
-                .zip(&self.layout)
-                .all(|(m, &i)| self.series[i as usize].schema.measurement == m)
-        {
-            return Ok(());
+    /// Whether the row's measurement names are the cached layout's.
+    #[inline]
+    fn layout_matches(&self, values: &[(&str, Value)]) -> bool {
+        if self.layout_ends.len() != values.len() {
+            return false;
         }
+        let names = self.layout_names.as_bytes();
+        let mut start = 0usize;
+        for ((m, _), &end) in values.iter().zip(&self.layout_ends) {
+            let end = end as usize;
+            let m = m.as_bytes();
+            if end - start != m.len() || !short_eq(&names[start..end], m) {
+                return false;
+            }
+            start = end;
+        }
+        true
+    }
+
+    /// Forgets the cached layout (its staged rows must have been drained).
+    fn invalidate_layout(&mut self) {
         self.layout.clear();
-        for m in names {
-            match self.index.get(m) {
-                Some(&i) => self.layout.push(i),
+        self.layout_names.clear();
+        self.layout_ends.clear();
+        self.layout_slots.clear();
+        self.stage_series.clear();
+        self.layout_ready = false;
+    }
+
+    /// Caches the layout of a new row. The stage must be empty.
+    #[cold]
+    fn rebuild_layout(&mut self, values: &[(&str, Value)], time: i64) -> Result<()> {
+        self.invalidate_layout();
+        for (m, _) in values {
+            match self.index.get(*m) {
+                Some(&i) => {
+                    self.layout.push(i);
+                    self.layout_names.push_str(m);
+                    self.layout_ends.push(self.layout_names.len() as u32);
+                }
                 None => {
-                    self.layout.clear();
-                    return Err(unknown_series(&self.name, m, time));
+                    let e = unknown_series(&self.name, m, time);
+                    self.invalidate_layout();
+                    return Err(e);
                 }
             }
         }
+        // A series named twice in a row is written directly (staging is per column).
+        let mut sorted = self.layout.clone();
+        sorted.sort_unstable();
+        let dup = sorted.windows(2).any(|w| w[0] == w[1]);
+        self.layout_last = None;
+        self.layout_direct = false;
+        self.layout_regular = false;
+        let mut ready = self.in_flush;
+        for &i in &self.layout {
+            let s = &self.series[i as usize];
+            let regular = s.schema.encoding == Encoding::REGULAR;
+            let stage_col = if chunk::stageable(&s.schema) && !dup {
+                self.stage_series.push(i);
+                (self.stage_series.len() - 1) as u32
+            } else {
+                self.layout_direct = true;
+                DIRECT
+            };
+            self.layout_regular |= regular;
+            self.layout_slots.push(Slot {
+                data_type: s.schema.data_type,
+                stage_col,
+                regular,
+                checked: s.schema.data_type == DataType::TEXT
+                    || (s.schema.encoding == Encoding::GORILLA
+                        && matches!(s.schema.data_type, DataType::FLOAT | DataType::DOUBLE)),
+            });
+            self.layout_last = self.layout_last.max(s.last_time);
+            ready &= s.in_flush && s.chunk.is_some();
+        }
+        self.layout_ready = ready;
         Ok(())
+    }
+
+    /// Encodes the staged rows, column by column.
+    fn drain_stage(&mut self, scratch: &mut Vec<u8>) -> Result<()> {
+        let Some(&last) = self.stage_times.last() else {
+            return Ok(());
+        };
+        let width = self.stage_series.len();
+        let mut res = Ok(());
+        for (col, &i) in self.stage_series.iter().enumerate() {
+            let s = &mut self.series[i as usize];
+            s.last_time = Some(last);
+            let r = match s.chunk.as_mut() {
+                Some(c) => c.write_staged(&self.stage_times, &self.stage_vals, width, col, scratch),
+                None => Err(Error::invalid("staged points without a chunk writer")),
+            };
+            if let (Err(e), true) = (r, res.is_ok()) {
+                res = Err(Error::invalid(format!(
+                    "series {}.{} (points from time {}): {e}",
+                    self.name, s.schema.measurement, self.stage_times[0]
+                )));
+            }
+        }
+        self.stage_times.clear();
+        self.stage_vals.clear();
+        res
+    }
+
+    /// Bytes held by staged rows.
+    fn staged_bytes(&self) -> usize {
+        (self.stage_times.len() + self.stage_vals.len()) * 8
+    }
+
+    /// Creates the layout series' chunk writers (invisible), then adds the device and
+    /// the series to the flush maps in row order (as Java adds them before writing).
+    #[cold]
+    fn prepare_layout(
+        &mut self,
+        d: u32,
+        props: &WriterProperties,
+        flush_devices: &mut JavaHashOrder,
+    ) -> Result<()> {
+        for &i in &self.layout {
+            let s = &mut self.series[i as usize];
+            if s.chunk.is_none() {
+                s.chunk = Some(Box::new(new_chunk_writer(props, &self.name, &s.schema)?));
+            }
+        }
+        if !self.in_flush {
+            self.in_flush = true;
+            flush_devices.insert(self.hash, d);
+        }
+        for &i in &self.layout {
+            let s = &mut self.series[i as usize];
+            if !s.in_flush {
+                s.in_flush = true;
+                self.order.insert(s.hash, i);
+            }
+        }
+        self.layout_ready = true;
+        Ok(())
+    }
+
+    /// The precise error for a row that failed the fast checks.
+    #[cold]
+    fn refusal(&mut self, values: &[(&str, Value)], time: i64, scratch: &mut Vec<u8>) -> Error {
+        if let Err(e) = self.drain_stage(scratch) {
+            return e;
+        }
+        for ((_, v), &i) in values.iter().zip(&self.layout) {
+            let s = &self.series[i as usize];
+            if v.data_type() != s.schema.data_type {
+                return wrong_type(&self.name, &s.schema, time, v.data_type());
+            }
+            if let Some(last) = s.last_time {
+                if time < last {
+                    return decreasing_time(&self.name, &s.schema.measurement, time, last);
+                }
+            }
+            if let Err(e) = check_value(&self.name, &s.schema, time, v) {
+                return e;
+            }
+        }
+        Error::invalid(format!(
+            "row of device {} at time {time} refused",
+            self.name
+        ))
+    }
+
+    /// Writes the directly written values of a row: REGULAR ones first (they may
+    /// refuse a value, leaving the rest of the row unwritten), then the others.
+    fn write_direct(
+        &mut self,
+        values: &[(&str, Value)],
+        time: i64,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        for regular_pass in [true, false] {
+            if regular_pass && !self.layout_regular {
+                continue;
+            }
+            for (k, (_, v)) in values.iter().enumerate() {
+                let slot = self.layout_slots[k];
+                if slot.stage_col != DIRECT || slot.regular != regular_pass {
+                    continue;
+                }
+                let s = &mut self.series[self.layout[k] as usize];
+                if let Some(c) = s.chunk.as_mut() {
+                    c.write_value(time, v, scratch).map_err(|e| {
+                        Error::invalid(format!(
+                            "series {}.{} at time {time}: {e} (the row's values after this \
+                             series were not written)",
+                            self.name, s.schema.measurement
+                        ))
+                    })?;
+                }
+                s.last_time = Some(time);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Byte equality for short names without a `memcmp` call.
+#[inline]
+fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() <= 16 {
+        a.iter().zip(b).all(|(x, y)| x == y)
+    } else {
+        a == b
     }
 }
 
@@ -150,12 +385,7 @@ fn unknown_series(device: &str, measurement: &str, time: i64) -> Error {
     ))
 }
 
-fn wrong_type(
-    device: &str,
-    s: &MeasurementSchema,
-    time: i64,
-    found: DataType,
-) -> Error {
+fn wrong_type(device: &str, s: &MeasurementSchema, time: i64, found: DataType) -> Error {
     Error::invalid(format!(
         "series {device}.{} at time {time}: a {found} value for a {} series",
         s.measurement, s.data_type
@@ -167,6 +397,77 @@ fn decreasing_time(device: &str, measurement: &str, time: i64, last: i64) -> Err
         "series {device}.{measurement}: time {time} is before the last written time {last} \
          (times must not decrease per series)"
     ))
+}
+
+/// Whether [`check_value`] would accept `v` for a checked slot.
+#[inline]
+fn value_storable(v: &Value) -> bool {
+    match v {
+        Value::Float(x) => !x.is_nan(),
+        Value::Double(x) => !x.is_nan(),
+        Value::Text(b) => b.len() <= i32::MAX as usize,
+        _ => true,
+    }
+}
+
+/// Refuses values the encoders cannot store: NaN under GORILLA (its end marker) and
+/// TEXT longer than an `i32` length.
+fn check_value(device: &str, s: &MeasurementSchema, time: i64, v: &Value) -> Result<()> {
+    let bad = match v {
+        Value::Float(x) if x.is_nan() => s.encoding == Encoding::GORILLA,
+        Value::Double(x) if x.is_nan() => s.encoding == Encoding::GORILLA,
+        Value::Text(b) => b.len() > i32::MAX as usize,
+        _ => false,
+    };
+    if bad {
+        Err(value_refused(device, s, time))
+    } else {
+        Ok(())
+    }
+}
+
+#[cold]
+fn value_refused(device: &str, s: &MeasurementSchema, time: i64) -> Error {
+    let why = if s.data_type == DataType::TEXT {
+        "a TEXT value longer than 2^31-1 bytes cannot be stored"
+    } else {
+        "NaN cannot be stored with GORILLA (it is the encoding's end-of-page marker); \
+         use PLAIN for series with NaN"
+    };
+    Error::invalid(format!(
+        "series {device}.{} at time {time}: {why}",
+        s.measurement
+    ))
+}
+
+/// Checks a whole tablet column with [`check_value`]'s rules.
+fn check_column(device: &str, s: &MeasurementSchema, times: &[i64], col: &Column) -> Result<()> {
+    let at = |k: usize| times.get(k).copied().unwrap_or(0);
+    let bad = match col {
+        Column::Float(v) if s.encoding == Encoding::GORILLA => v.iter().position(|x| x.is_nan()),
+        Column::Double(v) if s.encoding == Encoding::GORILLA => v.iter().position(|x| x.is_nan()),
+        Column::Text(v) => v.iter().position(|b| b.len() > i32::MAX as usize),
+        _ => None,
+    };
+    match bad {
+        Some(k) => Err(value_refused(device, s, at(k))),
+        None => Ok(()),
+    }
+}
+
+#[cold]
+fn new_chunk_writer(
+    props: &WriterProperties,
+    device: &str,
+    schema: &MeasurementSchema,
+) -> Result<ChunkWriter> {
+    ChunkWriter::new(
+        schema,
+        props.page_size_bytes,
+        props.max_points_per_page,
+        props.float_precision,
+    )
+    .map_err(|e| Error::invalid(format!("series {device}.{}: {e}", schema.measurement)))
 }
 
 /// The series' sort key and bloom-filter string: `device.measurement`, the
@@ -299,19 +600,23 @@ impl<W: Write> TsFileWriter<W> {
             }
         }
         // Surface encoder problems now rather than at the first write.
-        encoding::get_encoder(schema.encoding, schema.data_type, self.props.float_precision)
-            .map_err(|e| Error::invalid(format!("{}: {e}", name(&schema.measurement))))?;
+        encoding::get_encoder(
+            schema.encoding,
+            schema.data_type,
+            self.props.float_precision,
+        )
+        .map_err(|e| Error::invalid(format!("{}: {e}", name(&schema.measurement))))?;
         let d = self.device_id(device);
         let dev = &mut self.devices[d as usize];
         let i = dev.series.len() as u32;
         dev.index.insert(schema.measurement.clone(), i);
         dev.series.push(SeriesState {
             hash: java_string_hash(&schema.measurement),
-            schema,
             last_time: None,
             chunk: None,
             in_flush: false,
             chunks: Vec::new(),
+            schema,
         });
         Ok(())
     }
@@ -329,19 +634,7 @@ impl<W: Write> TsFileWriter<W> {
         for i in ids {
             let s = &mut dev.series[i as usize];
             if s.chunk.is_none() {
-                let w = ChunkWriter::new(
-                    &s.schema,
-                    props.page_size_bytes,
-                    props.max_points_per_page,
-                    props.float_precision,
-                )
-                .map_err(|e| {
-                    Error::invalid(format!(
-                        "series {}.{}: {e}",
-                        dev.name, s.schema.measurement
-                    ))
-                })?;
-                s.chunk = Some(Box::new(w));
+                s.chunk = Some(Box::new(new_chunk_writer(props, &dev.name, &s.schema)?));
             }
         }
         Ok(())
@@ -382,53 +675,52 @@ impl<W: Write> TsFileWriter<W> {
                 return Err(unknown_series(device, values[0].0, time));
             }
         };
-        {
-            let dev = &mut self.devices[d as usize];
-            dev.resolve(values.iter().map(|(m, _)| *m), time)?;
-            for ((_, v), &i) in values.iter().zip(&dev.layout) {
-                let s = &dev.series[i as usize];
-                if v.data_type() != s.schema.data_type {
-                    return Err(wrong_type(&dev.name, &s.schema, time, v.data_type()));
-                }
-                if let Some(last) = s.last_time {
-                    if time < last {
-                        return Err(decreasing_time(&dev.name, &s.schema.measurement, time, last));
-                    }
-                }
+        let Self {
+            devices,
+            props,
+            flush_devices,
+            scratch,
+            ..
+        } = self;
+        let dev = &mut devices[d as usize];
+        if !dev.layout_matches(values) {
+            dev.drain_stage(scratch)?;
+            dev.rebuild_layout(values, time)?;
+        }
+        // Check the whole row before anything visible happens.
+        let mut ok = dev.layout_last.is_none_or(|last| time >= last);
+        for ((_, v), slot) in values.iter().zip(&dev.layout_slots) {
+            ok &= v.data_type() == slot.data_type && (!slot.checked || value_storable(v));
+        }
+        if !ok {
+            return Err(dev.refusal(values, time, scratch));
+        }
+        if !dev.layout_ready {
+            dev.prepare_layout(d, props, flush_devices)?;
+        }
+        if dev.layout_direct {
+            if let Err(e) = dev.write_direct(values, time, scratch) {
+                // Part of the row may be written: re-derive the layout's last time from
+                // the series before the next row is checked.
+                let _ = dev.drain_stage(scratch);
+                dev.invalidate_layout();
+                return Err(e);
             }
         }
-        let layout = std::mem::take(&mut self.devices[d as usize].layout);
-        let r = self
-            .prepare_chunks(d, layout.iter().copied())
-            .map(|()| self.enter_flush(d, layout.iter().copied()))
-            .and_then(|()| self.write_row_points(d, time, values, &layout));
-        self.devices[d as usize].layout = layout;
-        r?;
+        if !dev.stage_series.is_empty() {
+            dev.stage_times.push(time);
+            for ((_, v), slot) in values.iter().zip(&dev.layout_slots) {
+                if slot.stage_col != DIRECT {
+                    dev.stage_vals.push(chunk::stage_bits(v).unwrap_or(0));
+                }
+            }
+            if dev.stage_times.len() >= STAGE_ROWS {
+                dev.drain_stage(scratch)?;
+            }
+        }
+        dev.layout_last = Some(time);
         self.record_count += 1;
         self.check_memory()
-    }
-
-    fn write_row_points(
-        &mut self,
-        d: u32,
-        time: i64,
-        values: &[(&str, Value)],
-        layout: &[u32],
-    ) -> Result<()> {
-        let dev = &mut self.devices[d as usize];
-        for ((_, v), &i) in values.iter().zip(layout) {
-            let s = &mut dev.series[i as usize];
-            s.last_time = Some(time);
-            if let Some(c) = s.chunk.as_mut() {
-                c.write_value(time, v, &mut self.scratch).map_err(|e| {
-                    Error::invalid(format!(
-                        "series {}.{} at time {time}: {e}",
-                        dev.name, s.schema.measurement
-                    ))
-                })?;
-            }
-        }
-        Ok(())
     }
 
     /// Writes a tablet: `times` and one column per registered measurement, all of the
@@ -459,6 +751,13 @@ impl<W: Write> TsFileWriter<W> {
                 w[1], w[0]
             )));
         }
+        // Staged rows first, so that the series' last times are exact; the cached row
+        // layout is stale after the tablet.
+        {
+            let dev = &mut self.devices[d as usize];
+            dev.drain_stage(&mut self.scratch)?;
+            dev.invalidate_layout();
+        }
         let mut ids = Vec::with_capacity(columns.len());
         {
             let dev = &self.devices[d as usize];
@@ -483,6 +782,7 @@ impl<W: Write> TsFileWriter<W> {
                         return Err(decreasing_time(device, m, t0, last));
                     }
                 }
+                check_column(device, &s.schema, times, col)?;
                 ids.push(i);
             }
             let mut sorted = ids.clone();
@@ -497,16 +797,29 @@ impl<W: Write> TsFileWriter<W> {
         self.prepare_chunks(d, ids.iter().copied())?;
         self.enter_flush(d, ids.iter().copied());
         let dev = &mut self.devices[d as usize];
-        for ((_, col), &i) in columns.iter().zip(&ids) {
-            let s = &mut dev.series[i as usize];
-            if let (Some(c), Some(&last)) = (s.chunk.as_mut(), times.last()) {
-                s.last_time = Some(last);
-                c.write_batch(times, col, &mut self.scratch).map_err(|e| {
-                    Error::invalid(format!(
-                        "series {}.{} (tablet from time {first_time}): {e}",
+        // REGULAR columns first: they can refuse a value (see `write_record`).
+        for regular_pass in [true, false] {
+            for ((_, col), &i) in columns.iter().zip(&ids) {
+                let s = &mut dev.series[i as usize];
+                if (s.schema.encoding == Encoding::REGULAR) != regular_pass {
+                    continue;
+                }
+                let Some(c) = s.chunk.as_mut() else {
+                    continue;
+                };
+                if let Err((written, e)) = c.write_batch(times, col, &mut self.scratch) {
+                    if written > 0 {
+                        s.last_time = Some(times[written - 1]);
+                    }
+                    return Err(Error::invalid(format!(
+                        "series {}.{} (tablet from time {first_time}): {e} ({written} values of \
+                         this column were written, none of the columns after it)",
                         dev.name, s.schema.measurement
-                    ))
-                })?;
+                    )));
+                }
+                if let Some(&last) = times.last() {
+                    s.last_time = Some(last);
+                }
             }
         }
         self.record_count += times.len() as i64;
@@ -518,6 +831,7 @@ impl<W: Write> TsFileWriter<W> {
         if self.record_count < self.next_memory_check {
             return Ok(());
         }
+        self.drain_all()?;
         let mem = self.estimate();
         if mem <= 0 {
             // Only rows without values so far (Java would divide by zero here).
@@ -531,12 +845,25 @@ impl<W: Write> TsFileWriter<W> {
         Ok(())
     }
 
+    /// Encodes every staged point of the current flush.
+    fn drain_all(&mut self) -> Result<()> {
+        let mut first_err = None;
+        for d in self.flush_devices.ids() {
+            if let Err(e) = self.devices[d as usize].drain_stage(&mut self.scratch) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
     /// Sum of the chunk writers' memory estimates (Java's `calculateMemSizeForAllGroup`,
     /// without its 32-bit wrap-around).
     fn estimate(&self) -> i64 {
         let mut total = 0i64;
         for d in self.flush_devices.ids() {
             let dev = &self.devices[d as usize];
+            // Staged rows (none when called from the memory check).
+            total += dev.staged_bytes() as i64;
             for i in dev.order.ids() {
                 if let Some(c) = &dev.series[i as usize].chunk {
                     total += c.memory_estimate();
@@ -556,6 +883,7 @@ impl<W: Write> TsFileWriter<W> {
         if self.record_count == 0 {
             return Ok(());
         }
+        self.drain_all()?;
         let device_order = self.flush_devices.iteration_order();
         let mut first_err = None;
         for &d in &device_order {
@@ -604,7 +932,7 @@ impl<W: Write> TsFileWriter<W> {
                 self.head.clear();
                 ChunkHeader {
                     measurement: s.schema.measurement.clone(),
-                    data_size: c.pages().len() as i32,
+                    data_size: c.pages_len() as i32,
                     data_type: s.schema.data_type,
                     num_pages: c.num_pages() as i32,
                     compression: c.compression(),
@@ -612,13 +940,16 @@ impl<W: Write> TsFileWriter<W> {
                 }
                 .serialize(&mut self.head);
                 self.out.write_all(&self.head)?;
-                self.out.write_all(c.pages())?;
-                self.pos += (self.head.len() + c.pages().len()) as u64;
+                for part in c.page_parts() {
+                    self.out.write_all(part)?;
+                }
+                self.pos += (self.head.len() + c.pages_len()) as u64;
                 s.chunks.push((offset as i64, c.take_chunk_stats()));
                 self.total_chunks += 1;
                 n += 1;
             }
             dev.in_flush = false;
+            dev.layout_ready = false;
             dev.order = JavaHashOrder::new();
             if n > 0 {
                 self.head.clear();
@@ -651,7 +982,8 @@ impl<W: Write> TsFileWriter<W> {
         Ok(())
     }
 
-    /// Bytes currently buffered in memory (pages and encoders), Java's estimate.
+    /// Bytes currently buffered in memory (pages and encoders), Java's estimate, plus
+    /// 8 bytes per value of the rows staged for encoding.
     pub fn buffered_bytes(&self) -> usize {
         self.estimate().max(0) as usize
     }

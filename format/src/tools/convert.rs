@@ -123,9 +123,12 @@ fn unescape(s: &str) -> Result<Vec<u8>> {
             Some('n') => out.push(b'\n'),
             Some('r') => out.push(b'\r'),
             Some('u') => {
-                let hex = s.get(i + 2..i + 6).filter(|h| h.len() == 4).ok_or_else(|| {
-                    Error::invalid(format!("truncated \\u escape at character {i}"))
-                })?;
+                let hex = s
+                    .get(i + 2..i + 6)
+                    .filter(|h| h.len() == 4)
+                    .ok_or_else(|| {
+                        Error::invalid(format!("truncated \\u escape at character {i}"))
+                    })?;
                 let code = u32::from_str_radix(hex, 16)
                     .ok()
                     .and_then(char::from_u32)
@@ -278,9 +281,16 @@ mod tests {
         assert!(e.to_string().contains("TSV line 2"), "{e}");
         let tsv = "d\ts\tINT64\t5\t5\nd\ts\tINT64\t4\t6\n";
         let e = convert(tsv.as_bytes(), Vec::new(), &ConvertOptions::default()).unwrap_err();
-        assert!(e.to_string().contains("line 2") && e.to_string().contains("time 4"), "{e}");
-        let e = convert("d\ts\tINT64\t1\n".as_bytes(), Vec::new(), &ConvertOptions::default())
-            .unwrap_err();
+        assert!(
+            e.to_string().contains("line 2") && e.to_string().contains("time 4"),
+            "{e}"
+        );
+        let e = convert(
+            "d\ts\tINT64\t1\n".as_bytes(),
+            Vec::new(),
+            &ConvertOptions::default(),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("TSV line 1"), "{e}");
     }
 
@@ -306,8 +316,10 @@ mod tests {
 
     #[test]
     fn converts_a_small_dump() {
-        let mut o = ConvertOptions::default();
-        o.default_compression = Compression::UNCOMPRESSED;
+        let o = ConvertOptions {
+            default_compression: Compression::UNCOMPRESSED,
+            ..ConvertOptions::default()
+        };
         let tsv = "d1\ts1\tINT64\t1\t10\nd1\ts1\tINT64\t2\t20\nd1\ts1\tINT64\t3\t30\n";
         let mut out = Vec::new();
         let s = convert(tsv.as_bytes(), &mut out, &o).unwrap();

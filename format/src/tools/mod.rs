@@ -2,4 +2,8 @@
 //! sketch, resource print and data-directory overview.
 
 pub mod convert;
+pub mod dump;
 pub mod javafmt;
+pub mod overview;
+pub mod resource_print;
+pub mod sketch;

@@ -33,6 +33,8 @@ pub fn fixture_dir() -> PathBuf {
 #[derive(Debug, Clone)]
 pub struct WalkedChunk {
     pub offset: u64,
+    /// Index of the chunk group (file order).
+    pub group: usize,
     pub device: String,
     pub header: ChunkHeader,
     pub pages: Vec<PageHeader>,
@@ -120,13 +122,17 @@ pub fn check_file(b: &[u8]) -> Result<Walk, String> {
                     pages.push(ph);
                 }
                 if pages.len() != h.num_pages as usize {
-                    return Err(err(at, format!("{} pages, header says {}", pages.len(), h.num_pages)));
+                    return Err(err(
+                        at,
+                        format!("{} pages, header says {}", pages.len(), h.num_pages),
+                    ));
                 }
                 if pages.is_empty() {
                     return Err(err(at, "chunk without pages"));
                 }
                 pending.push(WalkedChunk {
                     offset: at,
+                    group: 0,
                     device: String::new(),
                     header: h,
                     pages,
@@ -134,13 +140,17 @@ pub fn check_file(b: &[u8]) -> Result<Walk, String> {
                 });
             }
             0 => {
-                let f = ChunkGroupFooter::deserialize_after_marker(&mut r).map_err(|e| e.to_string())?;
-                let start = group_start.take().ok_or_else(|| err(at, "footer without chunks"))?;
+                let f = ChunkGroupFooter::deserialize_after_marker(&mut r)
+                    .map_err(|e| e.to_string())?;
+                let start = group_start
+                    .take()
+                    .ok_or_else(|| err(at, "footer without chunks"))?;
                 if f.num_chunks as usize != pending.len() || f.data_size as u64 != at - start {
                     return Err(err(at, format!("footer {f:?} disagrees with the walk")));
                 }
                 for mut c in pending.drain(..) {
                     c.device = f.device.clone();
+                    c.group = w.chunk_groups;
                     w.chunks.push(c);
                 }
                 w.chunk_groups += 1;
@@ -171,10 +181,18 @@ pub fn check_file(b: &[u8]) -> Result<Walk, String> {
         w.versions.iter().map(|(o, v)| (*o as i64, *v)).collect()
     };
     if meta.version_info != expected_versions {
-        return Err(format!("versionInfo {:?} vs walk {:?}", meta.version_info, expected_versions));
+        return Err(format!(
+            "versionInfo {:?} vs walk {:?}",
+            meta.version_info, expected_versions
+        ));
     }
     // Index tree.
-    let chunk_at: HashMap<u64, usize> = w.chunks.iter().enumerate().map(|(i, c)| (c.offset, i)).collect();
+    let chunk_at: HashMap<u64, usize> = w
+        .chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.offset, i))
+        .collect();
     let mut referenced = vec![false; w.chunks.len()];
     let mut series = BTreeMap::new();
     let depth = visit(
@@ -188,11 +206,18 @@ pub fn check_file(b: &[u8]) -> Result<Walk, String> {
         0,
     )?;
     if let Some(i) = referenced.iter().position(|r| !r) {
-        return Err(err(w.chunks[i].offset, "chunk not referenced by any ChunkMetadata"));
+        return Err(err(
+            w.chunks[i].offset,
+            "chunk not referenced by any ChunkMetadata",
+        ));
     }
     if let Some(bf) = &meta.bloom_filter {
         for (d, m) in series.keys() {
-            let path = if m.contains('.') { format!("{d}.\"{m}\"") } else { format!("{d}.{m}") };
+            let path = if m.contains('.') {
+                format!("{d}.\"{m}\"")
+            } else {
+                format!("{d}.{m}")
+            };
             if !bf.contains(&path) {
                 return Err(format!("{path} missing from the bloom filter"));
             }
@@ -220,14 +245,20 @@ fn visit(
     let mut depth = level + 1;
     for w in node.children.windows(2) {
         if tsfile::file::metadata::java_cmp(&w[0].name, &w[1].name) != std::cmp::Ordering::Less {
-            return Err(format!("index entries out of order: {} then {}", w[0].name, w[1].name));
+            return Err(format!(
+                "index entries out of order: {} then {}",
+                w[0].name, w[1].name
+            ));
         }
     }
     for (i, e) in node.children.iter().enumerate() {
         let start = e.offset as usize;
         let end = node.child_end(i) as usize;
         if start > end || end > b.len() {
-            return Err(format!("index entry {} range {start}..{end} invalid", e.name));
+            return Err(format!(
+                "index entry {} range {start}..{end} invalid",
+                e.name
+            ));
         }
         let mut r = ByteReader::new(&b[start..end], start as u64);
         match node.node_type {
@@ -237,11 +268,17 @@ fn visit(
                 while !r.is_empty() {
                     let ts = TimeseriesMetadata::deserialize(&mut r).map_err(|e| e.to_string())?;
                     if first && ts.measurement != e.name {
-                        return Err(format!("leaf entry {} points at {}", e.name, ts.measurement));
+                        return Err(format!(
+                            "leaf entry {} points at {}",
+                            e.name, ts.measurement
+                        ));
                     }
                     first = false;
                     check_series(b, d, &ts, chunks, chunk_at, referenced)?;
-                    if out.insert((d.to_string(), ts.measurement.clone()), ts).is_some() {
+                    if out
+                        .insert((d.to_string(), ts.measurement.clone()), ts)
+                        .is_some()
+                    {
                         return Err(format!("series {d} listed twice"));
                     }
                 }
@@ -263,14 +300,24 @@ fn visit(
                     (MetadataIndexNodeType::InternalDevice, _)
                         | (MetadataIndexNodeType::InternalMeasurement, Some(_))
                 );
-                if let Some(first) = child.children.first() {
-                    if same_level {
-                        if first.name != e.name {
-                            return Err(format!("entry {} points at a node starting {}", e.name, first.name));
-                        }
+                if let Some(first) = child.children.first().filter(|_| same_level) {
+                    if first.name != e.name {
+                        return Err(format!(
+                            "entry {} points at a node starting {}",
+                            e.name, first.name
+                        ));
                     }
                 }
-                let dd = visit(b, &child, child_device, chunks, chunk_at, referenced, out, level + 1)?;
+                let dd = visit(
+                    b,
+                    &child,
+                    child_device,
+                    chunks,
+                    chunk_at,
+                    referenced,
+                    out,
+                    level + 1,
+                )?;
                 depth = depth.max(dd);
             }
         }
@@ -294,14 +341,27 @@ fn check_series(
         let cm = ChunkMetadata::deserialize(&mut r).map_err(|e| e.to_string())?;
         let &i = chunk_at
             .get(&(cm.offset_of_chunk_header as u64))
-            .ok_or_else(|| format!("{device}.{}: ChunkMetadata points at no chunk", ts.measurement))?;
+            .ok_or_else(|| {
+                format!(
+                    "{device}.{}: ChunkMetadata points at no chunk",
+                    ts.measurement
+                )
+            })?;
         let c = &chunks[i];
-        if c.device != device || c.header.measurement != ts.measurement || cm.data_type != ts.data_type
+        if c.device != device
+            || c.header.measurement != ts.measurement
+            || cm.data_type != ts.data_type
         {
-            return Err(format!("{device}.{}: ChunkMetadata points at {}.{}", ts.measurement, c.device, c.header.measurement));
+            return Err(format!(
+                "{device}.{}: ChunkMetadata points at {}.{}",
+                ts.measurement, c.device, c.header.measurement
+            ));
         }
         if !cm.statistics.bit_eq(&c.stats) {
-            return Err(format!("{device}.{}: chunk statistics differ from its pages", ts.measurement));
+            return Err(format!(
+                "{device}.{}: chunk statistics differ from its pages",
+                ts.measurement
+            ));
         }
         if referenced[i] {
             return Err(format!("chunk at {} referenced twice", c.offset));
@@ -310,7 +370,10 @@ fn check_series(
         merged.merge(&cm.statistics).map_err(|e| e.to_string())?;
     }
     if !merged.bit_eq(&ts.statistics) {
-        return Err(format!("{device}.{}: series statistics differ from its chunks", ts.measurement));
+        return Err(format!(
+            "{device}.{}: series statistics differ from its chunks",
+            ts.measurement
+        ));
     }
     Ok(())
 }

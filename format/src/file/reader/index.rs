@@ -83,7 +83,13 @@ impl<S: Source> TsFileReader<S> {
 
     /// Reads the node serialized exactly in `[start, end)`.
     fn read_node(&self, start: u64, end: u64) -> Result<MetadataIndexNode> {
-        let buf = read_range(&self.src, start, end - start, self.metadata_pos, "index node")?;
+        let buf = read_range(
+            &self.src,
+            start,
+            end - start,
+            self.metadata_pos,
+            "index node",
+        )?;
         let mut r = ByteReader::new(&buf, start);
         let node = MetadataIndexNode::deserialize(&mut r)?;
         if !r.is_empty() {
@@ -112,14 +118,21 @@ impl<S: Source> TsFileReader<S> {
                 start,
                 format_args!(
                     "an index node of type {} (child of a {} node), found {}",
-                    allowed.iter().map(|t| t.name()).collect::<Vec<_>>().join(" or "),
+                    allowed
+                        .iter()
+                        .map(|t| t.name())
+                        .collect::<Vec<_>>()
+                        .join(" or "),
                     parent.node_type.name(),
                     node.node_type.name()
                 ),
             ));
         }
         let Some(first) = node.children.first() else {
-            return Err(Error::format(start, "an index node with at least one entry, found 0"));
+            return Err(Error::format(
+                start,
+                "an index node with at least one entry, found 0",
+            ));
         };
         if check_name && first.name != parent.children[i].name {
             return Err(Error::format(

@@ -111,7 +111,17 @@ pub fn recover<S: Source + ?Sized>(src: &S) -> Result<Recovery> {
             }
             WalkEvent::Page(p) => {
                 if let Some(c) = pending.last_mut() {
-                    if let Err(e) = c.metadata.statistics.merge(&p.header.statistics) {
+                    let st = &mut c.metadata.statistics;
+                    // Page counts are bounded by their body sizes (checked by the
+                    // walk), so this only guards against a corrupt sum.
+                    if st.count.checked_add(p.header.statistics.count).is_none() {
+                        rec.stopped_by = Some(Error::format(
+                            p.offset,
+                            "chunk statistics whose point count fits in an i64",
+                        ));
+                        break;
+                    }
+                    if let Err(e) = st.merge(&p.header.statistics) {
                         rec.stopped_by = Some(Error::format(p.offset, e));
                         break;
                     }

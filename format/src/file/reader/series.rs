@@ -64,8 +64,8 @@ impl PageData {
     pub fn retain_time_range(&mut self, lo: i64, hi: i64) {
         fn compact<T>(times: &[i64], vals: &mut Vec<T>, lo: i64, hi: i64) {
             let mut k = 0;
-            for i in 0..times.len().min(vals.len()) {
-                if (lo..=hi).contains(&times[i]) {
+            for (i, t) in times.iter().enumerate().take(vals.len()) {
+                if (lo..=hi).contains(t) {
                     vals.swap(k, i);
                     k += 1;
                 }
@@ -103,6 +103,25 @@ pub(crate) fn page_error(e: Error, page_offset: u64, what: &str) -> Error {
     }
 }
 
+/// Checks what a page header claims before anything relies on it: at least one
+/// point, no more points than its body could encode (a TS_2DIFF time block packs at
+/// most 129 timestamps into 24 header bytes; 8 per byte is a safe ceiling), and a
+/// time range with `start <= end`. Keeps later statistics merges from overflowing.
+pub(crate) fn check_page_header(h: &PageHeader, offset: u64) -> Result<()> {
+    let s = &h.statistics;
+    let max = 8 * h.uncompressed_size as i64 + 8;
+    if s.count < 1 || s.count > max || s.start_time > s.end_time {
+        return Err(Error::format(
+            offset,
+            format_args!(
+                "page statistics with 1..={max} points (for a {}-byte body) and start <= end time, found count {}, times [{}, {}]",
+                h.uncompressed_size, s.count, s.start_time, s.end_time
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Largest expansion of a raw Snappy block: a 3-byte copy yields at most 64 bytes.
 const SNAPPY_MAX_RATIO: u64 = 22;
 
@@ -138,7 +157,10 @@ pub(crate) fn decode_page(
         }
         Compression::SNAPPY => {
             let declared = snap::raw::decompress_len(body).map_err(|e| {
-                Error::format(body_offset, format_args!("{what}: a raw Snappy block ({e})"))
+                Error::format(
+                    body_offset,
+                    format_args!("{what}: a raw Snappy block ({e})"),
+                )
             })?;
             if declared != usize_ || declared as u64 > SNAPPY_MAX_RATIO * body.len() as u64 + 8 {
                 return Err(Error::format(
@@ -154,7 +176,10 @@ pub(crate) fn decode_page(
             let n = snap::raw::Decoder::new()
                 .decompress(body, scratch)
                 .map_err(|e| {
-                    Error::format(body_offset, format_args!("{what}: a raw Snappy block ({e})"))
+                    Error::format(
+                        body_offset,
+                        format_args!("{what}: a raw Snappy block ({e})"),
+                    )
                 })?;
             if n != declared {
                 return Err(Error::format(
@@ -167,7 +192,9 @@ pub(crate) fn decode_page(
         other => {
             return Err(Error::format(
                 body_offset,
-                format_args!("{what}: a supported compression (UNCOMPRESSED or SNAPPY), found {other}"),
+                format_args!(
+                    "{what}: a supported compression (UNCOMPRESSED or SNAPPY), found {other}"
+                ),
             ))
         }
     };
@@ -253,7 +280,13 @@ impl<S: Source> TsFileReader<S> {
                 ),
             ));
         }
-        let buf = read_range(&self.src, start, size, self.metadata_pos, "chunk metadata list")?;
+        let buf = read_range(
+            &self.src,
+            start,
+            size,
+            self.metadata_pos,
+            "chunk metadata list",
+        )?;
         let mut r = ByteReader::new(&buf, start);
         let mut out = Vec::new();
         let mut count = 0i64;
@@ -459,8 +492,12 @@ impl<'a, S: Source> SeriesReader<'a, S> {
             let page_off = ch.data_offset + ch.pos as u64;
             let mut r = ByteReader::new(&self.chunk_buf[ch.pos..], page_off);
             let header = PageHeader::deserialize(&mut r, ch.header.data_type)?;
+            check_page_header(&header, page_off)?;
             let body_offset = r.offset();
-            let body = r.take(header.compressed_size as usize, "page body (within the chunk's data size)")?;
+            let body = r.take(
+                header.compressed_size as usize,
+                "page body (within the chunk's data size)",
+            )?;
             ch.pos += r.position();
             ch.pages += 1;
             if ch.pages > ch.header.num_pages {
@@ -478,7 +515,9 @@ impl<'a, S: Source> SeriesReader<'a, S> {
             let what = format!(
                 "page {} of chunk {}.{} at {}",
                 ch.pages - 1,
-                self.device, ch.header.measurement, ch.offset
+                self.device,
+                ch.header.measurement,
+                ch.offset
             );
             decode_page(
                 ch.header.compression,

@@ -13,6 +13,14 @@ pub trait Source {
     fn size(&self) -> Result<u64>;
     /// Reads exactly `buf.len()` bytes starting at `offset`.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+
+    /// Replaces the contents of `buf` with the `len` bytes at `offset`. The reader
+    /// calls this only for ranges it has checked against [`Source::size`].
+    fn read_to_vec(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        buf.clear();
+        buf.resize(len, 0);
+        self.read_exact_at(offset, buf)
+    }
 }
 
 impl Source for std::fs::File {
@@ -67,6 +75,24 @@ impl Source for [u8] {
         buf.copy_from_slice(src);
         Ok(())
     }
+
+    fn read_to_vec(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        let src = usize::try_from(offset)
+            .ok()
+            .and_then(|s| self.get(s..s.checked_add(len)?))
+            .ok_or_else(|| {
+                Error::format(
+                    offset,
+                    format_args!(
+                        "{len} bytes, but the buffer holds only {} bytes",
+                        self.len()
+                    ),
+                )
+            })?;
+        buf.clear();
+        buf.extend_from_slice(src);
+        Ok(())
+    }
 }
 
 impl Source for Vec<u8> {
@@ -76,6 +102,10 @@ impl Source for Vec<u8> {
 
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.as_slice().read_exact_at(offset, buf)
+    }
+
+    fn read_to_vec(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        self.as_slice().read_to_vec(offset, len, buf)
     }
 }
 
@@ -87,6 +117,10 @@ impl<S: Source + ?Sized> Source for &S {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         (**self).read_exact_at(offset, buf)
     }
+
+    fn read_to_vec(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        (**self).read_to_vec(offset, len, buf)
+    }
 }
 
 impl<S: Source + ?Sized> Source for Box<S> {
@@ -97,6 +131,10 @@ impl<S: Source + ?Sized> Source for Box<S> {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         (**self).read_exact_at(offset, buf)
     }
+
+    fn read_to_vec(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        (**self).read_to_vec(offset, len, buf)
+    }
 }
 
 impl<S: Source + ?Sized> Source for Arc<S> {
@@ -106,6 +144,10 @@ impl<S: Source + ?Sized> Source for Arc<S> {
 
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         (**self).read_exact_at(offset, buf)
+    }
+
+    fn read_to_vec(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        (**self).read_to_vec(offset, len, buf)
     }
 }
 
@@ -129,18 +171,16 @@ pub(crate) fn read_range_into<S: Source + ?Sized>(
             return Err(Error::format(
                 offset,
                 format_args!(
-                    "{what}: {len} bytes ending at or before byte {limit}, but they would end at {}",
-                    offset as u128 + len as u128
-                ),
+                "{what}: {len} bytes ending at or before byte {limit}, but they would end at {}",
+                offset as u128 + len as u128
+            ),
             ))
         }
     }
     // `len <= limit <= file size`: the allocation is bounded by the file.
     let n = usize::try_from(len)
         .map_err(|_| Error::format(offset, format_args!("{what}: a range that fits in memory")))?;
-    buf.clear();
-    buf.resize(n, 0);
-    src.read_exact_at(offset, buf)
+    src.read_to_vec(offset, n, buf)
         .map_err(|e| Error::format(offset, format_args!("{what}: {n} readable bytes ({e})")))
 }
 

@@ -1,6 +1,6 @@
 //! The sequential walk of the data section (Java's `TsFileSequenceRead`).
 
-use super::series::{decode_page, PageData};
+use super::series::{check_page_header, decode_page, PageData};
 use super::source::{read_range, read_range_into};
 use super::{check_head, Source};
 use crate::basic::{Compression, DataType, Encoding};
@@ -128,6 +128,7 @@ pub struct SequentialWalk<'a, S: ?Sized> {
     separator_at: Option<u64>,
     chunk: Option<WalkChunk>,
     chunk_buf: Vec<u8>,
+    small: Vec<u8>,
     scratch: Vec<u8>,
     group_start: Option<u64>,
     group_chunks: i32,
@@ -159,6 +160,7 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
             separator_at,
             chunk: None,
             chunk_buf: Vec::new(),
+            small: Vec::new(),
             scratch: Vec::new(),
             group_start: None,
             group_chunks: 0,
@@ -188,7 +190,13 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
         let body = match in_buf {
             Some(b) => b,
             None => {
-                owned = read_range(self.src, page.body_offset, len as u64, self.limit, "page body")?;
+                owned = read_range(
+                    self.src,
+                    page.body_offset,
+                    len as u64,
+                    self.limit,
+                    "page body",
+                )?;
                 &owned[..]
             }
         };
@@ -205,15 +213,31 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
         )
     }
 
-    fn read_small(&self, offset: u64, len: u64, what: &str) -> Result<Vec<u8>> {
-        read_range(self.src, offset, len, self.limit, what)
+    /// Reads `N` bytes at `offset`, checked against the walk's limit.
+    fn read_array<const N: usize>(&self, offset: u64, what: &str) -> Result<[u8; N]> {
+        if offset.saturating_add(N as u64) > self.limit {
+            return Err(Error::format(
+                offset,
+                format_args!(
+                    "{what}: {N} bytes, but the data ends at byte {}",
+                    self.limit
+                ),
+            ));
+        }
+        let mut a = [0u8; N];
+        self.src.read_exact_at(offset, &mut a)?;
+        Ok(a)
+    }
+
+    /// Reads `len` bytes at `offset` into the reused small-structure buffer.
+    fn read_small(&mut self, offset: u64, len: u64, what: &str) -> Result<()> {
+        read_range_into(self.src, offset, len, self.limit, what, &mut self.small)
     }
 
     /// Reads an i32-length-prefixed string's length at `offset + 1` (after a marker)
     /// and returns the full size of a structure `fixed + len` bytes long.
     fn sized_after_marker(&self, offset: u64, fixed: u64, what: &str) -> Result<u64> {
-        let b = self.read_small(offset + 1, 4, what)?;
-        let n = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let n = i32::from_be_bytes(self.read_array::<4>(offset + 1, what)?);
         if n < 0 || offset + fixed + n as u64 > self.limit {
             return Err(Error::format(
                 offset + 1,
@@ -236,9 +260,13 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
                 let offset = ch.data_offset + ch.pos as u64;
                 let mut r = ByteReader::new(&self.chunk_buf[ch.pos..], offset);
                 let header = PageHeader::deserialize(&mut r, ch.header.data_type)?;
+                check_page_header(&header, offset)?;
                 let header_size = r.position() as u64;
                 let body_offset = r.offset();
-                r.take(header.compressed_size as usize, "page body (within the chunk's data size)")?;
+                r.take(
+                    header.compressed_size as usize,
+                    "page body (within the chunk's data size)",
+                )?;
                 ch.pos += r.position();
                 let index = ch.pages as u32;
                 ch.pages += 1;
@@ -283,12 +311,12 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
                 "a marker (chunk header, chunk group footer, version or separator), but the data ends here",
             ));
         }
-        let m = self.read_small(at, 1, "marker")?[0];
+        let [m] = self.read_array::<1>(at, "marker")?;
         match m {
             marker::CHUNK_HEADER => {
                 let hlen = self.sized_after_marker(at, 19, "chunk header")?;
-                let buf = self.read_small(at, hlen, "chunk header")?;
-                let mut r = ByteReader::new(&buf, at);
+                self.read_small(at, hlen, "chunk header")?;
+                let mut r = ByteReader::new(&self.small, at);
                 let header = ChunkHeader::deserialize(&mut r)?;
                 let data_offset = at + hlen;
                 read_range_into(
@@ -319,8 +347,8 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
             }
             marker::CHUNK_GROUP_FOOTER => {
                 let size = self.sized_after_marker(at, 17, "chunk group footer")?;
-                let buf = self.read_small(at + 1, size - 1, "chunk group footer")?;
-                let mut r = ByteReader::new(&buf, at + 1);
+                self.read_small(at + 1, size - 1, "chunk group footer")?;
+                let mut r = ByteReader::new(&self.small, at + 1);
                 let footer = ChunkGroupFooter::deserialize_after_marker(&mut r)?;
                 let Some(group_offset) = self.group_start.take() else {
                     return Err(Error::format(
@@ -351,9 +379,7 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
             }
             marker::VERSION => {
                 self.no_open_group(at, "a version record")?;
-                let b = self.read_small(at + 1, 8, "version record")?;
-                let mut r = ByteReader::new(&b, at + 1);
-                let version = r.read_i64("version")?;
+                let version = i64::from_be_bytes(self.read_array::<8>(at + 1, "version record")?);
                 self.pos = at + 9;
                 Ok(Some(WalkEvent::Version {
                     offset: at,
@@ -386,9 +412,7 @@ impl<'a, S: Source + ?Sized> SequentialWalk<'a, S> {
         match self.group_start {
             Some(g) => Err(Error::format(
                 at,
-                format_args!(
-                    "the chunk group footer of the group starting at {g} before {what}"
-                ),
+                format_args!("the chunk group footer of the group starting at {g} before {what}"),
             )),
             None => Ok(()),
         }

@@ -16,8 +16,30 @@ use crate::util::io;
 
 /// Java's `MINIMUM_RECORD_COUNT_FOR_CHECK`: the first page-size check happens here.
 const MIN_POINTS_FOR_SIZE_CHECK: i64 = 1500;
+/// Uncompressed column streams at least this large are moved into the page list
+/// rather than copied.
+const MOVE_THRESHOLD: usize = 4096;
 /// `PageHeader.calculatePageHeaderSizeWithoutStatistics()`: the two `i32` sizes.
 const PAGE_HEADER_SIZES: usize = 8;
+
+/// Whether points of this schema may be staged: fixed-width values whose encoder
+/// cannot fail (REGULAR can, when its data is no progression).
+pub(crate) fn stageable(schema: &MeasurementSchema) -> bool {
+    schema.data_type != DataType::TEXT && schema.encoding != Encoding::REGULAR
+}
+
+/// The bits a fixed-width value is staged as (`None` for TEXT).
+#[inline]
+pub(crate) fn stage_bits(v: &Value) -> Option<u64> {
+    Some(match v {
+        Value::Boolean(b) => *b as u64,
+        Value::Int32(x) => *x as u32 as u64,
+        Value::Int64(x) => *x as u64,
+        Value::Float(x) => x.to_bits() as u64,
+        Value::Double(x) => x.to_bits(),
+        Value::Text(_) => return None,
+    })
+}
 
 /// Writer of one chunk: the open page and the sealed pages of the chunk.
 pub(crate) struct ChunkWriter {
@@ -31,8 +53,13 @@ pub(crate) struct ChunkWriter {
     value_out: Vec<u8>,
     page_stats: Statistics,
     chunk_stats: Statistics,
-    /// Page headers and bodies of the sealed pages, back to back.
+    /// Bytes of the sealed pages (headers and bodies, back to back) are `parts` in
+    /// order followed by `pages`. Large uncompressed column streams are moved into
+    /// `parts` instead of being copied.
+    parts: Vec<Vec<u8>>,
     pages: Vec<u8>,
+    /// Total bytes of the sealed pages.
+    pages_len: usize,
     num_pages: u32,
     /// Point count at which the page size is checked next (Java `int`).
     next_check: i64,
@@ -61,7 +88,9 @@ impl ChunkWriter {
             value_out: Vec::new(),
             page_stats: Statistics::new(schema.data_type),
             chunk_stats: Statistics::new(schema.data_type),
+            parts: Vec::new(),
             pages: Vec::new(),
+            pages_len: 0,
             num_pages: 0,
             next_check: MIN_POINTS_FOR_SIZE_CHECK,
             max_points: i64::try_from(max_points).unwrap_or(i64::MAX),
@@ -85,9 +114,17 @@ impl ChunkWriter {
         std::mem::replace(&mut self.chunk_stats, Statistics::new(self.data_type))
     }
 
-    /// The sealed pages' bytes.
-    pub(crate) fn pages(&self) -> &[u8] {
-        &self.pages
+    /// The sealed pages' bytes, in pieces to be written in order.
+    pub(crate) fn page_parts(&self) -> impl Iterator<Item = &[u8]> {
+        self.parts
+            .iter()
+            .map(|p| p.as_slice())
+            .chain(std::iter::once(self.pages.as_slice()))
+    }
+
+    /// Total bytes of the sealed pages (`ChunkHeader.dataSize`).
+    pub(crate) fn pages_len(&self) -> usize {
+        self.pages_len
     }
 
     /// Number of sealed pages.
@@ -116,13 +153,16 @@ impl ChunkWriter {
     /// `ChunkWriterImpl.estimateMaxSeriesMemSize()` (spec §7.3).
     pub(crate) fn memory_estimate(&self) -> i64 {
         self.page_estimate()
-            + (self.pages.len() + PAGE_HEADER_SIZES + self.page_stats.serialized_size()) as i64
+            + (self.pages_len + PAGE_HEADER_SIZES + self.page_stats.serialized_size()) as i64
     }
 
     /// Bytes held by the buffers (capacity), for diagnostics.
     #[cfg(test)]
     pub(crate) fn allocated(&self) -> usize {
-        self.time_out.capacity() + self.value_out.capacity() + self.pages.capacity()
+        self.time_out.capacity()
+            + self.value_out.capacity()
+            + self.pages.capacity()
+            + self.parts.iter().map(|p| p.capacity()).sum::<usize>()
     }
 
     /// Writes one point. The value's type was checked by the caller.
@@ -158,19 +198,63 @@ impl ChunkWriter {
         self.check_page(scratch)
     }
 
+    /// Writes one column of staged rows (`vals` holds `width` value bits per row, see
+    /// [`stage_bits`]) point by point, each point followed by its page check: the same
+    /// as one `write_value` call per point.
+    pub(crate) fn write_staged(
+        &mut self,
+        times: &[i64],
+        vals: &[u64],
+        width: usize,
+        col: usize,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let bits = vals.iter().skip(col).step_by(width.max(1));
+        macro_rules! each {
+            ($enc:ident, $upd:ident, |$b:ident| $conv:expr) => {{
+                for (&t, &$b) in times.iter().zip(bits) {
+                    let v = $conv;
+                    self.value_enc.$enc(v, &mut self.value_out)?;
+                    self.time_enc.encode_i64(t, &mut self.time_out)?;
+                    self.page_stats.$upd(t, v);
+                    self.check_page(scratch)?;
+                }
+            }};
+        }
+        match self.data_type {
+            DataType::BOOLEAN => each!(encode_bool, update_bool, |b| b != 0),
+            DataType::INT32 => each!(encode_i32, update_i32, |b| b as u32 as i32),
+            DataType::INT64 => each!(encode_i64, update_i64, |b| b as i64),
+            DataType::FLOAT => each!(encode_f32, update_f32, |b| f32::from_bits(b as u32)),
+            DataType::DOUBLE => each!(encode_f64, update_f64, |b| f64::from_bits(b)),
+            DataType::TEXT => {
+                return Err(Error::invalid("TEXT points cannot be staged"));
+            }
+        }
+        Ok(())
+    }
+
     /// Writes a batch (one tablet column): all points, then one page check, as Java's
     /// batch write does. Types and lengths were checked by the caller.
+    ///
+    /// On an encoder refusal the points before the refused one stay written; their
+    /// number comes with the error.
     pub(crate) fn write_batch(
         &mut self,
         times: &[i64],
         values: &Column,
         scratch: &mut Vec<u8>,
-    ) -> Result<()> {
+    ) -> std::result::Result<(), (usize, Error)> {
         macro_rules! batch {
             ($vals:expr, $enc:ident, $upd:ident, |$x:ident| $arg:expr) => {{
-                for (t, $x) in times.iter().zip($vals.iter()) {
-                    self.value_enc.$enc($arg, &mut self.value_out)?;
-                    self.time_enc.encode_i64(*t, &mut self.time_out)?;
+                for (k, (t, $x)) in times.iter().zip($vals.iter()).enumerate() {
+                    let step = self
+                        .value_enc
+                        .$enc($arg, &mut self.value_out)
+                        .and_then(|()| self.time_enc.encode_i64(*t, &mut self.time_out));
+                    if let Err(e) = step {
+                        return Err((k, e));
+                    }
                     self.page_stats.$upd(*t, $arg);
                 }
             }};
@@ -183,11 +267,23 @@ impl ChunkWriter {
             Column::Double(v) => batch!(v, encode_f64, update_f64, |x| *x),
             Column::Text(v) => batch!(v, encode_binary, update_text, |x| x.as_slice()),
         }
-        self.check_page(scratch)
+        self.check_page(scratch).map_err(|e| (times.len(), e))
     }
 
     /// Java's `checkPageSizeAndMayOpenANewPage` (spec §7.2).
+    #[inline]
     fn check_page(&mut self, scratch: &mut Vec<u8>) -> Result<()> {
+        let points = self.page_stats.count;
+        if points == self.max_points || points >= self.next_check {
+            self.check_page_slow(scratch)
+        } else {
+            Ok(())
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_page_slow(&mut self, scratch: &mut Vec<u8>) -> Result<()> {
         let points = self.page_stats.count;
         if points == self.max_points {
             self.seal_page(scratch)
@@ -221,14 +317,12 @@ impl ChunkWriter {
     /// happens; on failure its points are dropped, the encoders are replaced by fresh
     /// ones and the page buffer is left as it was.
     fn seal_page(&mut self, scratch: &mut Vec<u8>) -> Result<()> {
-        let start = self.pages.len();
         let r = self.seal_page_inner(scratch);
         let dropped = self.page_stats.count;
         self.time_out.clear();
         self.value_out.clear();
         self.page_stats = Statistics::new(self.data_type);
         if let Err(e) = r {
-            self.pages.truncate(start);
             self.time_enc = encoding::time_encoder();
             if let Ok(enc) =
                 encoding::get_encoder(self.encoding, self.data_type, self.float_precision)
@@ -255,16 +349,39 @@ impl ChunkWriter {
             .filter(|n| *n <= i32::MAX as usize)
             .ok_or_else(|| Error::invalid("a page body must stay below 2 GiB"))?;
         let header_len = PAGE_HEADER_SIZES + self.page_stats.serialized_size();
+        if self.pages_len + header_len + body_len > i32::MAX as usize {
+            return Err(Error::invalid(
+                "a chunk's pages must stay below 2 GiB (ChunkHeader.dataSize is an i32)",
+            ));
+        }
         let start = self.pages.len();
         match self.compression {
             Compression::UNCOMPRESSED => {
-                self.pages.reserve(header_len + body_len);
                 io::put_i32(&mut self.pages, body_len as i32);
                 io::put_i32(&mut self.pages, body_len as i32);
                 self.page_stats.serialize(&mut self.pages);
                 io::put_uvarint(&mut self.pages, tlen as u32);
-                self.pages.extend_from_slice(&self.time_out);
-                self.pages.extend_from_slice(&self.value_out);
+                for which in [0, 1] {
+                    let stream = if which == 0 {
+                        &mut self.time_out
+                    } else {
+                        &mut self.value_out
+                    };
+                    if stream.len() >= MOVE_THRESHOLD {
+                        // Hand the stream over instead of copying it; the next page's
+                        // stream starts with room for a page like this one.
+                        let room = stream.len() + stream.len() / 8;
+                        let moved = std::mem::replace(stream, Vec::with_capacity(room));
+                        if !self.pages.is_empty() {
+                            let packed = std::mem::take(&mut self.pages);
+                            self.parts.push(packed);
+                        }
+                        self.parts.push(moved);
+                    } else {
+                        self.pages.extend_from_slice(stream);
+                    }
+                }
+                self.pages_len += header_len + body_len;
             }
             codec => {
                 scratch.clear();
@@ -276,17 +393,20 @@ impl ChunkWriter {
                 io::put_i32(&mut self.pages, 0);
                 self.page_stats.serialize(&mut self.pages);
                 let body_start = self.pages.len();
-                compression::compress(codec, scratch, &mut self.pages)?;
+                if let Err(e) = compression::compress(codec, scratch, &mut self.pages) {
+                    self.pages.truncate(start);
+                    return Err(e);
+                }
                 let clen = self.pages.len() - body_start;
-                let clen = i32::try_from(clen)
-                    .map_err(|_| Error::invalid("a compressed page must stay below 2 GiB"))?;
-                self.pages[start + 4..start + 8].copy_from_slice(&clen.to_be_bytes());
+                if self.pages_len + header_len + clen > i32::MAX as usize {
+                    self.pages.truncate(start);
+                    return Err(Error::invalid(
+                        "a chunk's pages must stay below 2 GiB (ChunkHeader.dataSize is an i32)",
+                    ));
+                }
+                self.pages[start + 4..start + 8].copy_from_slice(&(clen as i32).to_be_bytes());
+                self.pages_len += header_len + clen;
             }
-        }
-        if self.pages.len() > i32::MAX as usize {
-            return Err(Error::invalid(
-                "a chunk's pages must stay below 2 GiB (ChunkHeader.dataSize is an i32)",
-            ));
         }
         self.chunk_stats.merge(&self.page_stats)?;
         self.num_pages += 1;
@@ -305,7 +425,9 @@ mod tests {
     }
 
     fn pages_of(w: &ChunkWriter) -> Vec<PageHeader> {
-        let mut r = ByteReader::new(w.pages(), 0);
+        let bytes: Vec<u8> = w.page_parts().flatten().copied().collect();
+        assert_eq!(bytes.len(), w.pages_len());
+        let mut r = ByteReader::new(&bytes, 0);
         let mut out = Vec::new();
         while !r.is_empty() {
             let h = PageHeader::deserialize(&mut r, w.data_type).unwrap();
@@ -322,7 +444,8 @@ mod tests {
         let mut w = ChunkWriter::new(&s, 65536, 1_048_576, 2).unwrap();
         let mut scratch = Vec::new();
         for t in 0..20000i64 {
-            w.write_value(t, &Value::Int64(t * 3), &mut scratch).unwrap();
+            w.write_value(t, &Value::Int64(t * 3), &mut scratch)
+                .unwrap();
         }
         w.seal_current_page(&mut scratch).unwrap();
         let counts: Vec<i64> = pages_of(&w).iter().map(|h| h.statistics.count).collect();
@@ -354,13 +477,17 @@ mod tests {
         let mut scratch = Vec::new();
         let times: Vec<i64> = (0..500).collect();
         let vals = Column::Int32((0..500).collect());
-        w.write_batch(&times, &vals, &mut scratch).unwrap();
+        w.write_batch(&times, &vals, &mut scratch)
+            .map_err(|e| e.1)
+            .unwrap();
         assert_eq!(w.num_pages(), 0, "a 500-row batch overshoots the 200 limit");
         assert_eq!(w.page_points(), 500);
         let times: Vec<i64> = (500..700).collect();
         let vals = Column::Int32((0..200).collect());
         w.seal_current_page(&mut scratch).unwrap();
-        w.write_batch(&times, &vals, &mut scratch).unwrap();
+        w.write_batch(&times, &vals, &mut scratch)
+            .map_err(|e| e.1)
+            .unwrap();
         assert_eq!(w.num_pages(), 2, "exactly 200 points seal the page");
         assert_eq!(w.page_points(), 0);
     }
@@ -376,7 +503,7 @@ mod tests {
             w.write_value(t, &Value::Int64(t), &mut scratch).unwrap();
         }
         assert_eq!(w.num_pages(), 1);
-        assert_eq!(w.memory_estimate(), 16 + w.pages().len() as i64 + 8 + 64);
-        assert!(w.allocated() >= w.pages().len());
+        assert_eq!(w.memory_estimate(), 16 + w.pages_len() as i64 + 8 + 64);
+        assert!(w.allocated() >= w.pages_len());
     }
 }

@@ -150,7 +150,10 @@ mod tests {
 
     #[test]
     fn spec_example_s1_to_s4() {
-        assert_eq!(order_of(&["s1", "s2", "s3", "s4"]), ["s3", "s4", "s1", "s2"]);
+        assert_eq!(
+            order_of(&["s1", "s2", "s3", "s4"]),
+            ["s3", "s4", "s1", "s2"]
+        );
     }
 
     #[test]
@@ -195,7 +198,10 @@ mod tests {
         let java = "m021 m000 m022 m020 m003 m025 m004 m026 m001 m023 m002 m024 m007 m029 m008 \
                     m005 m027 m006 m028 m009 m040 m010 m032 m011 m033 m030 m031 m014 m036 m015 \
                     m037 m012 m034 m013 m035 m018 m019 m016 m038 m017 m039";
-        assert_eq!(order_of(&refs).join(" "), java.split_whitespace().collect::<Vec<_>>().join(" "));
+        assert_eq!(
+            order_of(&refs).join(" "),
+            java.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
         // Ten keys of bucket 5 (at capacity 16) plus three others: the 9th key resizes.
         let keys = [
             "k0", "k70", "k81", "k92", "k120", "k131", "k142", "k153", "k164", "k175", "x1", "x2",
@@ -205,7 +211,8 @@ mod tests {
             order_of(&keys).join(" "),
             "k0 k70 k81 k92 k120 k131 k142 k153 k164 k175 x1 x2 x3"
         );
-        let keys = "k0 k70 k81 k92 k120 k131 k142 k153 x1 x2 x3 y1 y2 y3 y4 y5 y6 y7 y8 y9 z1 z2 z3";
+        let keys =
+            "k0 k70 k81 k92 k120 k131 k142 k153 x1 x2 x3 y1 y2 y3 y4 y5 y6 y7 y8 y9 z1 z2 z3";
         let keys: Vec<&str> = keys.split(' ').collect();
         assert_eq!(
             order_of(&keys).join(" "),
