@@ -21,6 +21,7 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use tsfile::file::writer::DeviceTimeRange;
+use tsfile::resource::{DeviceTimeRange as ResourceRange, TsFileResource};
 
 use crate::wal::{sync_dir, Lsn};
 
@@ -65,80 +66,37 @@ pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Serializes a `.resource` file (spec §9.2): start times, end times, one historical
-/// version (the file's own).
+/// Serializes a `.resource` file (spec §9.2, via the format crate): start times, end
+/// times, one historical version (the file's own).
 pub fn resource_bytes(devices: &[DeviceTimeRange], version: i64) -> Vec<u8> {
-    let mut out = Vec::new();
-    let put_str = |out: &mut Vec<u8>, s: &str| {
-        out.extend_from_slice(&(s.len() as i32).to_be_bytes());
-        out.extend_from_slice(s.as_bytes());
+    let res = TsFileResource {
+        devices: devices
+            .iter()
+            .map(|d| ResourceRange {
+                device: d.device.clone(),
+                start_time: d.start_time,
+                end_time: d.end_time,
+            })
+            .collect(),
+        historical_versions: Some(vec![version]),
+        mod_file: None,
     };
-    out.extend_from_slice(&(devices.len() as i32).to_be_bytes());
-    for d in devices {
-        put_str(&mut out, &d.device);
-        out.extend_from_slice(&d.start_time.to_be_bytes());
-    }
-    out.extend_from_slice(&(devices.len() as i32).to_be_bytes());
-    for d in devices {
-        put_str(&mut out, &d.device);
-        out.extend_from_slice(&d.end_time.to_be_bytes());
-    }
-    out.extend_from_slice(&1i32.to_be_bytes());
-    out.extend_from_slice(&version.to_be_bytes());
-    out
+    // Only lengths beyond i32::MAX can fail, which device paths never reach.
+    res.to_bytes().unwrap_or_default()
 }
 
 /// Parses a `.resource` file's device ranges (the part this daemon needs).
 pub fn parse_resource(data: &[u8]) -> Result<Vec<DeviceTimeRange>, String> {
-    let mut pos = 0usize;
-    let mut take = |n: usize| -> Result<&[u8], String> {
-        let s = data
-            .get(pos..pos + n)
-            .ok_or_else(|| format!("truncated at byte {pos}"))?;
-        pos += n;
-        Ok(s)
-    };
-    fn i32_of(b: &[u8]) -> i32 {
-        i32::from_be_bytes([b[0], b[1], b[2], b[3]])
-    }
-    fn i64_of(b: &[u8]) -> i64 {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        i64::from_be_bytes(a)
-    }
-    let n = i32_of(take(4)?);
-    if n < 0 || n as usize > data.len() / 12 {
-        return Err(format!("bad device count {n}"));
-    }
-    let mut out = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        let len = i32_of(take(4)?);
-        if len < 0 {
-            return Err("negative string length".into());
-        }
-        let s = std::str::from_utf8(take(len as usize)?)
-            .map_err(|_| "device is not UTF-8".to_string())?
-            .to_string();
-        let start = i64_of(take(8)?);
-        out.push(DeviceTimeRange {
-            device: s,
-            start_time: start,
-            end_time: i64::MIN,
-        });
-    }
-    let n2 = i32_of(take(4)?);
-    if n2 != n {
-        return Err(format!("device counts differ: {n} and {n2}"));
-    }
-    for d in out.iter_mut() {
-        let len = i32_of(take(4)?);
-        if len < 0 {
-            return Err("negative string length".into());
-        }
-        take(len as usize)?;
-        d.end_time = i64_of(take(8)?);
-    }
-    Ok(out)
+    let res = TsFileResource::deserialize(data).map_err(|e| e.to_string())?;
+    Ok(res
+        .devices
+        .into_iter()
+        .map(|d| DeviceTimeRange {
+            device: d.device,
+            start_time: d.start_time,
+            end_time: d.end_time,
+        })
+        .collect())
 }
 
 /// Writes `bytes` to `path` and fsyncs it.
