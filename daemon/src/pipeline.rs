@@ -951,4 +951,44 @@ mod tests {
         }
         assert!(metrics.render().contains(r#"reason="size"}"#));
     }
+
+    #[test]
+    fn a_filling_wal_seals_files_so_intake_continues() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.wal.max_bytes = 256 * 1024;
+        opts.wal.segment_bytes = 32 * 1024;
+        opts.engine.tick = Duration::from_millis(5);
+        let metrics = Metrics::new();
+        let p = Pipeline::open(opts, metrics.clone()).unwrap();
+        let mut accepted = 0u64;
+        let mut refused = 0u64;
+        let mut t = 0i64;
+        // Write four times the WAL budget: the engine seals ("wal") and trims as the log
+        // fills; appends refused meanwhile are retried.
+        while accepted < 4 * 256 * 1024 / 16 {
+            let records = (0..100).map(|_| {
+                t += 1;
+                rec("root.sg.d1", t, &[("s", FieldValue::Int(t))])
+            });
+            let b = Batch {
+                records: records.collect(),
+                rejections: vec![],
+            };
+            match p.submit_blocking("test", b.clone(), Instant::now()) {
+                Ok(o) => accepted += o.accepted,
+                Err(SubmitError::Full { .. }) => {
+                    refused += 1;
+                    t -= 100;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => panic!("{e}"),
+            }
+            assert!(refused < 10_000, "the WAL never drained");
+        }
+        assert!(metrics.render().contains(r#"reason="wal"}"#));
+        p.shutdown_blocking();
+        let (points, _) = read_dir_points(tmp.path());
+        assert_eq!(points.len() as u64, accepted);
+    }
 }
