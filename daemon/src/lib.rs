@@ -6,6 +6,8 @@
 //! engine ([`engine`]) keeps them in memtables, flushes them into TsFiles and seals
 //! the files atomically into IoTDB's data-directory layout.
 
+#![warn(missing_docs)]
+
 pub mod app;
 pub mod config_file;
 pub mod engine;

@@ -19,7 +19,7 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -157,15 +157,6 @@ pub struct WalControl {
     pub stats: Arc<WalStats>,
     /// WAL disk budget.
     pub max_bytes: u64,
-}
-
-/// A sealed file (for tests and logs).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SealedFile {
-    /// Final path.
-    pub path: PathBuf,
-    /// Points in it.
-    pub points: u64,
 }
 
 struct SeriesBuf {
@@ -320,15 +311,20 @@ pub struct Engine {
     newest_partition: HashMap<Arc<str>, i64>,
     covered: HashMap<(String, i64), Lsn>,
     flushed_init: HashMap<(String, i64), HashMap<String, i64>>,
-    journal: SealJournal,
-    journal_entries: usize,
-    last_by_group: HashMap<(String, i64), SealEntry>,
+    /// The seal journal while sealing runs inline (recovery); moved into the sealer
+    /// thread by [`Engine::run`].
+    journal: Option<JournalState>,
+    sealer: Option<Sealer>,
+    /// Seals handed to the sealer and not done yet: job id → (lowest LSN they hold, files).
+    pending: HashMap<u64, (Lsn, usize)>,
+    /// LSNs of partitions whose seal failed: the WAL keeps them until restart.
+    failed_pins: Vec<Lsn>,
+    next_job: u64,
     registry: Arc<Mutex<Registry>>,
     wal: Option<WalControl>,
     mem_total: usize,
     last_lsn: Option<Lsn>,
     metrics: Arc<Metrics>,
-    sealed: Vec<SealedFile>,
     last_create_millis: i64,
 }
 
@@ -370,6 +366,7 @@ impl Engine {
         }
         let keep: Vec<SealEntry> = last_by_group.values().cloned().collect();
         journal.compact(&keep)?;
+        let opts_data_dir = opts.data_dir.clone();
         Ok(Engine {
             opts,
             groups: HashMap::new(),
@@ -378,15 +375,21 @@ impl Engine {
             newest_partition: HashMap::new(),
             covered,
             flushed_init: state.latest_flushed,
-            journal,
-            journal_entries: keep.len(),
-            last_by_group,
+            journal: Some(JournalState {
+                journal,
+                entries: keep.len(),
+                last_by_group,
+                data_dir: opts_data_dir,
+            }),
+            sealer: None,
+            pending: HashMap::new(),
+            failed_pins: Vec::new(),
+            next_job: 0,
             registry,
             wal: None,
             mem_total: 0,
             last_lsn: None,
             metrics,
-            sealed: Vec::new(),
             last_create_millis: 0,
         })
     }
@@ -394,11 +397,6 @@ impl Engine {
     /// Connects the engine to its WAL (after replay).
     pub fn attach_wal(&mut self, wal: WalControl) {
         self.wal = Some(wal);
-    }
-
-    /// Files sealed so far.
-    pub fn sealed(&self) -> &[SealedFile] {
-        &self.sealed
     }
 
     /// Bytes currently in memtables.
@@ -806,14 +804,16 @@ impl Engine {
             .groups
             .values()
             .map(|g| g.seq.file.is_some() as usize + g.unseq.file.is_some() as usize)
-            .sum();
+            .sum::<usize>()
+            + self.pending.values().map(|p| p.1).sum::<usize>();
         self.metrics
             .open_files
             .with_label_values(&[&self.opts.pipeline])
             .set(n as i64);
     }
 
-    /// Flushes and seals a partition's files; commits through the seal journal.
+    /// Flushes a partition's memtables and hands its files to the sealer (closing,
+    /// fsync, `.resource`, journal commit and renames happen there, off the intake path).
     fn seal_group(&mut self, key: &(Arc<str>, i64), reason: SealReason) {
         let started = Instant::now();
         self.flush(key, Space::Sequence);
@@ -825,94 +825,140 @@ impl Engine {
         if g.failed {
             return;
         }
-        let mut prepared: Vec<(PathBuf, PathBuf, u64)> = Vec::new();
-        let mut error = None;
-        for space in [Space::Sequence, Space::Unsequence] {
-            let Some(f) = g_proc(g, space).file.take() else {
-                continue;
-            };
-            match finish_file(f) {
-                Ok(p) => prepared.push(p),
-                Err(e) => error = Some(e),
-            }
+        let files: Vec<OpenFile> = [Space::Sequence, Space::Unsequence]
+            .into_iter()
+            .filter_map(|space| g_proc(g, space).file.take())
+            .collect();
+        let pin = g.first_lsn.take().unwrap_or(covered);
+        g.first_at = None;
+        if files.is_empty() {
+            return;
         }
         let sg = g.sg.clone();
         let partition = g.partition;
-        if let Some(e) = error {
-            tracing::error!(storage_group = %sg, partition, error = %e, "sealing failed; the points stay in the write-ahead log until restart");
-            g.failed = true;
-            for (_, tmp, _) in &prepared {
-                let _ = fs::remove_file(tmp);
-            }
-            return;
-        }
-        g.first_lsn = None;
-        g.first_at = None;
-        if prepared.is_empty() {
-            return;
-        }
-        let max_version = self.versions.get(&sg).copied().unwrap_or(0);
-        let entry = SealEntry {
+        let job = SealJob {
+            id: self.next_job,
             sg: sg.to_string(),
             partition,
             covered,
-            max_version,
-            files: prepared
-                .iter()
-                .map(|(fin, _, _)| {
-                    fin.strip_prefix(&self.opts.data_dir)
-                        .unwrap_or(fin)
-                        .to_string_lossy()
-                        .to_string()
-                })
-                .collect(),
+            max_version: self.versions.get(&sg).copied().unwrap_or(0),
+            files,
+            reason,
+            started,
         };
-        if let Err(e) = self.journal.commit(&entry) {
-            tracing::error!(error = %e, "seal journal write failed; the points stay in the write-ahead log");
-            if let Some(g) = self.groups.get_mut(key) {
-                g.failed = true;
+        self.next_job += 1;
+        self.pending.insert(job.id, (pin, job.files.len()));
+        // Bound the work (and open files) queued behind the sealer.
+        while self.sealer.is_some() && self.pending.len() > 4 {
+            let done = self.sealer.as_ref().and_then(|s| s.done.recv().ok());
+            match done {
+                Some(d) => self.seal_done(d),
+                None => break,
             }
+        }
+        if let Some(s) = &self.sealer {
+            if let Err(mpsc::SendError(job)) = s.jobs.send(job) {
+                let d = SealDone::failed(&job, "the sealer thread is gone".into());
+                self.seal_done(d);
+            }
+        } else if let Some(j) = self.journal.as_mut() {
+            let d = j.complete(job);
+            self.seal_done(d);
+        }
+        self.update_open_files();
+    }
+
+    /// Takes note of a finished seal.
+    fn seal_done(&mut self, d: SealDone) {
+        let Some((pin, _)) = self.pending.remove(&d.id) else {
             return;
-        }
-        for f in &entry.files {
-            if let Err(e) = files::roll_forward(&self.opts.data_dir, f) {
-                tracing::error!(file = %f, error = %e, "renaming a sealed file failed (recovery will retry)");
+        };
+        let pl = [self.opts.pipeline.as_str(), d.reason.label()];
+        match &d.error {
+            None => {
+                self.metrics
+                    .files_sealed
+                    .with_label_values(&pl)
+                    .inc_by(d.files as u64);
+                self.metrics
+                    .seal_seconds
+                    .with_label_values(&pl[..1])
+                    .observe(d.started.elapsed().as_secs_f64());
+            }
+            Some(e) => {
+                tracing::error!(storage_group = %d.sg, partition = d.partition, error = %e, "sealing failed; the points stay in the write-ahead log until restart");
+                self.failed_pins.push(pin);
             }
         }
-        for (fin, _, points) in &prepared {
-            tracing::debug!(file = %fin.display(), points, reason = reason.label(), "sealed");
-            self.sealed.push(SealedFile {
-                path: fin.clone(),
-                points: *points,
-            });
-        }
-        let gk = (entry.sg.clone(), partition);
-        self.covered.insert(gk.clone(), covered);
-        self.last_by_group.insert(gk, entry);
-        self.journal_entries += 1;
-        if self.journal_entries > 1000 + 2 * self.last_by_group.len() {
-            let keep: Vec<SealEntry> = self.last_by_group.values().cloned().collect();
-            if self.journal.compact(&keep).is_ok() {
-                self.journal_entries = keep.len();
-            }
-        }
-        let pl = [self.opts.pipeline.as_str(), reason.label()];
-        self.metrics
-            .files_sealed
-            .with_label_values(&pl)
-            .inc_by(prepared.len() as u64);
-        self.metrics
-            .seal_seconds
-            .with_label_values(&pl[..1])
-            .observe(started.elapsed().as_secs_f64());
         self.update_open_files();
         self.publish_watermark();
+    }
+
+    /// Takes note of every seal the sealer finished so far.
+    fn poll_sealer(&mut self) {
+        loop {
+            let d = self.sealer.as_ref().and_then(|s| s.done.try_recv().ok());
+            match d {
+                Some(d) => self.seal_done(d),
+                None => return,
+            }
+        }
+    }
+
+    /// Waits until every handed-off seal is done.
+    fn drain_sealer(&mut self) {
+        while !self.pending.is_empty() {
+            let d = self.sealer.as_ref().and_then(|s| s.done.recv().ok());
+            match d {
+                Some(d) => self.seal_done(d),
+                None => {
+                    // The sealer is gone: nothing more will complete.
+                    let pins: Vec<Lsn> = self.pending.drain().map(|(_, (p, _))| p).collect();
+                    self.failed_pins.extend(pins);
+                }
+            }
+        }
+    }
+
+    /// Starts the sealer thread (sealing then runs beside intake).
+    fn start_sealer(&mut self) -> io::Result<()> {
+        let Some(mut journal) = self.journal.take() else {
+            return Ok(());
+        };
+        let (jobs, jobs_rx) = mpsc::channel::<SealJob>();
+        let (done_tx, done) = mpsc::channel::<SealDone>();
+        let thread = std::thread::Builder::new()
+            .name(format!("tsfiled-seal-{}", self.opts.pipeline))
+            .spawn(move || {
+                for job in jobs_rx {
+                    if done_tx.send(journal.complete(job)).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        self.sealer = Some(Sealer { jobs, done, thread });
+        Ok(())
+    }
+
+    fn stop_sealer(&mut self) {
+        self.drain_sealer();
+        if let Some(Sealer { jobs, done, thread }) = self.sealer.take() {
+            drop(jobs);
+            drop(done);
+            let _ = thread.join();
+        }
     }
 
     /// Raises the WAL low watermark to the oldest unsealed point.
     fn publish_watermark(&mut self) {
         let Some(wal) = &self.wal else { return };
-        let pinned = self.groups.values().filter_map(|g| g.first_lsn).min();
+        let pinned = self
+            .groups
+            .values()
+            .filter_map(|g| g.first_lsn)
+            .chain(self.pending.values().map(|p| p.0))
+            .chain(self.failed_pins.iter().copied())
+            .min();
         let wm = match pinned {
             Some(l) => l,
             None => self.last_lsn.map_or(0, |l| l + 1),
@@ -981,10 +1027,15 @@ impl Engine {
 
     /// The engine thread's loop.
     pub fn run(mut self, rx: Receiver<EngineMsg>) {
+        if let Err(e) = self.start_sealer() {
+            tracing::warn!(error = %e, "cannot start the sealer thread; sealing inline");
+        }
         let tick = self.opts.tick;
         let mut last_tick = Instant::now();
         loop {
-            match rx.recv_timeout(tick) {
+            let msg = rx.recv_timeout(tick);
+            self.poll_sealer();
+            match msg {
                 Ok(EngineMsg::Write {
                     lsn,
                     batch,
@@ -992,9 +1043,12 @@ impl Engine {
                 }) => self.apply(lsn, batch, received, false),
                 Ok(EngineMsg::SealAll { reason, done }) => {
                     self.seal_all(reason);
+                    self.drain_sealer();
                     let _ = done.send(());
                 }
                 Ok(EngineMsg::Abandon { done }) => {
+                    // Seals already handed off finish (as if the crash came after them).
+                    self.stop_sealer();
                     let _ = done.send(());
                     return;
                 }
@@ -1015,12 +1069,15 @@ impl Engine {
                         }
                     }
                     self.seal_all(SealReason::Shutdown);
+                    self.stop_sealer();
+                    self.publish_watermark();
                     let _ = done.send(());
                     return;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     self.seal_all(SealReason::Shutdown);
+                    self.stop_sealer();
                     return;
                 }
             }
@@ -1029,6 +1086,124 @@ impl Engine {
                 self.tick();
             }
         }
+    }
+}
+
+/// The sealer thread's handle.
+struct Sealer {
+    jobs: mpsc::Sender<SealJob>,
+    done: mpsc::Receiver<SealDone>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// A partition's files to seal.
+struct SealJob {
+    id: u64,
+    sg: String,
+    partition: i64,
+    covered: Lsn,
+    max_version: i64,
+    files: Vec<OpenFile>,
+    reason: SealReason,
+    started: Instant,
+}
+
+/// The outcome of a [`SealJob`].
+struct SealDone {
+    id: u64,
+    sg: String,
+    partition: i64,
+    reason: SealReason,
+    started: Instant,
+    files: usize,
+    error: Option<String>,
+}
+
+impl SealDone {
+    fn failed(job: &SealJob, error: String) -> SealDone {
+        SealDone {
+            id: job.id,
+            sg: job.sg.clone(),
+            partition: job.partition,
+            reason: job.reason,
+            started: job.started,
+            files: 0,
+            error: Some(error),
+        }
+    }
+}
+
+/// The seal journal and what its compaction keeps.
+struct JournalState {
+    journal: SealJournal,
+    entries: usize,
+    last_by_group: HashMap<(String, i64), SealEntry>,
+    data_dir: PathBuf,
+}
+
+impl JournalState {
+    /// Closes and fsyncs the files, writes their `.resource`, commits the seal in the
+    /// journal and renames the files into place (the TsFile last).
+    fn complete(&mut self, job: SealJob) -> SealDone {
+        let mut done = SealDone::failed(&job, String::new());
+        let mut prepared: Vec<(PathBuf, PathBuf, u64)> = Vec::new();
+        let mut error = None;
+        for f in job.files {
+            match finish_file(f) {
+                Ok(p) => prepared.push(p),
+                Err((e, tmp)) => {
+                    let _ = fs::remove_file(tmp);
+                    error = Some(e);
+                }
+            }
+        }
+        if let Some(e) = error {
+            for (fin, tmp, _) in &prepared {
+                let _ = fs::remove_file(tmp);
+                let _ = fs::remove_file(files::with_suffix(fin, ".resource.tmp"));
+            }
+            done.error = Some(e);
+            return done;
+        }
+        let entry = SealEntry {
+            sg: job.sg.clone(),
+            partition: job.partition,
+            covered: job.covered,
+            max_version: job.max_version,
+            files: prepared
+                .iter()
+                .map(|(fin, _, _)| {
+                    fin.strip_prefix(&self.data_dir)
+                        .unwrap_or(fin)
+                        .to_string_lossy()
+                        .to_string()
+                })
+                .collect(),
+        };
+        if let Err(e) = self.journal.commit(&entry) {
+            done.error = Some(format!("seal journal write failed: {e}"));
+            return done;
+        }
+        for f in &entry.files {
+            if let Err(e) = files::roll_forward(&self.data_dir, f) {
+                tracing::error!(file = %f, error = %e, "renaming a sealed file failed (recovery will retry)");
+            }
+        }
+        for (fin, _, points) in &prepared {
+            tracing::debug!(file = %fin.display(), points, reason = job.reason.label(), "sealed");
+        }
+        done.files = prepared.len();
+        done.error = None;
+        self.last_by_group
+            .insert((entry.sg.clone(), entry.partition), entry);
+        self.entries += 1;
+        if self.entries > 1000 + 2 * self.last_by_group.len() {
+            let keep: Vec<SealEntry> = self.last_by_group.values().cloned().collect();
+            if self.journal.compact(&keep).is_ok() {
+                self.entries = keep.len();
+            }
+        }
+        done
     }
 }
 
@@ -1069,17 +1244,19 @@ fn open_file(
 }
 
 /// Closes a file, fsyncs it and writes its `.resource` temporary. Returns
-/// (final path, tmp path, points).
-fn finish_file(f: OpenFile) -> Result<(PathBuf, PathBuf, u64), String> {
-    let (out, summary) = f.writer.close().map_err(|e| e.to_string())?;
-    let file = out.into_inner().map_err(|e| e.error().to_string())?;
-    file.sync_all().map_err(|e| e.to_string())?;
+/// (final path, tmp path, points), or the error and the tmp path.
+fn finish_file(f: OpenFile) -> Result<(PathBuf, PathBuf, u64), (String, PathBuf)> {
+    let tmp = f.tmp_path.clone();
+    let fail = |e: String| (e, tmp.clone());
+    let (out, summary) = f.writer.close().map_err(|e| fail(e.to_string()))?;
+    let file = out.into_inner().map_err(|e| fail(e.error().to_string()))?;
+    file.sync_all().map_err(|e| fail(e.to_string()))?;
     drop(file);
     let res_tmp = files::with_suffix(&f.final_path, ".resource.tmp");
     files::write_synced(
         &res_tmp,
         &files::resource_bytes(&summary.devices, f.version),
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| fail(e.to_string()))?;
     Ok((f.final_path, f.tmp_path, f.points))
 }
