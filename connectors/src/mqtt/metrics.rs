@@ -48,6 +48,8 @@ pub trait MqttMetrics: Send + Sync + 'static {
     fn connected(&self, _up: bool) {}
     /// A connection was established again after the first one (`reconnects_total`).
     fn reconnect(&self) {}
+    /// The broker confirmed the subscriptions (SUBACK without refusals).
+    fn subscribed(&self) {}
     /// A connection attempt or an established connection failed.
     fn connection_error(&self) {}
     /// A PUBLISH arrived with `bytes` of payload.
@@ -79,6 +81,8 @@ pub struct CountingMetrics {
     pub reconnects: AtomicU64,
     /// Failed connections.
     pub connection_errors: AtomicU64,
+    /// Confirmed subscriptions (one per SUBACK).
+    pub subscribed: AtomicU64,
     /// Messages received.
     pub messages: AtomicU64,
     /// Payload bytes received.
@@ -114,6 +118,9 @@ impl MqttMetrics for CountingMetrics {
     }
     fn reconnect(&self) {
         self.reconnects.fetch_add(1, Ordering::Relaxed);
+    }
+    fn subscribed(&self) {
+        self.subscribed.fetch_add(1, Ordering::Relaxed);
     }
     fn connection_error(&self) {
         self.connection_errors.fetch_add(1, Ordering::Relaxed);

@@ -349,6 +349,7 @@ impl Poller {
                             .message_error(MessageError::SubscribeFailed, refused as u64);
                     } else {
                         tracing::debug!(source = %opts.name, "subscribed");
+                        self.metrics.subscribed();
                     }
                 }
                 Ok(Event::AckSent) => acks_sent += 1,
