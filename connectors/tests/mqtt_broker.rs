@@ -302,7 +302,7 @@ async fn crash_mid_stream_loses_no_acknowledged_point() {
         let mut o =
             base(&broker.url(), &id, Protocol::V311).filter("c/#", Qos::AtLeastOnce, json());
         o.in_flight = 20;
-        o.max_batch_points = 5;
+        o.max_batch_messages = 5;
         o
     };
     let sink1 = Arc::new(MemorySink::new());
@@ -346,7 +346,7 @@ async fn broker_restart_reconnects_without_losing_qos1() {
     let id = format!("restart-{}", unique());
     let mut o = base(&broker.url(), &id, Protocol::V311).filter("r/#", Qos::AtLeastOnce, json());
     o.in_flight = 10;
-    o.max_batch_points = 5;
+    o.max_batch_messages = 5;
     let sink = Arc::new(MemorySink::new());
     sink.set_delay(Duration::from_millis(10));
     let c = Connector::start(o, sink.clone());
@@ -420,7 +420,7 @@ async fn full_sink_pauses_reading_and_loses_nothing() {
         json(),
     );
     o.in_flight = 4;
-    o.max_batch_points = 2;
+    o.max_batch_messages = 2;
     let sink = Arc::new(MemorySink::new());
     sink.script(std::iter::repeat_n(
         MemoryMode::Full(Duration::from_millis(20)),
@@ -668,4 +668,33 @@ fn m_connected(c: &Connector) -> i64 {
     c.metrics
         .connected
         .load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resubscribes_when_the_broker_lost_the_session() {
+    let mut broker = Broker::start("persistence false\n");
+    let o = base(
+        &broker.url(),
+        &format!("resub-{}", unique()),
+        Protocol::V311,
+    )
+    .filter("n/#", Qos::AtLeastOnce, json());
+    let sink = Arc::new(MemorySink::new());
+    let c = Connector::start(o, sink.clone());
+    c.subscribed(1).await;
+    publish(broker.port, &[json_msg("n", 1)], QoS::AtLeastOnce).await;
+    let s = sink.clone();
+    wait_for("the first message", 20, move || s.points() >= 1).await;
+    broker.restart();
+    // A fresh broker has no session (session_present == false): the source subscribes again.
+    c.subscribed(2).await;
+    publish(broker.port, &[json_msg("n", 2)], QoS::AtLeastOnce).await;
+    let s = sink.clone();
+    wait_for("the message after the restart", 20, move || s.points() >= 2).await;
+    assert_eq!(
+        key_set(&sink.records()),
+        [json_key(1), json_key(2)].into_iter().collect()
+    );
+    assert_eq!(CountingMetrics::get(&c.metrics.reconnects), 1);
+    c.stop().await.unwrap();
 }

@@ -103,9 +103,7 @@ pub(crate) fn build(
                 o.set_credentials(u, password.unwrap_or_default());
             }
             let (client, mut el) = rumqttc::AsyncClient::new(o, cap);
-            let mut net = rumqttc::NetworkOptions::new();
-            net.set_connection_timeout(timeout);
-            el.set_network_options(net);
+            el.set_network_options(network_options(timeout));
             (Client::V3(client), Conn::V3(Box::new(el)))
         }
         Protocol::V5 => {
@@ -125,6 +123,7 @@ pub(crate) fn build(
             o.set_receive_maximum(Some(window.max(1)));
             o.set_manual_acks(true);
             o.set_connection_timeout(timeout);
+            o.set_network_options(network_options(timeout));
             if let Some(u) = username {
                 o.set_credentials(u, password.unwrap_or_default());
             }
@@ -132,6 +131,14 @@ pub(crate) fn build(
             (Client::V5(client), Conn::V5(Box::new(el)))
         }
     }
+}
+
+/// TCP settings: no Nagle delay (acks are small writes that must leave at once).
+fn network_options(timeout_secs: u64) -> rumqttc::NetworkOptions {
+    let mut net = rumqttc::NetworkOptions::new();
+    net.set_connection_timeout(timeout_secs);
+    net.set_tcp_nodelay(true);
+    net
 }
 
 fn outgoing(o: Outgoing) -> Event {

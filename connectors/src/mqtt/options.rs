@@ -220,8 +220,9 @@ pub struct MqttSourceOptions {
     pub dead_letter: Option<PathBuf>,
     /// The pipeline's stored timestamp precision.
     pub stored_unit: TimeUnit,
-    /// Points gathered into one sink submission at most.
-    pub max_batch_points: usize,
+    /// Messages gathered into one sink submission at most (what arrived while the previous
+    /// submissions were in progress).
+    pub max_batch_messages: usize,
     /// Sink submissions in progress at once (acks still go out in arrival order).
     pub max_concurrent_submits: usize,
     /// On shutdown, how long to wait for durable messages' acknowledgements to go out.
@@ -256,7 +257,7 @@ impl MqttSourceOptions {
             connect_timeout: Duration::from_secs(10),
             dead_letter: None,
             stored_unit: TimeUnit::Millis,
-            max_batch_points: 100_000,
+            max_batch_messages: 256,
             max_concurrent_submits: 2,
             drain_timeout: Duration::from_secs(5),
         }
@@ -433,10 +434,10 @@ impl MqttSourceOptions {
                 ),
             ));
         }
-        if self.max_batch_points == 0 || self.max_concurrent_submits == 0 {
+        if self.max_batch_messages == 0 || self.max_concurrent_submits == 0 {
             return Err(MqttError::invalid(
-                "max_batch_points",
-                "max_batch_points and max_concurrent_submits must be at least 1",
+                "max_batch_messages",
+                "max_batch_messages and max_concurrent_submits must be at least 1",
             ));
         }
         if self.password.is_some() && self.username.is_none() {

@@ -153,11 +153,17 @@ pub async fn run(
     let in_flight = Arc::new(AtomicU64::new(0));
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
 
-    let worker = Worker {
+    let ctx = Arc::new(UnitCtx {
         opts: opts.clone(),
         sink,
         parsers,
-        dead,
+        dead: Mutex::new(dead),
+        metrics: metrics.clone(),
+        stop: stop.clone(),
+    });
+    let worker = Worker {
+        opts: opts.clone(),
+        ctx,
         client: client.clone(),
         gate: gate.clone(),
         sem: sem.clone(),
@@ -400,13 +406,21 @@ impl Poller {
 
 struct Worker {
     opts: Arc<MqttSourceOptions>,
-    sink: Arc<dyn BatchSink>,
-    parsers: Arc<Parsers>,
-    dead: DeadLetters,
+    ctx: Arc<UnitCtx>,
     client: Client,
     gate: SharedGate,
     sem: Arc<Semaphore>,
     in_flight: Arc<AtomicU64>,
+    metrics: Arc<dyn MqttMetrics>,
+    stop: CancellationToken,
+}
+
+/// What a unit's task needs: parsing, dead-lettering and the sink.
+struct UnitCtx {
+    opts: Arc<MqttSourceOptions>,
+    sink: Arc<dyn BatchSink>,
+    parsers: Arc<Parsers>,
+    dead: Mutex<DeadLetters>,
     metrics: Arc<dyn MqttMetrics>,
     stop: CancellationToken,
 }
@@ -419,7 +433,7 @@ async fn front(units: &mut VecDeque<Unit>) -> Option<UnitEnd> {
 
 impl Worker {
     /// Returns whether the sink closed.
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) -> bool {
+    async fn run(self, mut rx: mpsc::UnboundedReceiver<Msg>) -> bool {
         let mut units: VecDeque<Unit> = VecDeque::new();
         let mut open = true;
         let mut sink_closed = false;
@@ -444,10 +458,7 @@ impl Worker {
                 }
                 m = rx.recv(), if open && units.len() < self.opts.max_concurrent_submits => {
                     match m {
-                        Some(first) => {
-                            let unit = self.gather(first, &mut rx);
-                            units.push_back(unit);
-                        }
+                        Some(first) => units.push_back(self.gather(first, &mut rx)),
                         None => open = false,
                     }
                 }
@@ -486,46 +497,50 @@ impl Worker {
         flush_backlog(&mut g, &self.client);
     }
 
-    /// Takes `first` and whatever else is queued (up to `max_batch_points`), parses them into
-    /// one batch, dead-letters what cannot be used, and starts the submission.
-    fn gather(&mut self, first: Msg, rx: &mut mpsc::UnboundedReceiver<Msg>) -> Unit {
-        let mut batch = Batch::default();
-        let mut acks = Vec::new();
-        let mut good: Vec<(String, Bytes, i64)> = Vec::new();
-        let mut messages = 0u64;
-        let mut points = 0usize;
-        let received = first.received;
-        let mut next = Some(first);
-        while let Some(m) = next.take() {
-            messages += 1;
-            acks.push((m.epoch, m.incoming.qos, m.incoming.pkid));
-            if let Some((g, n)) = self.parse_one(m, &mut batch) {
-                good.push(g);
-                points += n;
-            }
-            if points < self.opts.max_batch_points {
-                next = rx.try_recv().ok();
+    /// Takes `first` and whatever else is queued (up to `max_batch_messages`) as one unit,
+    /// and starts its task (parse, dead-letter, submit) so that units parse in parallel.
+    fn gather(&self, first: Msg, rx: &mut mpsc::UnboundedReceiver<Msg>) -> Unit {
+        let mut msgs = vec![first];
+        while msgs.len() < self.opts.max_batch_messages {
+            match rx.try_recv() {
+                Ok(m) => msgs.push(m),
+                Err(_) => break,
             }
         }
-        let task = tokio::spawn(submit(
-            self.sink.clone(),
-            batch,
-            received,
-            good,
-            self.parsers.clone(),
-            self.stop.clone(),
-            self.metrics.clone(),
-        ));
+        let acks = msgs
+            .iter()
+            .map(|m| (m.epoch, m.incoming.qos, m.incoming.pkid))
+            .collect();
+        let messages = msgs.len() as u64;
+        let task = tokio::spawn(process(self.ctx.clone(), msgs));
         Unit {
             task,
             acks,
             messages,
         }
     }
+}
 
-    /// Parses one message into `batch`; returns what a re-parse needs and the number of
-    /// points when it had records.
-    fn parse_one(&mut self, m: Msg, batch: &mut Batch) -> Option<((String, Bytes, i64), usize)> {
+/// A unit's task: parse every message into one batch, dead-letter what cannot be used,
+/// submit the rest.
+async fn process(ctx: Arc<UnitCtx>, msgs: Vec<Msg>) -> UnitEnd {
+    let mut batch = Batch::default();
+    let mut good: Vec<(String, Bytes, i64)> = Vec::new();
+    let received = msgs
+        .first()
+        .map(|m| m.received)
+        .unwrap_or_else(Instant::now);
+    for m in msgs {
+        if let Some(g) = ctx.parse_one(m, &mut batch) {
+            good.push(g);
+        }
+    }
+    submit(&ctx, batch, received, good).await
+}
+
+impl UnitCtx {
+    /// Parses one message into `batch`; returns what a re-parse needs when it had records.
+    fn parse_one(&self, m: Msg, batch: &mut Batch) -> Option<(String, Bytes, i64)> {
         let qos = m.incoming.qos;
         let payload = m.incoming.payload;
         let topic = match m.incoming.topic {
@@ -537,7 +552,6 @@ impl Worker {
                     qos,
                     MessageError::Topic,
                     "topic is not UTF-8",
-                    false,
                     &payload,
                 );
                 return None;
@@ -549,7 +563,7 @@ impl Worker {
                 payload.len(),
                 self.opts.max_payload_bytes
             );
-            self.bad(&topic, qos, MessageError::TooLarge, &msg, false, &payload);
+            self.bad(&topic, qos, MessageError::TooLarge, &msg, &payload);
             return None;
         }
         let Some(parser) = self.parsers.route(&topic) else {
@@ -558,15 +572,14 @@ impl Worker {
                 qos,
                 MessageError::Topic,
                 "topic matches no configured filter",
-                false,
                 &payload,
             );
             return None;
         };
         let mut parsed = parser.parse(&topic, &payload, m.now);
         let has_records = !parsed.records.is_empty();
-        if !parsed.rejections.is_empty() {
-            let reason = parsed.rejections[0].reason;
+        if let Some(first) = parsed.rejections.first() {
+            let reason = first.reason;
             let mut text = String::new();
             for (i, r) in parsed.rejections.iter().take(20).enumerate() {
                 if i > 0 {
@@ -577,38 +590,30 @@ impl Worker {
             if parsed.rejections.len() > 20 {
                 text.push_str(&format!("; … {} more", parsed.rejections.len() - 20));
             }
-            let points: u64 = parsed.rejected_points();
-            self.metrics
-                .message_error(MessageError::Rejected(reason), points.max(1));
+            self.metrics.message_error(
+                MessageError::Rejected(reason),
+                parsed.rejected_points().max(1),
+            );
             self.dead_letter(&topic, qos, reason.label(), &text, has_records, &payload);
         }
         if !has_records {
             return None;
         }
-        let points = parsed.point_count() as usize;
         if batch.records.is_empty() {
             batch.records = std::mem::take(&mut parsed.records);
         } else {
             batch.records.append(&mut parsed.records);
         }
-        Some(((topic, payload, m.now), points))
+        Some((topic, payload, m.now))
     }
 
-    fn bad(
-        &mut self,
-        topic: &str,
-        qos: u8,
-        reason: MessageError,
-        error: &str,
-        partial: bool,
-        payload: &[u8],
-    ) {
+    fn bad(&self, topic: &str, qos: u8, reason: MessageError, error: &str, payload: &[u8]) {
         self.metrics.message_error(reason, 1);
-        self.dead_letter(topic, qos, reason.label(), error, partial, payload);
+        self.dead_letter(topic, qos, reason.label(), error, false, payload);
     }
 
     fn dead_letter(
-        &mut self,
+        &self,
         topic: &str,
         qos: u8,
         reason: &'static str,
@@ -617,27 +622,27 @@ impl Worker {
         payload: &[u8],
     ) {
         self.metrics.dead_lettered();
-        self.dead.write(&Letter {
-            topic,
-            qos,
-            reason,
-            error,
-            partial,
-            payload,
-        });
+        self.dead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .write(&Letter {
+                topic,
+                qos,
+                reason,
+                error,
+                partial,
+                payload,
+            });
     }
 }
 
 /// Submits one batch, retrying on "full" and I/O errors until it is durable, the sink
 /// closes, or the source stops.
 async fn submit(
-    sink: Arc<dyn BatchSink>,
+    ctx: &UnitCtx,
     batch: Batch,
     received: Instant,
     good: Vec<(String, Bytes, i64)>,
-    parsers: Arc<Parsers>,
-    stop: CancellationToken,
-    metrics: Arc<dyn MqttMetrics>,
 ) -> UnitEnd {
     if batch.records.is_empty() {
         return UnitEnd::Durable(SinkOutcome::default());
@@ -647,16 +652,16 @@ async fn submit(
     loop {
         let b = match batch.take() {
             Some(b) => b,
-            None => reparse(&good, &parsers),
+            None => reparse(&good, &ctx.parsers),
         };
-        let wait = match sink.submit(b, received).await {
+        let wait = match ctx.sink.submit(b, received).await {
             Ok(outcome) => return UnitEnd::Durable(outcome),
             Err(SinkError::Closed) => return UnitEnd::Closed,
             Err(SinkError::Full {
                 reason,
                 retry_after,
             }) => {
-                metrics.backpressure();
+                ctx.metrics.backpressure();
                 tracing::debug!("sink full ({reason}); retrying in {retry_after:?}");
                 retry_after.clamp(Duration::from_millis(1), Duration::from_secs(30))
             }
@@ -668,7 +673,7 @@ async fn submit(
             }
         };
         tokio::select! {
-            _ = stop.cancelled() => return UnitEnd::Cancelled,
+            _ = ctx.stop.cancelled() => return UnitEnd::Cancelled,
             _ = tokio::time::sleep(wait) => {}
         }
     }
