@@ -3,7 +3,8 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use tsfiled_connectors::iotdb_json::{self, JsonOptions};
-use tsfiled_connectors::FieldValue;
+use tsfiled_connectors::line_protocol::{self, LineProtocolOptions};
+use tsfiled_connectors::{DeviceTemplate, FieldValue, TimeUnit};
 
 /// Deterministic pseudo-random values.
 fn lcg(state: &mut u64) -> u64 {
@@ -78,5 +79,63 @@ fn bench_json(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_json);
+/// Telegraf-like line protocol: `lines` lines of `fields` fields over `series` series.
+pub fn line_payload(lines: usize, fields: usize, series: usize, floats: bool) -> String {
+    let mut rng = 7;
+    let mut s = String::new();
+    let names: Vec<String> = (0..fields).map(|f| format!("usage_{f}")).collect();
+    for l in 0..lines {
+        let host = format!("gw-{}", l % series);
+        let cpu = format!("cpu{}", (l / series) % 4);
+        let values: Vec<FieldValue> = (0..fields)
+            .map(|f| {
+                let r = lcg(&mut rng);
+                if floats || f % 2 == 0 {
+                    FieldValue::Float((r % 100_000) as f64 / 1000.0)
+                } else {
+                    FieldValue::Int((r % 100_000) as i64)
+                }
+            })
+            .collect();
+        let fv: Vec<(&str, &FieldValue)> = names
+            .iter()
+            .map(String::as_str)
+            .zip(values.iter())
+            .collect();
+        line_protocol::write_line(
+            &mut s,
+            "cpu",
+            &[("cpu", &cpu), ("host", &host)],
+            &fv,
+            Some(1_600_000_000_000_000_000 + l as i64 * 1_000_000_000),
+        );
+    }
+    s
+}
+
+fn bench_line_protocol(c: &mut Criterion) {
+    let template = DeviceTemplate::default();
+    let opts = LineProtocolOptions {
+        device_template: &template,
+        precision: TimeUnit::Nanos,
+        stored_unit: TimeUnit::Millis,
+        now: 0,
+    };
+    let mut g = c.benchmark_group("line_protocol");
+    for (name, payload) in [
+        ("100x10_mixed_10series", line_payload(100, 10, 10, false)),
+        ("100x10_floats_10series", line_payload(100, 10, 10, true)),
+        ("1000x1_mixed_100series", line_payload(1000, 1, 100, false)),
+    ] {
+        let fields = line_protocol::parse_line_protocol(payload.as_bytes(), &opts).point_count();
+        assert!(fields >= 1000);
+        g.throughput(Throughput::Elements(fields));
+        g.bench_function(name, |b| {
+            b.iter(|| line_protocol::parse_line_protocol(black_box(payload.as_bytes()), &opts))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_json, bench_line_protocol);
 criterion_main!(benches);

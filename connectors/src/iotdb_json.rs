@@ -8,7 +8,8 @@
 //!
 //! Values: JSON `true`/`false` → [`FieldValue::Bool`], integers → [`FieldValue::Int`] (an
 //! integer above `i64::MAX` is a TypeMismatch), other numbers → [`FieldValue::Float`], strings →
-//! [`FieldValue::Text`], `null` → no point. Timestamps are JSON integers in
+//! [`FieldValue::Text`], `null` → no point. Timestamps are JSON integers (or, as IoTDB's MQTT
+//! service also takes them, strings holding an integer) in
 //! [`JsonOptions::input_unit`], converted to [`JsonOptions::stored_unit`]; a non-integer or
 //! overflowing timestamp is an InvalidTime rejection. Other keys are ignored.
 //!
@@ -501,24 +502,30 @@ impl Ctx<'_> {
     }
 
     fn time(&self, j: &J<'_>) -> Result<i64, String> {
-        match j {
-            J::Int(t) => self
-                .opts
-                .input_unit
-                .convert(*t, self.opts.stored_unit)
-                .ok_or_else(|| {
-                    format!(
-                        "timestamp {t} {} overflows when converted to {}",
-                        self.opts.input_unit, self.opts.stored_unit
-                    )
-                }),
-            J::Big(t) => Err(format!("timestamp {t} is out of the INT64 range")),
-            other => Err(format!(
-                "expected an integer timestamp, found {}",
-                other.kind()
-            )),
-        }
+        let t = match j {
+            J::Int(t) => *t,
+            // IoTDB's own MQTT service also takes a quoted integer.
+            J::Str(s) if is_integer_text(s) => s
+                .parse::<i64>()
+                .map_err(|_| format!("timestamp {s} is out of the INT64 range"))?,
+            J::Big(t) => return Err(format!("timestamp {t} is out of the INT64 range")),
+            other => {
+                return Err(format!(
+                    "expected an integer timestamp, found {}",
+                    other.kind()
+                ))
+            }
+        };
+        let (from, to) = (self.opts.input_unit, self.opts.stored_unit);
+        from.convert(t, to)
+            .ok_or_else(|| format!("timestamp {t} {from} overflows when converted to {to}"))
     }
+}
+
+/// A quoted timestamp IoTDB would accept: `-?[0-9]+`.
+fn is_integer_text(s: &str) -> bool {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    !digits.is_empty() && digits.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 impl<'de> Ctx<'de> {

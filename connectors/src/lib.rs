@@ -5,6 +5,8 @@
 //! The parsers are pure and synchronous: bytes in, a [`Batch`] of records and rejections out.
 //! They never panic on any input.
 
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod iotdb_json;
 pub mod line_protocol;

@@ -68,8 +68,10 @@ pub fn parse_line_protocol(input: &[u8], opts: &LineProtocolOptions<'_>) -> Batc
         opts,
         batch: Batch::default(),
         devices: HashMap::new(),
+        results: Vec::new(),
         last_key: None,
         field_rejects: Vec::new(),
+        last_fields: 1,
     };
     p.run();
     p.batch
@@ -106,11 +108,15 @@ struct Parser<'a, 'o> {
     line_start: usize,
     opts: &'o LineProtocolOptions<'o>,
     batch: Batch,
-    devices: HashMap<&'a [u8], DeviceResult>,
+    devices: HashMap<&'a [u8], usize>,
+    /// Rendered devices, indexed by `devices` values.
+    results: Vec<DeviceResult>,
     /// The previous line's series key, with its result (most payloads repeat series).
-    last_key: Option<(&'a [u8], DeviceResult)>,
+    last_key: Option<(&'a [u8], usize)>,
     /// Field-level rejections of the current line: (offset, reason, message).
     field_rejects: Vec<(usize, RejectReason, String)>,
+    /// Fields of the previous good line (capacity hint).
+    last_fields: usize,
 }
 
 #[inline]
@@ -159,22 +165,49 @@ fn utf8<'b>(bytes: Cow<'b, [u8]>, at: usize, what: &str) -> Result<Cow<'b, str>,
     }
 }
 
-/// Scans from `i` to the first unescaped byte in `stops` (or a line end); returns its index.
+/// Byte classes for scanning.
+const C_SPACE: u8 = 1;
+const C_COMMA: u8 = 2;
+const C_EQ: u8 = 4;
+const C_NL: u8 = 8;
+const C_BS: u8 = 16;
+const C_CR: u8 = 32;
+
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b' ' as usize] = C_SPACE;
+    t[b',' as usize] = C_COMMA;
+    t[b'=' as usize] = C_EQ;
+    t[b'\n' as usize] = C_NL;
+    t[b'\\' as usize] = C_BS;
+    t[b'\r' as usize] = C_CR;
+    t
+};
+
+/// Scans from `i` to the first unescaped byte of a class in `stops` (or a newline); returns
+/// its index.
 #[inline]
-fn scan(input: &[u8], mut i: usize, stops: &[u8]) -> usize {
+fn scan(input: &[u8], mut i: usize, stops: u8) -> usize {
+    let interesting = stops | C_NL | C_BS;
     while let Some(&b) = input.get(i) {
-        if b == b'\\' {
-            if matches!(input.get(i + 1), Some(&n) if n != b'\n') {
-                i += 2;
-                continue;
+        let c = CLASS[b as usize];
+        if c & interesting != 0 {
+            if c == C_BS {
+                if matches!(input.get(i + 1), Some(&n) if n != b'\n') {
+                    i += 2;
+                    continue;
+                }
+            } else {
+                return i;
             }
-        } else if stops.contains(&b) || b == b'\n' {
-            return i;
         }
         i += 1;
     }
     i
 }
+
+/// Most distinct series keys cached per payload.
+const MAX_CACHED_SERIES: usize = 65_536;
 
 const MEASUREMENT_ESCAPES: &[u8] = b", ";
 const KEY_ESCAPES: &[u8] = b",= ";
@@ -304,7 +337,7 @@ impl<'a> Parser<'a, '_> {
     fn parse_line(&mut self) -> Result<(u64, Result<Option<Record>, LineError>), (u64, LineError)> {
         let input = self.input;
         let key_start = self.pos;
-        let key_end = scan(input, key_start, b" ");
+        let key_end = scan(input, key_start, C_SPACE);
         if is_eol(input, key_end) {
             return Err((
                 0,
@@ -324,7 +357,7 @@ impl<'a> Parser<'a, '_> {
         while input.get(i) == Some(&b' ') {
             i += 1;
         }
-        let mut fields: Vec<Field> = Vec::new();
+        let mut fields: Vec<Field> = Vec::with_capacity(self.last_fields);
         let mut seen = 0u64;
         loop {
             match self.field(i, &mut fields) {
@@ -426,6 +459,7 @@ impl<'a> Parser<'a, '_> {
         if fields.is_empty() {
             return Ok((0, Ok(None)));
         }
+        self.last_fields = fields.len();
         Ok((
             fields.len() as u64,
             Ok(Some(Record {
@@ -438,28 +472,30 @@ impl<'a> Parser<'a, '_> {
 
     /// The device for a series key (cached per payload).
     fn device(&mut self, key: &'a [u8]) -> DeviceResult {
-        if let Some((k, d)) = &self.last_key {
-            if *k == key {
-                return d.clone();
+        if let Some((k, idx)) = self.last_key {
+            if k == key {
+                return self.results[idx].clone();
             }
         }
-        let d = match self.devices.get(key) {
-            Some(d) => d.clone(),
+        let idx = match self.devices.get(key) {
+            Some(&idx) => idx,
             None => {
                 let d = self.render_device(key);
-                if self.devices.len() < 65_536 {
-                    self.devices.insert(key, d.clone());
+                if self.results.len() >= MAX_CACHED_SERIES {
+                    return d;
                 }
-                d
+                self.results.push(d);
+                self.devices.insert(key, self.results.len() - 1);
+                self.results.len() - 1
             }
         };
-        self.last_key = Some((key, d.clone()));
-        d
+        self.last_key = Some((key, idx));
+        self.results[idx].clone()
     }
 
     fn render_device(&self, key: &[u8]) -> DeviceResult {
         let as_err = |e: LineError| (e.at, e.reason, e.message);
-        let m_end = scan(key, 0, b",");
+        let m_end = scan(key, 0, C_COMMA);
         if m_end == 0 {
             return Err((0, RejectReason::Parse, "expected a measurement name".into()));
         }
@@ -474,7 +510,7 @@ impl<'a> Parser<'a, '_> {
         while i < key.len() {
             // key[i] == b','
             let k_start = i + 1;
-            let k_end = scan(key, k_start, b",=");
+            let k_end = scan(key, k_start, C_COMMA | C_EQ);
             if key.get(k_end) != Some(&b'=') {
                 return Err((
                     k_end,
@@ -486,7 +522,7 @@ impl<'a> Parser<'a, '_> {
                 return Err((k_start, RejectReason::Parse, "expected a tag key".into()));
             }
             let v_start = k_end + 1;
-            let v_end = scan(key, v_start, b",=");
+            let v_end = scan(key, v_start, C_COMMA | C_EQ);
             if key.get(v_end) == Some(&b'=') {
                 return Err((
                     v_end,
@@ -512,14 +548,13 @@ impl<'a> Parser<'a, '_> {
             tags.push((k, v));
             i = v_end;
         }
-        let refs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_ref(), v.as_ref())).collect();
-        if has_duplicate_keys(&refs) {
+        if has_duplicate_keys(&tags) {
             return Err((m_end, RejectReason::Parse, "duplicate tag key".into()));
         }
         let mut out = String::new();
         self.opts
             .device_template
-            .render(&measurement, &refs, &mut out)
+            .render_with(&measurement, &tags, &mut out)
             .map_err(|m| (0, RejectReason::InvalidPath, m))?;
         Ok(out)
     }
@@ -528,7 +563,7 @@ impl<'a> Parser<'a, '_> {
     /// returns the index after the value.
     fn field(&mut self, i: usize, fields: &mut Vec<Field>) -> Result<usize, LineError> {
         let input = self.input;
-        let k_end = scan(input, i, b",= ");
+        let k_end = scan(input, i, C_COMMA | C_EQ | C_SPACE);
         if input.get(k_end) != Some(&b'=') {
             if k_end == i && is_eol(input, i) {
                 return err(i, "expected a field set");
@@ -608,7 +643,8 @@ impl<'a> Parser<'a, '_> {
 #[inline]
 fn scan_token(input: &[u8], mut i: usize) -> usize {
     while let Some(&b) = input.get(i) {
-        if b == b',' || b == b' ' || b == b'\n' || (b == b'\r' && is_eol(input, i)) {
+        let c = CLASS[b as usize];
+        if c & (C_COMMA | C_SPACE | C_NL) != 0 || (c == C_CR && is_eol(input, i)) {
             break;
         }
         i += 1;
@@ -621,12 +657,40 @@ fn is_int_shaped(tok: &[u8]) -> bool {
     !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
 }
 
+/// Parses `-?[0-9]+` into an i64 (None when malformed or out of range).
 fn parse_int(tok: &[u8]) -> Option<i64> {
-    if !is_int_shaped(tok) {
+    let (neg, digits) = match tok.strip_prefix(b"-") {
+        Some(d) => (true, d),
+        None => (false, tok),
+    };
+    if digits.is_empty() {
         return None;
     }
-    // Safe: ASCII digits and '-'.
-    std::str::from_utf8(tok).ok()?.parse().ok()
+    if digits.len() <= 18 {
+        // Cannot overflow: 10^18 - 1 < i64::MAX.
+        let mut v: i64 = 0;
+        for &d in digits {
+            let d = d.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + i64::from(d);
+        }
+        return Some(if neg { -v } else { v });
+    }
+    // Accumulate negatively so i64::MIN fits.
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_sub(i64::from(d - b'0'))?;
+    }
+    if neg {
+        Some(v)
+    } else {
+        v.checked_neg()
+    }
 }
 
 type FieldResult = Result<FieldValue, (RejectReason, String)>;

@@ -207,6 +207,16 @@ pub fn validate_measurement(name: &str) -> Result<(), PathError> {
 /// `measurement` also avoids the measurement-only reserved words.
 pub fn sanitize_node_into(raw: &str, measurement: bool, out: &mut String) {
     let start = out.len();
+    if !raw.is_empty()
+        && raw.len() < MAX_NODE_BYTES
+        && raw.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        if is_reserved(raw, measurement) || is_exponent_shaped(raw) {
+            out.push('_');
+        }
+        out.push_str(raw);
+        return;
+    }
     let mut bytes_left = MAX_NODE_BYTES - 1; // keep room for a `_` prefix
     for c in raw.chars() {
         let c = if is_node_char(c) { c } else { '_' };
@@ -285,15 +295,17 @@ enum Node {
 /// Syntax: `.`-separated levels starting with the literal `root`; a level is literal text
 /// (valid node characters) mixed with placeholders:
 /// - `{measurement}`: the line-protocol measurement, sanitized;
-/// - `{tag:KEY}`: the value of tag `KEY`, sanitized; a line without that tag is rejected
-///   (InvalidPath), unless a default is given as `{tag:KEY|default}`;
-/// - `{tags}` (alone in its level): the values of all tags not named by a `{tag:KEY}`, sorted by
+/// - `{KEY}` or `{tag:KEY}` (any other name): the value of tag `KEY`, sanitized; a line without
+///   that tag is rejected (InvalidPath), unless a default is given as `{tag:KEY|default}`;
+/// - `{tags}` (alone in its level): the values of all tags not named by a `{KEY}`, sorted by
 ///   tag key, one level each; no level when there are none.
 ///
-/// The default, [`DeviceTemplate::DEFAULT`] = `root.{measurement}.{tags}`, mirrors IoTDB's own
-/// InfluxDB adapter (measurement, then tag values as levels): `cpu,host=gw1,cpu=cpu0` becomes
-/// device `root.cpu.cpu0.gw1`. Note that `{tags}` carries values only: lines with different tag
-/// *keys* but equal values map to the same device; use `{tag:KEY}` levels when that matters.
+/// The configuration gives a `path_prefix` and a template below it:
+/// [`DeviceTemplate::with_prefix`]`("root.lp", "{measurement}.{tags}")` is the default
+/// ([`DeviceTemplate::DEFAULT`] = `root.lp.{measurement}.{tags}`). It mirrors IoTDB's own InfluxDB
+/// adapter (measurement, then tag values as levels): `cpu,host=gw1,cpu=cpu0` becomes device
+/// `root.lp.cpu.cpu0.gw1`. Note that `{tags}` carries values only: lines with different tag
+/// *keys* but equal values map to the same device; use `{KEY}` levels when that matters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceTemplate {
     source: String,
@@ -321,8 +333,28 @@ impl std::str::FromStr for DeviceTemplate {
 }
 
 impl DeviceTemplate {
-    /// The default template.
-    pub const DEFAULT: &'static str = "root.{measurement}.{tags}";
+    /// The default template (the configuration's default `path_prefix` and
+    /// `device_template` for line protocol over HTTP).
+    pub const DEFAULT: &'static str = "root.lp.{measurement}.{tags}";
+
+    /// Parses `template` as the device path below `prefix` (a device path such as `root.lp`,
+    /// or `root`), as the configuration's `path_prefix` and `device_template` give them.
+    /// Error offsets count in `template`; a bad prefix is reported at offset 0.
+    pub fn with_prefix(prefix: &str, template: &str) -> Result<DeviceTemplate, TemplateError> {
+        if prefix != "root" {
+            validate_device(prefix).map_err(|e| TemplateError {
+                template: template.to_owned(),
+                offset: 0,
+                message: format!("path prefix {prefix:?} {e}"),
+            })?;
+        }
+        let full = format!("{prefix}.{template}");
+        DeviceTemplate::parse(&full).map_err(|mut e| {
+            e.template = template.to_owned();
+            e.offset = e.offset.saturating_sub(prefix.len() + 1);
+            e
+        })
+    }
 
     /// The template text.
     pub fn as_str(&self) -> &str {
@@ -394,13 +426,21 @@ impl DeviceTemplate {
                         }
                     } else if name == "tags" {
                         return Err(err(pos, "`{tags}` must be a whole level".into()));
-                    } else {
+                    } else if name.is_empty() || name.contains(['{', '|', ':']) {
                         return Err(err(
                             pos,
                             format!(
-                                "unknown placeholder `{{{name}}}`; expected {{measurement}}, {{tag:KEY}} or {{tags}}"
+                                "bad placeholder `{{{name}}}`; expected {{measurement}}, {{tags}}, {{KEY}} or {{tag:KEY}}"
                             ),
                         ));
+                    } else {
+                        if !named_tags.iter().any(|k| k == name) {
+                            named_tags.push(name.to_owned());
+                        }
+                        Part::Tag {
+                            key: name.to_owned(),
+                            default: None,
+                        }
                     };
                     parts.push(part);
                     pos += close + 2;
@@ -454,19 +494,52 @@ impl DeviceTemplate {
         tags: &[(&str, &str)],
         out: &mut String,
     ) -> Result<(), String> {
+        self.render_with(measurement, tags, out)
+    }
+
+    /// [`render`](Self::render) over any string-like tag pairs.
+    pub(crate) fn render_with<K: AsRef<str>, V: AsRef<str>>(
+        &self,
+        measurement: &str,
+        tags: &[(K, V)],
+        out: &mut String,
+    ) -> Result<(), String> {
         out.clear();
+        out.reserve(
+            8 + measurement.len()
+                + tags
+                    .iter()
+                    .map(|(_, v)| v.as_ref().len() + 1)
+                    .sum::<usize>(),
+        );
         out.push_str("root");
+        let find = |key: &str| {
+            tags.iter()
+                .find(|(k, _)| k.as_ref() == key)
+                .map(|(_, v)| v.as_ref())
+        };
         for node in &self.nodes {
             match node {
                 Node::Tags => {
-                    let mut rest: Vec<&(&str, &str)> = tags
-                        .iter()
-                        .filter(|(k, _)| !self.named_tags.iter().any(|n| n == k))
-                        .collect();
-                    rest.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                    for (_, v) in rest {
-                        out.push('.');
-                        sanitize_node_into(v, false, out);
+                    let unnamed = |k: &str| !self.named_tags.iter().any(|n| n == k);
+                    if tags.windows(2).all(|w| w[0].0.as_ref() <= w[1].0.as_ref()) {
+                        for (k, v) in tags {
+                            if unnamed(k.as_ref()) {
+                                out.push('.');
+                                sanitize_node_into(v.as_ref(), false, out);
+                            }
+                        }
+                    } else {
+                        let mut rest: Vec<(&str, &str)> = tags
+                            .iter()
+                            .map(|(k, v)| (k.as_ref(), v.as_ref()))
+                            .filter(|(k, _)| unnamed(k))
+                            .collect();
+                        rest.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                        for (_, v) in rest {
+                            out.push('.');
+                            sanitize_node_into(v, false, out);
+                        }
                     }
                 }
                 Node::Parts(parts) => {
@@ -475,15 +548,13 @@ impl DeviceTemplate {
                         match single {
                             Part::Lit(l) => out.push_str(l),
                             Part::Measurement => sanitize_node_into(measurement, false, out),
-                            Part::Tag { key, default } => {
-                                match tags.iter().find(|(k, _)| k == key) {
-                                    Some((_, v)) => sanitize_node_into(v, false, out),
-                                    None => match default {
-                                        Some(d) => out.push_str(d),
-                                        None => return Err(format!("tag {key:?} is missing")),
-                                    },
-                                }
-                            }
+                            Part::Tag { key, default } => match find(key) {
+                                Some(v) => sanitize_node_into(v, false, out),
+                                None => match default {
+                                    Some(d) => out.push_str(d),
+                                    None => return Err(format!("tag {key:?} is missing")),
+                                },
+                            },
                         }
                         continue;
                     }
@@ -492,15 +563,13 @@ impl DeviceTemplate {
                         let raw = match part {
                             Part::Lit(l) => l.as_str(),
                             Part::Measurement => measurement,
-                            Part::Tag { key, default } => {
-                                match tags.iter().find(|(k, _)| k == key) {
-                                    Some((_, v)) => v,
-                                    None => match default {
-                                        Some(d) => d.as_str(),
-                                        None => return Err(format!("tag {key:?} is missing")),
-                                    },
-                                }
-                            }
+                            Part::Tag { key, default } => match find(key) {
+                                Some(v) => v,
+                                None => match default {
+                                    Some(d) => d.as_str(),
+                                    None => return Err(format!("tag {key:?} is missing")),
+                                },
+                            },
                         };
                         for c in raw.chars() {
                             out.push(if is_node_char(c) { c } else { '_' });
@@ -526,15 +595,18 @@ impl DeviceTemplate {
 }
 
 /// Distinct keys check used by tests and callers that want to reject duplicate tag keys.
-pub(crate) fn has_duplicate_keys(tags: &[(&str, &str)]) -> bool {
+pub(crate) fn has_duplicate_keys<K: AsRef<str>, V>(tags: &[(K, V)]) -> bool {
+    if tags.windows(2).all(|w| w[0].0.as_ref() < w[1].0.as_ref()) {
+        return false;
+    }
     if tags.len() < 8 {
         return tags
             .iter()
             .enumerate()
-            .any(|(i, (k, _))| tags[..i].iter().any(|(k2, _)| k2 == k));
+            .any(|(i, (k, _))| tags[..i].iter().any(|(k2, _)| k2.as_ref() == k.as_ref()));
     }
     let mut seen = HashSet::with_capacity(tags.len());
-    !tags.iter().all(|(k, _)| seen.insert(*k))
+    !tags.iter().all(|(k, _)| seen.insert(k.as_ref()))
 }
 
 #[cfg(test)]
@@ -674,9 +746,36 @@ mod tests {
         let mut out = String::new();
         t.render("cpu", &[("host", "gw-1"), ("cpu", "cpu0")], &mut out)
             .unwrap();
-        assert_eq!(out, "root.cpu.cpu0.gw_1");
+        assert_eq!(out, "root.lp.cpu.cpu0.gw_1");
         t.render("mem", &[], &mut out).unwrap();
-        assert_eq!(out, "root.mem");
+        assert_eq!(out, "root.lp.mem");
+        assert_eq!(
+            t,
+            DeviceTemplate::with_prefix("root.lp", "{measurement}.{tags}").unwrap()
+        );
+
+        // Configuration form: prefix + template with `{<tag key>}` placeholders.
+        let t = DeviceTemplate::with_prefix("root.gw", "{host}.{measurement}.{tags}").unwrap();
+        t.render(
+            "cpu",
+            &[("host", "h1"), ("cpu", "c0"), ("a", "x")],
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out, "root.gw.h1.cpu.x.c0");
+        assert_eq!(
+            t.render("cpu", &[("cpu", "c0")], &mut out),
+            Err("tag \"host\" is missing".into())
+        );
+        let t = DeviceTemplate::with_prefix("root", "{measurement}").unwrap();
+        t.render("m", &[], &mut out).unwrap();
+        assert_eq!(out, "root.m");
+        let e = DeviceTemplate::with_prefix("root.lp", "{measurement}.a-b").unwrap_err();
+        assert_eq!((e.template.as_str(), e.offset), ("{measurement}.a-b", 14));
+        let e = DeviceTemplate::with_prefix("root.l-p", "{measurement}").unwrap_err();
+        assert_eq!(e.offset, 0);
+        assert!(e.message.contains("prefix"), "{e}");
+        assert!(DeviceTemplate::with_prefix("lp", "{measurement}").is_err());
 
         let t = DeviceTemplate::parse("root.telegraf.{tag:host}.{measurement}.{tags}").unwrap();
         t.render(
@@ -716,7 +815,8 @@ mod tests {
             ("root.", 5),
             ("root.a..b", 7),
             ("root.{measurement", 5),
-            ("root.{foo}", 5),
+            ("root.{}", 5),
+            ("root.{a|b}", 5),
             ("root.x{tags}", 6),
             ("root.{tag:}", 5),
             ("root.a-b", 5),
@@ -767,7 +867,7 @@ mod tests {
             let mut out = String::new();
             t.render(&m, &tags, &mut out).unwrap();
             prop_assert_eq!(validate_device(&out), Ok(()));
-            prop_assert_eq!(out.split('.').count(), 2 + tags.len());
+            prop_assert_eq!(out.split('.').count(), 3 + tags.len());
         }
     }
 }

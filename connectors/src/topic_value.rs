@@ -1,10 +1,705 @@
-//! stub
-use crate::model::Batch;
-/// stub
-pub struct TopicTemplate;
-/// stub
-pub struct TopicValueOptions;
-/// stub
-pub fn parse_topic_value(_input: &[u8]) -> Batch {
-    Batch::default()
+//! Plain MQTT values: device and measurement come from the topic through a template, the
+//! payload is one value.
+//!
+//! # Topic templates
+//!
+//! A template is a `/`-separated list of topic levels, each one of:
+//! - a literal (must equal the topic level);
+//! - `+`: any one level, ignored; `#` (last level only): any number of levels, ignored;
+//! - `{device}`: one level, appended to the device path as one node;
+//! - `{device+}`: one or more levels (as many as the rest of the template leaves), each
+//!   appended as a node; at most one per template, not together with `#`;
+//! - `{measurement}`: exactly once, the measurement name.
+//!
+//! The device path is the configured prefix (e.g. `root.plant`) followed by the captured
+//! levels in order. Captured levels are sanitized into path nodes (see
+//! [`sanitize_node`](crate::path::sanitize_node): `line-1` → `line_1`); an empty captured level
+//! is rejected. Example: template `plant/{device}/{measurement}`, prefix `root.plant`, topic
+//! `plant/press-7/temp` → device `root.plant.press_7`, measurement `temp`.
+//!
+//! # Payloads
+//!
+//! After trimming whitespace (and a UTF-8 BOM) the payload is, in this order:
+//! - `{"ts": <integer>, "value": <scalar>}` (`timestamp` is accepted for `ts`; `ts` optional):
+//!   the value with its own time, in [`TopicValueOptions::input_unit`];
+//! - a JSON string `"..."` → Text;
+//! - `true`/`false` (any case) → Bool;
+//! - `null` → no point (nothing accepted, nothing rejected);
+//! - an integer (`-12`) → Int (out of the i64 range: TypeMismatch);
+//! - a decimal number (`1.5`, `2e3`), `nan`, `inf`, `-inf` (any case) → Float;
+//! - anything else → Text (the trimmed payload).
+//!
+//! Without `ts`, the time is [`TopicValueOptions::now`] (the caller's clock, stored unit).
+
+use crate::error::Error;
+use crate::model::{Batch, Field, FieldValue, Record, RejectReason, TimeUnit};
+use crate::path::{sanitize_measurement, sanitize_node_into, validate_device, MAX_DEVICE_BYTES};
+use crate::reject::reject;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Level {
+    Lit(String),
+    Any,
+    Rest,
+    Device,
+    DeviceMulti,
+    Measurement,
+}
+
+/// A parsed topic template with its device-path prefix (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicTemplate {
+    source: String,
+    prefix: String,
+    levels: Vec<Level>,
+}
+
+impl TopicTemplate {
+    /// Parses `template` with the device-path `prefix` (`root`, or a valid device path; a bare
+    /// `root` needs a `{device}` level).
+    pub fn parse(template: &str, prefix: &str) -> Result<TopicTemplate, Error> {
+        let terr = |level: usize, message: &str| Error::TopicTemplate {
+            template: template.to_owned(),
+            level,
+            message: message.to_owned(),
+        };
+        let mut levels = Vec::new();
+        let parts: Vec<&str> = template.split('/').collect();
+        for (i, part) in parts.iter().enumerate() {
+            let level = match *part {
+                "+" => Level::Any,
+                "#" if i + 1 == parts.len() => Level::Rest,
+                "#" => return Err(terr(i, "`#` is only allowed as the last level")),
+                "{device}" => Level::Device,
+                "{device+}" => Level::DeviceMulti,
+                "{measurement}" => Level::Measurement,
+                lit => {
+                    if lit.contains(['+', '#', '{', '}']) {
+                        return Err(terr(
+                            i,
+                            "expected a literal level, `+`, `#`, {device}, {device+} or {measurement}",
+                        ));
+                    }
+                    Level::Lit(lit.to_owned())
+                }
+            };
+            levels.push(level);
+        }
+        let count = |l: &Level| levels.iter().filter(|x| *x == l).count();
+        if count(&Level::Measurement) != 1 {
+            return Err(terr(0, "expected exactly one {measurement} level"));
+        }
+        if count(&Level::DeviceMulti) > 1 {
+            return Err(terr(0, "at most one {device+} level"));
+        }
+        if count(&Level::DeviceMulti) == 1 && count(&Level::Rest) == 1 {
+            return Err(terr(0, "{device+} cannot be combined with `#`"));
+        }
+        let has_device = count(&Level::Device) + count(&Level::DeviceMulti) > 0;
+        if prefix != "root" || !has_device {
+            validate_device(prefix).map_err(|reason| Error::Path {
+                path: prefix.to_owned(),
+                reason,
+            })?;
+        }
+        Ok(TopicTemplate {
+            source: template.to_owned(),
+            prefix: prefix.to_owned(),
+            levels,
+        })
+    }
+
+    /// The template text.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// The device-path prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The MQTT topic filter that covers every topic this template matches
+    /// (`plant/{device}/{measurement}` → `plant/+/+`; from `{device+}` on: `#`).
+    pub fn subscription_filter(&self) -> String {
+        let mut out = Vec::with_capacity(self.levels.len());
+        for l in &self.levels {
+            match l {
+                Level::Lit(s) => out.push(s.as_str()),
+                Level::Any | Level::Device | Level::Measurement => out.push("+"),
+                Level::Rest | Level::DeviceMulti => {
+                    out.push("#");
+                    break;
+                }
+            }
+        }
+        out.join("/")
+    }
+
+    /// Matches `topic`: the device path and measurement name, or why it does not match.
+    pub fn resolve(&self, topic: &str) -> Result<(String, String), String> {
+        let topic_levels: Vec<&str> = topic.split('/').collect();
+        let fixed = self.levels.len() - 1; // all levels but a {device+} or `#`
+        let multi = self.levels.contains(&Level::DeviceMulti);
+        let rest = self.levels.contains(&Level::Rest);
+        let ok_len = if multi {
+            topic_levels.len() > fixed
+        } else if rest {
+            topic_levels.len() >= fixed
+        } else {
+            topic_levels.len() == self.levels.len()
+        };
+        if !ok_len {
+            return Err(format!(
+                "topic {topic:?} does not match the template {:?} (number of levels)",
+                self.source
+            ));
+        }
+        let mut device = String::with_capacity(self.prefix.len() + topic.len() + 4);
+        device.push_str(&self.prefix);
+        let mut measurement = None;
+        let mut t = 0;
+        for l in &self.levels {
+            match l {
+                Level::Rest => break,
+                Level::DeviceMulti => {
+                    let n = topic_levels.len().saturating_sub(fixed);
+                    for level in topic_levels.get(t..t + n).unwrap_or(&[]) {
+                        push_node(&mut device, level, topic)?;
+                    }
+                    t += n;
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(&level) = topic_levels.get(t) else {
+                return Err(format!("topic {topic:?} has too few levels"));
+            };
+            t += 1;
+            match l {
+                Level::Lit(s) if s == level => {}
+                Level::Lit(s) => {
+                    return Err(format!(
+                        "topic {topic:?} does not match the template {:?} (level {} is {level:?}, expected {s:?})",
+                        self.source,
+                        t - 1
+                    ))
+                }
+                Level::Any => {}
+                Level::Device => push_node(&mut device, level, topic)?,
+                Level::Measurement => {
+                    if level.is_empty() {
+                        return Err(format!("topic {topic:?} has an empty measurement level"));
+                    }
+                    measurement = Some(sanitize_measurement(level));
+                }
+                Level::Rest | Level::DeviceMulti => {}
+            }
+        }
+        if device.len() > MAX_DEVICE_BYTES {
+            return Err(format!(
+                "device path from topic {topic:?} is longer than {MAX_DEVICE_BYTES} bytes"
+            ));
+        }
+        match measurement {
+            Some(m) => Ok((device, m)),
+            None => Err(format!("topic {topic:?} has no measurement level")),
+        }
+    }
+}
+
+fn push_node(device: &mut String, level: &str, topic: &str) -> Result<(), String> {
+    if level.is_empty() {
+        return Err(format!("topic {topic:?} has an empty device level"));
+    }
+    device.push('.');
+    sanitize_node_into(level, false, device);
+    Ok(())
+}
+
+/// Options of the plain-value parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopicValueOptions {
+    /// Unit of `ts` in `{"ts":..,"value":..}` payloads (default ms).
+    pub input_unit: TimeUnit,
+    /// The pipeline's stored precision.
+    pub stored_unit: TimeUnit,
+    /// Time for payloads without `ts`, in `stored_unit`.
+    pub now: i64,
+}
+
+impl Default for TopicValueOptions {
+    fn default() -> Self {
+        TopicValueOptions {
+            input_unit: TimeUnit::Millis,
+            stored_unit: TimeUnit::Millis,
+            now: 0,
+        }
+    }
+}
+
+/// Parses one MQTT message (see the module docs): a batch with one record, or one rejection
+/// (location `topic` or `payload...`), or nothing for a `null` value. Never panics.
+pub fn parse_topic_value(
+    template: &TopicTemplate,
+    topic: &str,
+    payload: &[u8],
+    opts: &TopicValueOptions,
+) -> Batch {
+    let mut batch = Batch::default();
+    let (device, measurement) = match template.resolve(topic) {
+        Ok(x) => x,
+        Err(m) => {
+            reject(
+                &mut batch,
+                RejectReason::InvalidPath,
+                1,
+                || "topic".into(),
+                || m,
+            );
+            return batch;
+        }
+    };
+    match parse_value(payload, opts) {
+        Ok(None) => {}
+        Ok(Some((time, value))) => batch.records.push(Record {
+            device,
+            time,
+            fields: vec![Field { measurement, value }],
+        }),
+        Err((location, reason, m)) => reject(&mut batch, reason, 1, || location, || m),
+    }
+    batch
+}
+
+/// Fuzzing entry point: the input's first line is the topic, the rest the payload; template
+/// `plant/{device+}/{measurement}` with prefix `root.plant`.
+pub fn parse_topic_value_default(input: &[u8]) -> Batch {
+    let (topic, payload) = match input.iter().position(|&b| b == b'\n') {
+        Some(i) => (&input[..i], &input[i + 1..]),
+        None => (input, &[][..]),
+    };
+    let topic = String::from_utf8_lossy(topic);
+    match TopicTemplate::parse("plant/{device+}/{measurement}", "root.plant") {
+        Ok(t) => parse_topic_value(&t, &topic, payload, &TopicValueOptions::default()),
+        Err(_) => Batch::default(),
+    }
+}
+
+type ValueError = (String, RejectReason, String);
+
+/// The payload's (time, value); `None` for `null`.
+fn parse_value(
+    payload: &[u8],
+    opts: &TopicValueOptions,
+) -> Result<Option<(i64, FieldValue)>, ValueError> {
+    let perr = |m: &str| Err(("payload".to_owned(), RejectReason::Parse, m.to_owned()));
+    let payload = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
+    let Ok(text) = std::str::from_utf8(payload) else {
+        return perr("payload is not valid UTF-8");
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        return perr("empty payload");
+    }
+    if text.starts_with('{') {
+        return parse_object(text, opts);
+    }
+    let value = scalar(text)?;
+    Ok(value.map(|v| (opts.now, v)))
+}
+
+fn json_error(e: &serde_json::Error) -> ValueError {
+    (
+        format!("payload line {}, column {}", e.line(), e.column()),
+        RejectReason::Parse,
+        format!("not valid JSON: {e}"),
+    )
+}
+
+/// A scalar payload (not an object).
+fn scalar(text: &str) -> Result<Option<FieldValue>, ValueError> {
+    let mismatch = |m: String| Err(("payload".to_owned(), RejectReason::TypeMismatch, m));
+    if text.starts_with('"') {
+        return match serde_json::from_str::<String>(text) {
+            Ok(s) => Ok(Some(FieldValue::Text(s))),
+            Err(e) => Err(json_error(&e)),
+        };
+    }
+    if text.eq_ignore_ascii_case("true") {
+        return Ok(Some(FieldValue::Bool(true)));
+    }
+    if text.eq_ignore_ascii_case("false") {
+        return Ok(Some(FieldValue::Bool(false)));
+    }
+    if text == "null" {
+        return Ok(None);
+    }
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return match text.parse::<i64>() {
+            Ok(i) => Ok(Some(FieldValue::Int(i))),
+            Err(_) => mismatch(format!("integer {text} is out of the INT64 range")),
+        };
+    }
+    let numeric = digits.bytes().any(|b| b.is_ascii_digit())
+        && digits
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+    let special = ["nan", "inf", "infinity"]
+        .iter()
+        .any(|s| digits.eq_ignore_ascii_case(s));
+    if numeric || special {
+        if let Ok(f) = text.parse::<f64>() {
+            if f.is_finite() || special {
+                return Ok(Some(FieldValue::Float(f)));
+            }
+            return mismatch(format!("number {text} is out of the DOUBLE range"));
+        }
+    }
+    Ok(Some(FieldValue::Text(text.to_owned())))
+}
+
+/// `{"ts": .., "value": ..}`.
+fn parse_object(
+    text: &str,
+    opts: &TopicValueOptions,
+) -> Result<Option<(i64, FieldValue)>, ValueError> {
+    let map: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(text).map_err(|e| json_error(&e))?;
+    let ts = match (map.get("ts"), map.get("timestamp")) {
+        (Some(_), Some(_)) => {
+            return Err((
+                "payload".into(),
+                RejectReason::Parse,
+                "has both \"ts\" and \"timestamp\"".into(),
+            ))
+        }
+        (Some(t), None) => Some(("ts", t)),
+        (None, Some(t)) => Some(("timestamp", t)),
+        (None, None) => None,
+    };
+    let time = match ts {
+        None => opts.now,
+        Some((key, t)) => {
+            let terr = |m: String| ("payload.".to_owned() + key, RejectReason::InvalidTime, m);
+            let t = t
+                .as_i64()
+                .ok_or_else(|| terr(format!("expected an integer timestamp, found {t}")))?;
+            opts.input_unit
+                .convert(t, opts.stored_unit)
+                .ok_or_else(|| {
+                    terr(format!(
+                        "timestamp {t} {} overflows when converted to {}",
+                        opts.input_unit, opts.stored_unit
+                    ))
+                })?
+        }
+    };
+    let Some(value) = map.get("value") else {
+        return Err((
+            "payload".into(),
+            RejectReason::Parse,
+            "expected {\"ts\": <integer>, \"value\": <value>}: missing key \"value\"".into(),
+        ));
+    };
+    let mismatch = |m: String| ("payload.value".to_owned(), RejectReason::TypeMismatch, m);
+    let value = match value {
+        serde_json::Value::Null => return Ok(None),
+        serde_json::Value::Bool(b) => FieldValue::Bool(*b),
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => FieldValue::Int(i),
+            (None, Some(u), _) => {
+                return Err(mismatch(format!("integer {u} is out of the INT64 range")))
+            }
+            (None, None, Some(f)) => FieldValue::Float(f),
+            _ => return Err(mismatch(format!("number {n} is not representable"))),
+        },
+        serde_json::Value::String(s) => FieldValue::Text(s.clone()),
+        other => {
+            let kind = if other.is_array() {
+                "an array"
+            } else {
+                "an object"
+            };
+            return Err(mismatch(format!(
+                "expected a number, boolean, string or null, found {kind}"
+            )));
+        }
+    };
+    Ok(Some((time, value)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use FieldValue::{Bool, Float, Int, Text};
+
+    fn t(template: &str, prefix: &str) -> TopicTemplate {
+        TopicTemplate::parse(template, prefix).unwrap()
+    }
+
+    fn one(
+        tt: &TopicTemplate,
+        topic: &str,
+        payload: &str,
+    ) -> Result<Record, (String, RejectReason)> {
+        let opts = TopicValueOptions {
+            input_unit: TimeUnit::Seconds,
+            stored_unit: TimeUnit::Millis,
+            now: 42,
+        };
+        let mut b = parse_topic_value(tt, topic, payload.as_bytes(), &opts);
+        match (b.records.pop(), b.rejections.pop()) {
+            (Some(r), None) => Ok(r),
+            (None, Some(r)) => Err((r.location, r.reason)),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn value(payload: &str) -> Result<FieldValue, (String, RejectReason)> {
+        let tt = t("p/{device}/{measurement}", "root.p");
+        one(&tt, "p/d/m", payload).map(|mut r| r.fields.remove(0).value)
+    }
+
+    #[test]
+    fn templates() {
+        let tt = t("plant/{device}/{measurement}", "root.plant");
+        let r = one(&tt, "plant/press-7/temp", "21.5").unwrap();
+        assert_eq!(r.device, "root.plant.press_7");
+        assert_eq!(r.time, 42);
+        assert_eq!(
+            r.fields,
+            vec![Field {
+                measurement: "temp".into(),
+                value: Float(21.5)
+            }]
+        );
+        assert_eq!(tt.subscription_filter(), "plant/+/+");
+
+        let tt = t("site/{device+}/{measurement}", "root.sg");
+        assert_eq!(
+            tt.resolve("site/a/b/c/m"),
+            Ok(("root.sg.a.b.c".into(), "m".into()))
+        );
+        assert_eq!(tt.resolve("site/a/m"), Ok(("root.sg.a".into(), "m".into())));
+        assert!(tt.resolve("site/m").is_err());
+        assert_eq!(tt.subscription_filter(), "site/#");
+
+        let tt = t("+/{device}/x/{device}/{measurement}/#", "root");
+        assert_eq!(
+            tt.resolve("any/a/x/b/time/extra/more"),
+            Ok(("root.a.b".into(), "_time".into()))
+        );
+        assert_eq!(
+            tt.resolve("any/a/x/b/m"),
+            Ok(("root.a.b".into(), "m".into()))
+        );
+        assert!(tt
+            .resolve("any/a/y/b/m")
+            .unwrap_err()
+            .contains("expected \"x\""));
+        assert_eq!(tt.subscription_filter(), "+/+/x/+/+/#");
+
+        let tt = t("gw/{measurement}", "root.gw.d1");
+        assert_eq!(
+            tt.resolve("gw/t.c"),
+            Ok(("root.gw.d1".into(), "t_c".into()))
+        );
+        assert!(tt.resolve("gw/").unwrap_err().contains("empty measurement"));
+        assert!(tt.resolve("gw/a/b").is_err());
+        let tt = t("p/{device}/{measurement}", "root.p");
+        assert!(tt.resolve("p//m").unwrap_err().contains("empty device"));
+        assert_eq!(
+            one(&tt, "q/d/m", "1"),
+            Err(("topic".into(), RejectReason::InvalidPath))
+        );
+    }
+
+    #[test]
+    fn template_errors() {
+        for (tpl, prefix) in [
+            ("p/{device}", "root.p"),
+            ("p/{measurement}/{measurement}", "root.p"),
+            ("#/{measurement}", "root.p"),
+            ("{device+}/{device+}/{measurement}", "root.p"),
+            ("{device+}/{measurement}/#", "root.p"),
+            ("p/a+/{measurement}", "root.p"),
+            ("p/{dev}/{measurement}", "root.p"),
+            ("p/{measurement}", "root"),
+            ("{device}/{measurement}", "sg"),
+            ("{device}/{measurement}", "root.a-b"),
+        ] {
+            assert!(TopicTemplate::parse(tpl, prefix).is_err(), "{tpl} {prefix}");
+        }
+        assert!(matches!(
+            TopicTemplate::parse("{device}/{measurement}", "root.a-b"),
+            Err(Error::Path { .. })
+        ));
+    }
+
+    #[test]
+    fn scalar_payloads() {
+        assert_eq!(value(" 12 \n"), Ok(Int(12)));
+        assert_eq!(value("-9223372036854775808"), Ok(Int(i64::MIN)));
+        assert_eq!(value("+3"), Ok(Int(3)));
+        assert_eq!(value("1.5"), Ok(Float(1.5)));
+        assert_eq!(value("-2e3"), Ok(Float(-2000.0)));
+        assert_eq!(value(".5"), Ok(Float(0.5)));
+        assert!(matches!(value("NaN"), Ok(Float(f)) if f.is_nan()));
+        assert_eq!(value("-inf"), Ok(Float(f64::NEG_INFINITY)));
+        assert_eq!(value("true"), Ok(Bool(true)));
+        assert_eq!(value("FALSE"), Ok(Bool(false)));
+        assert_eq!(value("\"a\\\"b\""), Ok(Text("a\"b".into())));
+        assert_eq!(value("on"), Ok(Text("on".into())));
+        assert_eq!(value("12 °C"), Ok(Text("12 °C".into())));
+        assert_eq!(value("1e"), Ok(Text("1e".into())));
+        assert_eq!(value("\u{feff}7"), Ok(Int(7)));
+        assert_eq!(
+            value("9223372036854775808"),
+            Err(("payload".into(), RejectReason::TypeMismatch))
+        );
+        assert_eq!(
+            value("1e999"),
+            Err(("payload".into(), RejectReason::TypeMismatch))
+        );
+        assert_eq!(value("  "), Err(("payload".into(), RejectReason::Parse)));
+        assert_eq!(
+            value("\"abc"),
+            Err(("payload line 1, column 4".into(), RejectReason::Parse))
+        );
+        let b = parse_topic_value(
+            &t("p/{device}/{measurement}", "root.p"),
+            "p/d/m",
+            b"\xff\xfe",
+            &TopicValueOptions::default(),
+        );
+        assert_eq!(b.rejections[0].reason, RejectReason::Parse);
+        assert!(b.rejections[0].message.contains("UTF-8"));
+        // null: nothing at all.
+        let b = parse_topic_value(
+            &t("p/{device}/{measurement}", "root.p"),
+            "p/d/m",
+            b"null",
+            &TopicValueOptions::default(),
+        );
+        assert_eq!(b, Batch::default());
+    }
+
+    #[test]
+    fn object_payloads() {
+        let tt = t("p/{device}/{measurement}", "root.p");
+        let r = one(&tt, "p/d/m", r#"{"ts": 5, "value": 1.25}"#).unwrap();
+        assert_eq!((r.time, &r.fields[0].value), (5000, &Float(1.25)));
+        let r = one(
+            &tt,
+            "p/d/m",
+            r#"{"timestamp": -1, "value": "x", "unit": "C"}"#,
+        )
+        .unwrap();
+        assert_eq!((r.time, &r.fields[0].value), (-1000, &Text("x".into())));
+        let r = one(&tt, "p/d/m", r#"{"value": 3}"#).unwrap();
+        assert_eq!((r.time, &r.fields[0].value), (42, &Int(3)));
+        assert_eq!(value(r#"{"value": true}"#), Ok(Bool(true)));
+        for (payload, loc, reason) in [
+            (r#"{"ts": 1}"#, "payload", RejectReason::Parse),
+            (
+                r#"{"ts": 1, "timestamp": 2, "value": 1}"#,
+                "payload",
+                RejectReason::Parse,
+            ),
+            (
+                r#"{"ts": 1.5, "value": 1}"#,
+                "payload.ts",
+                RejectReason::InvalidTime,
+            ),
+            (
+                r#"{"ts": "1", "value": 1}"#,
+                "payload.ts",
+                RejectReason::InvalidTime,
+            ),
+            (
+                r#"{"timestamp": 9223372036854775807, "value": 1}"#,
+                "payload.timestamp",
+                RejectReason::InvalidTime,
+            ),
+            (
+                r#"{"ts": 1, "value": [1]}"#,
+                "payload.value",
+                RejectReason::TypeMismatch,
+            ),
+            (
+                r#"{"ts": 1, "value": {}}"#,
+                "payload.value",
+                RejectReason::TypeMismatch,
+            ),
+            (
+                r#"{"ts": 1, "value": 18446744073709551615}"#,
+                "payload.value",
+                RejectReason::TypeMismatch,
+            ),
+            (
+                r#"{"ts": 1, "value": 1"#,
+                "payload line 1, column 20",
+                RejectReason::Parse,
+            ),
+        ] {
+            assert_eq!(
+                one(&tt, "p/d/m", payload),
+                Err((loc.into(), reason)),
+                "{payload}"
+            );
+        }
+        let b = parse_topic_value(
+            &tt,
+            "p/d/m",
+            br#"{"ts":1,"value":null}"#,
+            &TopicValueOptions::default(),
+        );
+        assert_eq!(b, Batch::default());
+    }
+
+    #[test]
+    fn deep_payload_is_an_error() {
+        let deep = format!("{{\"value\":{}", "[".repeat(100_000));
+        let e = value(&deep).unwrap_err();
+        assert_eq!(e.1, RejectReason::Parse);
+        assert!(e.0.starts_with("payload line 1"), "{e:?}");
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let b = parse_topic_value_default(&bytes);
+            prop_assert!(b.records.len() + b.rejections.len() <= 1);
+            for r in &b.records {
+                prop_assert_eq!(validate_device(&r.device), Ok(()));
+            }
+        }
+
+        #[test]
+        fn never_panics_on_templates(tpl in "[a-z+#/{}]{0,30}", topic in "[a-z/]{0,20}") {
+            if let Ok(tt) = TopicTemplate::parse(&tpl, "root.p") {
+                let _ = tt.resolve(&topic);
+                let _ = tt.subscription_filter();
+            }
+        }
+
+        #[test]
+        fn values_round_trip(v in prop_oneof![
+            any::<i64>().prop_map(Int),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Float),
+            any::<bool>().prop_map(Bool),
+            any::<String>().prop_map(Text),
+        ]) {
+            let payload = match &v {
+                Int(i) => i.to_string(),
+                Float(f) => format!("{f:?}"),
+                Bool(b) => b.to_string(),
+                Text(s) => serde_json::to_string(s).unwrap(),
+            };
+            prop_assert_eq!(value(&payload), Ok(v));
+        }
+    }
 }

@@ -295,11 +295,18 @@ fn record_shape_errors() {
             "found a number",
         ),
         (
-            r#"{"device":"root.a.b","timestamp":"1","measurements":["s"],"values":[1]}"#,
+            r#"{"device":"root.a.b","timestamp":"1x","measurements":["s"],"values":[1]}"#,
             "$[0].timestamp",
             RejectReason::InvalidTime,
             1,
             "found a string",
+        ),
+        (
+            r#"{"device":"root.a.b","timestamp":"99999999999999999999","measurements":["s"],"values":[1]}"#,
+            "$[0].timestamp",
+            RejectReason::InvalidTime,
+            1,
+            "INT64",
         ),
         (
             r#"{"device":"root.a.b","timestamp":null,"measurements":["s"],"values":[1]}"#,
@@ -546,4 +553,46 @@ proptest! {
         }
         prop_assert_eq!(b.records, expected);
     }
+}
+
+#[test]
+fn deep_nesting_does_not_crash() {
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let b = parse(&deep);
+    assert_eq!(b.records, vec![]);
+    assert_eq!(summary(&b), vec![rj("$[0]", RejectReason::Parse, 1)]);
+    let deep = format!("{}1{}", "{\"a\":".repeat(100_000), "}".repeat(100_000));
+    let b = parse(&deep);
+    assert_eq!(summary(&b), vec![rj("$", RejectReason::Parse, 1)]);
+    assert!(
+        b.rejections[0].message.contains("missing key"),
+        "{}",
+        b.rejections[0]
+    );
+    let nested_value = format!(
+        r#"{{"device":"root.a.b","timestamp":1,"measurements":["s","t"],"values":[{}1{},2]}}"#,
+        "[".repeat(50),
+        "]".repeat(50)
+    );
+    let b = parse(&nested_value);
+    assert_eq!(b.records, vec![rec("root.a.b", 1, &[("t", Int(2))])]);
+    assert_eq!(
+        summary(&b),
+        vec![rj("$.values[0]", RejectReason::TypeMismatch, 1)]
+    );
+}
+
+#[test]
+fn quoted_integer_timestamps() {
+    // As IoTDB's MQTT service accepts them.
+    let b = parse(
+        r#"[{"device":"root.a.b","timestamp":"-7","measurements":["s"],"values":[1]},
+            {"device":"root.a.b","timestamps":["8", 9, "1.5"],"measurements":["s"],"values":[[1,2,3]]}]"#,
+    );
+    let times: Vec<i64> = b.records.iter().map(|r| r.time).collect();
+    assert_eq!(times, vec![-7, 8, 9]);
+    assert_eq!(
+        summary(&b),
+        vec![rj("$[1].timestamps[2]", RejectReason::InvalidTime, 1)]
+    );
 }

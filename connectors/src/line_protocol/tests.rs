@@ -39,7 +39,7 @@ fn telegraf_line() {
     );
     assert_eq!(b.rejections, vec![]);
     assert_eq!(b.records.len(), 1);
-    assert_eq!(b.records[0].device, "root.cpu.cpu0.gw_1");
+    assert_eq!(b.records[0].device, "root.lp.cpu.cpu0.gw_1");
     assert_eq!(b.records[0].time, 1600000000123);
     assert_eq!(
         fields(&b, 0),
@@ -114,7 +114,7 @@ fn escapes() {
     );
     // Raw bytes in measurement: a backslash before an ordinary char is literal.
     let b = parse("a\\b f=1");
-    assert_eq!(b.records[0].device, "root.a_b");
+    assert_eq!(b.records[0].device, "root.lp.a_b");
 }
 
 #[test]
