@@ -44,18 +44,12 @@ async fn every_type_and_format(protocol: Protocol, json_qos: Qos) {
         .filter(
             "lp/#",
             Qos::AtLeastOnce,
-            PayloadFormat::LineProtocol {
-                precision: TimeUnit::Millis,
-                device_template: None,
-            },
+            PayloadFormat::line_protocol(TimeUnit::Millis),
         )
         .filter(
             "plant/+/+",
             Qos::AtMostOnce,
-            PayloadFormat::TopicValue {
-                template: "plant/{device}/{measurement}".into(),
-                path_prefix: "root.plant".into(),
-            },
+            PayloadFormat::topic_value("plant/{device}/{measurement}", "root.plant"),
         );
     o.stored_unit = TimeUnit::Millis;
     let sink = Arc::new(MemorySink::new());
@@ -107,12 +101,12 @@ async fn every_type_and_format(protocol: Protocol, json_qos: Qos) {
         k("root.sg.d2", 1, "y", "float:0.5"),
         k("root.sg.d3", 5, "a", "bool:false"),
         k("root.sg.d4", 6, "a", "text:t"),
-        k("root.cpu.gw1", 2000, "i", "int:3"),
-        k("root.cpu.gw1", 2000, "u", "int:4"),
-        k("root.cpu.gw1", 2000, "f", "float:1.25"),
-        k("root.cpu.gw1", 2000, "s", "text:txt"),
-        k("root.cpu.gw1", 2000, "b", "bool:true"),
-        k("root.mem.gw1", 3000, "used", "int:9"),
+        k("root.lp.cpu.gw1", 2000, "i", "int:3"),
+        k("root.lp.cpu.gw1", 2000, "u", "int:4"),
+        k("root.lp.cpu.gw1", 2000, "f", "float:1.25"),
+        k("root.lp.cpu.gw1", 2000, "s", "text:txt"),
+        k("root.lp.cpu.gw1", 2000, "b", "bool:true"),
+        k("root.lp.mem.gw1", 3000, "used", "int:9"),
     ]
     .into_iter()
     .collect();
@@ -185,10 +179,7 @@ async fn bad_messages_are_dead_lettered_and_acknowledged() {
             .filter(
                 "plant/+/+",
                 Qos::AtLeastOnce,
-                PayloadFormat::TopicValue {
-                    template: "plant/{device}/{measurement}".into(),
-                    path_prefix: "root.plant".into(),
-                },
+                PayloadFormat::topic_value("plant/{device}/{measurement}", "root.plant"),
             );
         o.max_payload_bytes = 1000;
         o.dead_letter = Some(dl.clone());

@@ -134,16 +134,42 @@ pub enum PayloadFormat {
     LineProtocol {
         /// Unit of the lines' timestamps (InfluxDB's default: nanoseconds).
         precision: TimeUnit,
-        /// Device template (`None`: the parser's default, `root.{measurement}.{tags}`).
-        device_template: Option<String>,
+        /// Device path prefix (default `root.lp`).
+        path_prefix: String,
+        /// Device template below the prefix (default `{measurement}.{tags}`; see
+        /// [`DeviceTemplate`](crate::path::DeviceTemplate)).
+        device_template: String,
     },
-    /// A plain value (number, boolean or text); device and measurement come from the topic.
+    /// A plain value (number, boolean, text, or `{"ts":..,"value":..}`); device and
+    /// measurement come from the topic (see [`crate::topic_value`]).
     TopicValue {
         /// Topic template, e.g. `plant/{device}/{measurement}`.
         template: String,
         /// Path prefix of the device, e.g. `root.plant`.
         path_prefix: String,
+        /// Unit of `ts` in `{"ts":..,"value":..}` payloads (default ms).
+        time_unit: TimeUnit,
     },
+}
+
+impl PayloadFormat {
+    /// Line protocol with the default device mapping (`root.lp.{measurement}.{tags}`).
+    pub fn line_protocol(precision: TimeUnit) -> PayloadFormat {
+        PayloadFormat::LineProtocol {
+            precision,
+            path_prefix: "root.lp".into(),
+            device_template: "{measurement}.{tags}".into(),
+        }
+    }
+
+    /// Plain values with `template` below `path_prefix` (`ts` in milliseconds).
+    pub fn topic_value(template: &str, path_prefix: &str) -> PayloadFormat {
+        PayloadFormat::TopicValue {
+            template: template.into(),
+            path_prefix: path_prefix.into(),
+            time_unit: TimeUnit::Millis,
+        }
+    }
 }
 
 impl Default for PayloadFormat {
@@ -339,21 +365,9 @@ impl MqttSourceOptions {
             validate_filter(plain).map_err(|m| {
                 MqttError::invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
             })?;
-            match &f.format {
-                PayloadFormat::TopicValue {
-                    template,
-                    path_prefix,
-                } => super::parse::check_topic_value(template, path_prefix).map_err(|m| {
-                    MqttError::invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
-                })?,
-                PayloadFormat::LineProtocol {
-                    device_template: Some(t),
-                    ..
-                } => super::parse::check_device_template(t).map_err(|m| {
-                    MqttError::invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
-                })?,
-                _ => {}
-            }
+            super::parse::build_parser(&f.format, self.stored_unit).map_err(|m| {
+                MqttError::invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
+            })?;
         }
         let persistent_needed = self.filters.iter().any(|f| f.qos > Qos::AtMostOnce);
         if persistent_needed {
@@ -759,6 +773,16 @@ mod tests {
         assert_eq!(Secret::Inline("x".into()).resolve().unwrap(), "x");
         assert!(Secret::File(dir.path().join("missing")).resolve().is_err());
         assert!(Secret::Credential("../x".into()).resolve().is_err());
+        // systemd LoadCredential=: the only test touching this variable.
+        std::fs::write(dir.path().join("mqtt.pw"), "from-systemd\n").unwrap();
+        std::env::set_var("CREDENTIALS_DIRECTORY", dir.path());
+        assert_eq!(
+            Secret::Credential("mqtt.pw".into()).resolve().unwrap(),
+            "from-systemd"
+        );
+        assert!(Secret::Credential("missing".into()).resolve().is_err());
+        std::env::remove_var("CREDENTIALS_DIRECTORY");
+        assert!(Secret::Credential("mqtt.pw".into()).resolve().is_err());
         assert_eq!(format!("{:?}", Secret::Inline("pw".into())), "Inline(***)");
     }
 }
