@@ -689,3 +689,43 @@ async fn resubscribes_when_the_broker_lost_the_session() {
     assert_eq!(CountingMetrics::get(&c.metrics.reconnects), 1);
     c.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_stop_acknowledges_what_became_durable() {
+    let broker = Broker::start("");
+    let id = format!("drain-{}", unique());
+    let o = base(&broker.url(), &id, Protocol::V5).filter("g/#", Qos::AtLeastOnce, json());
+    let sink = Arc::new(MemorySink::new());
+    sink.set_delay(Duration::from_millis(300));
+    let c = Connector::start(o.clone(), sink.clone());
+    c.subscribed(1).await;
+    let msgs: Vec<_> = (0..5).map(|i| json_msg("g", i)).collect();
+    publish(broker.port, &msgs, QoS::AtLeastOnce).await;
+    let m = c.metrics.clone();
+    wait_for("the messages to arrive", 20, move || {
+        CountingMetrics::get(&m.messages) >= 5
+    })
+    .await;
+    // Stop while the sink is still making them durable: the drain waits and acknowledges.
+    c.stop().await.unwrap();
+    assert_eq!(
+        key_set(&sink.records()),
+        (0..5).map(json_key).collect::<BTreeSet<_>>()
+    );
+    let sink2 = Arc::new(MemorySink::new());
+    let c2 = Connector::start(o, sink2.clone());
+    c2.subscribed(1).await;
+    publish(broker.port, &[json_msg("g", 50)], QoS::AtLeastOnce).await;
+    let s2 = sink2.clone();
+    wait_for("the marker", 20, move || s2.points() >= 1).await;
+    assert_eq!(
+        key_set(&sink2.records()),
+        [json_key(50)].into_iter().collect()
+    );
+    assert_eq!(
+        CountingMetrics::get(&c2.metrics.messages),
+        1,
+        "no redelivery"
+    );
+    c2.stop().await.unwrap();
+}

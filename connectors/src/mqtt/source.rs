@@ -250,6 +250,7 @@ impl Poller {
         let mut acks_sent = 0u64;
         let mut drain_deadline: Option<tokio::time::Instant> = None;
         let mut disconnecting = false;
+        let mut worker_seen_done = false;
 
         loop {
             if drain_deadline.is_none() && self.stop.is_cancelled() {
@@ -292,7 +293,11 @@ impl Poller {
                 biased;
                 out = fut => out,
                 _ = self.stop.cancelled(), if drain_deadline.is_none() => continue,
-                _ = self.worker_done.cancelled(), if drain_deadline.is_some() && !disconnecting => continue,
+                _ = self.worker_done.cancelled(), if drain_deadline.is_some() && !worker_seen_done => {
+                    // Re-check the drain condition once; then only events wake us.
+                    worker_seen_done = true;
+                    continue;
+                }
                 _ = tokio::time::sleep_until(drain_deadline.unwrap_or_else(tokio::time::Instant::now)),
                     if drain_deadline.is_some() => break,
             };
