@@ -1,0 +1,1 @@
+//! Checks of the operations kit (filled in by the following commits).
