@@ -1,1 +1,633 @@
-//! Checks of the operations kit (filled in by the following commits).
+//! Checks of the operations kit under `ops/`: every metric the Prometheus rules and the
+//! Grafana dashboard name is one the daemon exports (read from the sources, so the kit cannot
+//! drift), `promtool` accepts and unit-tests the rules, the dashboard is well formed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root (the daemon crate's parent).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+fn read(rel: &str) -> String {
+    let p = root().join(rel);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+// ---------------------------------------------------------------------------------------
+// Metric names exported by the sources.
+
+/// Kind of an exported metric, as far as the kit cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Exported under its own name.
+    Plain,
+    /// A histogram: exported as `_bucket`, `_sum` and `_count`.
+    Histogram,
+}
+
+/// Metric names in Rust source text: every string literal `"tsfiled_…"` that is a whole metric
+/// name. A literal passed to a constructor whose path mentions "hist" (`hist(`,
+/// `HistogramOpts::new(`, `register_histogram_vec!(`) is a histogram.
+fn metric_names_in_source(text: &str) -> BTreeMap<String, Kind> {
+    let b = text.as_bytes();
+    let mut out = BTreeMap::new();
+    let mut from = 0;
+    while let Some(pos) = text[from..].find("\"tsfiled_") {
+        let start = from + pos + 1;
+        let mut end = start;
+        while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_' || b[end] == b':')
+        {
+            end += 1;
+        }
+        from = end;
+        if b.get(end) != Some(&b'"') || end == start + "tsfiled_".len() {
+            continue; // not a whole name, e.g. "tsfiled_x{pipeline=…" in a test assertion
+        }
+        // The call this literal is the first argument of.
+        let mut j = start - 1;
+        while j > 0 && b[j - 1].is_ascii_whitespace() {
+            j -= 1;
+        }
+        let mut kind = Kind::Plain;
+        if j > 0 && b[j - 1] == b'(' {
+            let mut k = j - 1;
+            while k > 0 && (b[k - 1].is_ascii_alphanumeric() || b"_:!".contains(&b[k - 1])) {
+                k -= 1;
+            }
+            if text[k..j - 1].to_ascii_lowercase().contains("hist") {
+                kind = Kind::Histogram;
+            }
+        }
+        out.insert(text[start..end].to_string(), kind);
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every metric the daemon and the connectors export, from their sources.
+fn exported_metrics() -> BTreeMap<String, Kind> {
+    let mut files = Vec::new();
+    for dir in ["daemon/src", "connectors/src"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    let mut out = BTreeMap::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("source file");
+        out.extend(metric_names_in_source(&text));
+    }
+    out
+}
+
+/// Names the kit may use before the daemon exports them (`ops/pending-metrics.txt`): one per
+/// line, `histogram NAME` for histograms, `#` comments.
+fn pending_metrics() -> BTreeMap<String, Kind> {
+    read("ops/pending-metrics.txt")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| match l.strip_prefix("histogram ") {
+            Some(n) => (n.trim().to_string(), Kind::Histogram),
+            None => (l.to_string(), Kind::Plain),
+        })
+        .collect()
+}
+
+/// Series Prometheus adds itself.
+const BUILTIN: &[&str] = &["up"];
+
+/// Whether `name` is a series of one of `known`.
+fn is_known(name: &str, known: &BTreeMap<String, Kind>) -> bool {
+    if BUILTIN.contains(&name) || known.get(name) == Some(&Kind::Plain) {
+        return true;
+    }
+    ["_bucket", "_sum", "_count"].iter().any(|suffix| {
+        name.strip_suffix(suffix)
+            .is_some_and(|base| known.get(base) == Some(&Kind::Histogram))
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// PromQL and the kit's files.
+
+/// Metric names in a PromQL expression: identifiers outside strings, label matchers,
+/// ranges, grouping lists and Grafana variables that are neither functions nor keywords.
+fn promql_metric_names(expr: &str) -> Result<Vec<String>, String> {
+    const LISTS: &[&str] = &[
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+    ];
+    const KEYWORDS: &[&str] = &[
+        "and",
+        "or",
+        "unless",
+        "bool",
+        "offset",
+        "group_left",
+        "group_right",
+        "inf",
+        "nan",
+        "atan2",
+        // Aggregation operators, which may be followed by `by (…)` before their argument.
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+    ];
+    let b = expr.as_bytes();
+    let mut names = Vec::new();
+    let mut i = 0;
+    // Skips from an opening delimiter at `i` past its closing one, over strings.
+    let skip_group = |mut i: usize, open: u8, close: u8| -> Result<usize, String> {
+        let start = i;
+        let mut depth = 0usize;
+        while i < b.len() {
+            match b[i] {
+                b'"' | b'\'' | b'`' => i = skip_string(b, i)?,
+                c if c == open => {
+                    depth += 1;
+                    i += 1;
+                }
+                c if c == close => {
+                    depth -= 1;
+                    i += 1;
+                    if depth == 0 {
+                        return Ok(i);
+                    }
+                }
+                _ => i += 1,
+            }
+        }
+        Err(format!(
+            "unclosed {:?} at offset {start} in {expr:?}",
+            open as char
+        ))
+    };
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'"' | b'\'' | b'`' => i = skip_string(b, i)?,
+            b'{' => i = skip_group(i, b'{', b'}')?,
+            b'[' => i = skip_group(i, b'[', b']')?,
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'$' => {
+                i += 1;
+                if b.get(i) == Some(&b'{') {
+                    i = skip_group(i, b'{', b'}')?;
+                } else {
+                    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                        i += 1;
+                    }
+                }
+            }
+            b'0'..=b'9' | b'.' => {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.' || b[i] == b'_')
+                {
+                    i += 1;
+                }
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' || c == b':' => {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b':')
+                {
+                    i += 1;
+                }
+                let ident = &expr[start..i];
+                let mut j = i;
+                while j < b.len() && b[j].is_ascii_whitespace() {
+                    j += 1;
+                }
+                let paren = b.get(j) == Some(&b'(');
+                if paren && LISTS.contains(&ident) {
+                    i = skip_group(j, b'(', b')')?;
+                } else if paren || KEYWORDS.contains(&ident.to_ascii_lowercase().as_str()) {
+                    // A function call or an operator keyword.
+                } else {
+                    names.push(ident.to_string());
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(names)
+}
+
+fn skip_string(b: &[u8], start: usize) -> Result<usize, String> {
+    let quote = b[start];
+    let mut i = start + 1;
+    while i < b.len() {
+        if b[i] == b'\\' && quote != b'`' {
+            i += 2;
+            continue;
+        }
+        if b[i] == quote {
+            return Ok(i + 1);
+        }
+        i += 1;
+    }
+    Err(format!("unterminated string at offset {start}"))
+}
+
+/// The values of `key:` entries of a YAML file with their 1-based line numbers, for plain,
+/// quoted and block (`|`, `>`) scalars.
+fn yaml_values(text: &str, key: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let prefix = format!("{key}:");
+    for (n, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start().trim_start_matches("- ");
+        let Some(rest) = trimmed.strip_prefix(&prefix) else {
+            continue;
+        };
+        // The key's column: block lines are indented further.
+        let indent = line.len() - trimmed.len();
+        let value = rest.trim();
+        let text = if value.starts_with('|') || value.starts_with('>') {
+            lines[n + 1..]
+                .iter()
+                .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() > indent)
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join("\n")
+        } else if let Some(v) = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+            v.replace("''", "'")
+        } else if let Some(v) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+            v.replace("\\\"", "\"")
+        } else {
+            value.to_string()
+        };
+        out.push((n + 1, text));
+    }
+    out
+}
+
+/// Every PromQL query of the dashboard with its JSON path: panel targets (rows' nested
+/// panels too) and the templating variables (`label_values(SELECTOR, label)` yields
+/// SELECTOR).
+fn dashboard_queries(dash: &serde_json::Value) -> Vec<(String, String)> {
+    fn panels(list: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
+        for (i, p) in list.as_array().into_iter().flatten().enumerate() {
+            let here = format!("{path}[{i}]");
+            for (t, target) in p["targets"].as_array().into_iter().flatten().enumerate() {
+                if let Some(e) = target["expr"].as_str() {
+                    out.push((format!("{here}.targets[{t}].expr"), e.to_string()));
+                }
+            }
+            panels(&p["panels"], &format!("{here}.panels"), out);
+        }
+    }
+    let mut out = Vec::new();
+    panels(&dash["panels"], "panels", &mut out);
+    for (i, v) in dash["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if v["type"] != "query" {
+            continue;
+        }
+        let q = v["query"]["query"]
+            .as_str()
+            .or(v["query"].as_str())
+            .unwrap_or_default();
+        let selector = q
+            .strip_prefix("label_values(")
+            .and_then(|r| r.rsplit_once(','))
+            .map(|(sel, _)| sel.trim().to_string())
+            .unwrap_or_else(|| q.to_string());
+        out.push((format!("templating.list[{i}].query"), selector));
+    }
+    out
+}
+
+fn dashboard() -> serde_json::Value {
+    serde_json::from_str(&read("ops/grafana/tsfiled-dashboard.json")).expect("dashboard JSON")
+}
+
+/// Every (where, PromQL) of the kit.
+fn kit_queries() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (line, e) in yaml_values(&read("ops/prometheus/alerts.yml"), "expr") {
+        out.push((format!("ops/prometheus/alerts.yml:{line}"), e));
+    }
+    for (line, s) in yaml_values(&read("ops/prometheus/alerts_test.yml"), "series") {
+        out.push((format!("ops/prometheus/alerts_test.yml:{line}"), s));
+    }
+    for (path, e) in dashboard_queries(&dashboard()) {
+        out.push((format!("ops/grafana/tsfiled-dashboard.json {path}"), e));
+    }
+    out
+}
+
+fn promtool(args: &[&str], dir: &Path) -> Output {
+    Command::new("promtool")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run promtool ({e}); install it: apt-get install -y prometheus")
+        })
+}
+
+fn assert_success(what: &str, out: &Output) {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Tests.
+
+#[test]
+fn promql_scanner_finds_metric_names() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            r#"sum by (le, pipeline) (rate(tsfiled_x_bucket{a="b{c}]", d!~'e\'f'}[5m]))"#,
+            &["tsfiled_x_bucket"],
+        ),
+        (
+            "a / on (x) group_left (y) b offset 5m > bool 0.5 unless c",
+            &["a", "b", "c"],
+        ),
+        (
+            "histogram_quantile(0.99, sum(rate(m[5m])) by (le)) and ignoring(q) n @ 1609746000",
+            &["m", "n"],
+        ),
+        (r#"up{job="tsfiled"} == 0"#, &["up"]),
+        ("sum without (a) (x) / max by (b) (y)", &["x", "y"]),
+        (
+            "sum(rate(w{instance=~\"$instance\"}[$__rate_interval])) * 1e3 + ${x}",
+            &["w"],
+        ),
+        ("# a comment naming no_metric\nrate(z[1h:5m]) > Inf", &["z"]),
+        ("vector(1) + time()", &[]),
+    ];
+    for (expr, want) in cases {
+        assert_eq!(&promql_metric_names(expr).unwrap(), want, "{expr}");
+    }
+    assert!(promql_metric_names("rate(x{a=\"b\"[5m])").is_err());
+    assert!(promql_metric_names("x{a=\"b}").is_err());
+}
+
+#[test]
+fn source_scanner_reads_metrics_rs_style_registrations() {
+    let src = r#"
+        let a = counter("tsfiled_points_received_total", "help", &["pipeline"]);
+        ack_seconds: hist(
+            "tsfiled_ack_latency_seconds",
+            "help",
+        ),
+        HistogramOpts::new("tsfiled_other_seconds", "h");
+        register_int_gauge_vec!("tsfiled_g", "h", &["p"]);
+        assert!(text.contains("tsfiled_points_received_total{pipeline=\"p\"} 5"));
+        // "tsfiled_" alone is not a name
+    "#;
+    let got = metric_names_in_source(src);
+    let want: BTreeMap<String, Kind> = [
+        ("tsfiled_points_received_total", Kind::Plain),
+        ("tsfiled_ack_latency_seconds", Kind::Histogram),
+        ("tsfiled_other_seconds", Kind::Histogram),
+        ("tsfiled_g", Kind::Plain),
+    ]
+    .into_iter()
+    .map(|(n, k)| (n.to_string(), k))
+    .collect();
+    assert_eq!(got, want);
+    assert!(is_known("tsfiled_ack_latency_seconds_bucket", &got));
+    assert!(is_known("tsfiled_ack_latency_seconds_count", &got));
+    assert!(!is_known("tsfiled_ack_latency_seconds", &got));
+    assert!(!is_known("tsfiled_points_received_total_count", &got));
+    assert!(!is_known("tsfiled_point_received_total", &got));
+}
+
+#[test]
+fn yaml_scanner_reads_plain_quoted_and_block_values() {
+    let y = "groups:\n  - rules:\n      - expr: up == 0\n        for: 1m\n      - expr: |\n          a\n            / b\n        labels: {}\n      - expr: 'x{a=''b''}'\n  - expr: \"y\"\n";
+    let got = yaml_values(y, "expr");
+    assert_eq!(
+        got,
+        vec![
+            (3, "up == 0".to_string()),
+            (5, "a\n/ b".to_string()),
+            (9, "x{a='b'}".to_string()),
+            (10, "y".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn every_metric_the_kit_names_is_exported_or_pending() {
+    let exported = exported_metrics();
+    let pending = pending_metrics();
+    let mut known = exported.clone();
+    known.extend(pending.clone());
+
+    let queries = kit_queries();
+    assert!(queries.len() > 40, "only {} queries found", queries.len());
+    let mut unknown = Vec::new();
+    let mut used = BTreeSet::new();
+    for (at, q) in &queries {
+        let names = promql_metric_names(q).unwrap_or_else(|e| panic!("{at}: {e}"));
+        assert!(!names.is_empty(), "{at}: no metric in {q:?}");
+        for n in names {
+            if !is_known(&n, &known) {
+                unknown.push(format!("{at}: {n}"));
+            }
+            used.insert(n);
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "metrics neither exported (daemon/src, connectors/src) nor in ops/pending-metrics.txt:\n{}",
+        unknown.join("\n")
+    );
+
+    // The pending list only holds what is not exported yet, and what the kit uses.
+    let now_exported: Vec<&String> = pending
+        .keys()
+        .filter(|n| exported.contains_key(*n))
+        .collect();
+    assert!(
+        now_exported.is_empty(),
+        "now exported by the sources: delete from ops/pending-metrics.txt: {now_exported:?}"
+    );
+    let single = |n: &String, k: Kind| BTreeMap::from([(n.clone(), k)]);
+    let unused: Vec<&String> = pending
+        .iter()
+        .filter(|(n, k)| !used.iter().any(|u| is_known(u, &single(n, **k))))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "in ops/pending-metrics.txt but used by no query: {unused:?}"
+    );
+}
+
+#[test]
+fn alert_rules_cover_the_conditions_and_each_is_unit_tested() {
+    let rules = read("ops/prometheus/alerts.yml");
+    let alerts: BTreeSet<String> = yaml_values(&rules, "alert")
+        .into_iter()
+        .map(|(_, a)| a)
+        .collect();
+    for required in [
+        "TsfiledNoDataArriving",
+        "TsfiledRejectsRising",
+        "TsfiledWalNearFull",
+        "TsfiledMemtableNearFull",
+        "TsfiledMqttDisconnected",
+        "TsfiledNoFileSealed",
+    ] {
+        assert!(alerts.contains(required), "alerts.yml lacks {required}");
+    }
+    let tested: BTreeSet<String> =
+        yaml_values(&read("ops/prometheus/alerts_test.yml"), "alertname")
+            .into_iter()
+            .map(|(_, a)| a)
+            .collect();
+    let untested: Vec<&String> = alerts.difference(&tested).collect();
+    // The rarer alerts are covered by reading; the rest must fire (or not) in a test.
+    let read_only = ["TsfiledHttpServerErrors", "TsfiledMqttMessageErrors"];
+    let untested: Vec<&&String> = untested
+        .iter()
+        .filter(|a| !read_only.contains(&a.as_str()))
+        .collect();
+    assert!(
+        untested.is_empty(),
+        "alerts without a promtool test: {untested:?}"
+    );
+}
+
+#[test]
+fn promtool_checks_the_scrape_config_and_rules() {
+    let dir = root().join("ops/prometheus");
+    let out = promtool(&["check", "config", "prometheus.yml"], &dir);
+    assert_success("promtool check config", &out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 rule files found"));
+    let out = promtool(&["check", "rules", "alerts.yml"], &dir);
+    assert_success("promtool check rules", &out);
+    let out = promtool(&["test", "rules", "alerts_test.yml"], &dir);
+    assert_success("promtool test rules", &out);
+}
+
+#[test]
+fn dashboard_queries_are_valid_promql() {
+    let queries = dashboard_queries(&dashboard());
+    let mut rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
+    for (i, (at, q)) in queries.iter().enumerate() {
+        let q = q
+            .replace("$__rate_interval", "5m")
+            .replace("$__interval", "1m")
+            .replace("$instance", ".*")
+            .replace("$pipeline", ".*");
+        assert!(!q.contains('$'), "{at}: unknown variable in {q}");
+        let quoted = serde_json::to_string(&q).expect("JSON string");
+        rules.push_str(&format!(
+            "      - record: dashboard_query_{i}\n        expr: {quoted}\n"
+        ));
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("dashboard.yml"), rules).expect("write");
+    let out = promtool(&["check", "rules", "dashboard.yml"], dir.path());
+    assert_success("promtool check rules (dashboard queries)", &out);
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains(&format!("SUCCESS: {} rules found", queries.len())));
+}
+
+#[test]
+fn dashboard_is_well_formed_and_covers_the_topics() {
+    let d = dashboard();
+    assert_eq!(d["uid"], "tsfiled-gateway");
+    let panels = d["panels"].as_array().expect("panels");
+    let mut ids = BTreeSet::new();
+    let mut boxes: Vec<(String, i64, i64, i64, i64)> = Vec::new();
+    for p in panels {
+        let title = p["title"].as_str().expect("title").to_string();
+        assert!(
+            ids.insert(p["id"].as_i64().expect("id")),
+            "duplicate id: {title}"
+        );
+        let g = &p["gridPos"];
+        let (x, y, w, h) = (
+            g["x"].as_i64().expect("x"),
+            g["y"].as_i64().expect("y"),
+            g["w"].as_i64().expect("w"),
+            g["h"].as_i64().expect("h"),
+        );
+        assert!(x >= 0 && w > 0 && x + w <= 24 && h > 0, "{title}: {g}");
+        for (other, ox, oy, ow, oh) in &boxes {
+            let overlap = x < ox + ow && *ox < x + w && y < oy + oh && *oy < y + h;
+            assert!(!overlap, "{title} overlaps {other}");
+        }
+        boxes.push((title.clone(), x, y, w, h));
+        if p["type"] == "row" {
+            continue;
+        }
+        assert_eq!(p["datasource"]["uid"], "${datasource}", "{title}");
+        let targets = p["targets"].as_array().expect("targets");
+        assert!(!targets.is_empty(), "{title}: no query");
+        let mut refs = BTreeSet::new();
+        for t in targets {
+            assert_eq!(t["datasource"]["uid"], "${datasource}", "{title}");
+            assert!(refs.insert(t["refId"].as_str().expect("refId")), "{title}");
+        }
+    }
+    let all: Vec<String> = dashboard_queries(&d).into_iter().map(|(_, q)| q).collect();
+    let has = |pred: &dyn Fn(&str) -> bool| all.iter().any(|q| pred(q));
+    assert!(has(&|q| q.contains("rate(tsfiled_points_received_total")
+        && q.contains("by (pipeline, source)")));
+    assert!(has(
+        &|q| q.contains("tsfiled_points_rejected_total") && q.contains("reason")
+    ));
+    assert!(has(&|q| q.contains("tsfiled_files_sealed_total")));
+    assert!(has(&|q| q.contains("tsfiled_memtable_bytes")));
+    assert!(has(&|q| q.contains("tsfiled_wal_bytes")));
+    assert!(has(&|q| q.starts_with("histogram_quantile(0.99")
+        && q.contains("tsfiled_ack_latency_seconds_bucket")));
+    assert!(has(&|q| q.contains("tsfiled_mqtt_connected")));
+    let state = panels
+        .iter()
+        .find(|p| p["type"] == "state-timeline")
+        .expect("MQTT connection state panel");
+    let mappings = state["fieldConfig"]["defaults"]["mappings"].to_string();
+    assert!(mappings.contains("disconnected") && mappings.contains("connected"));
+}
