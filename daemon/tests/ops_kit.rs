@@ -631,3 +631,217 @@ fn dashboard_is_well_formed_and_covers_the_topics() {
     let mappings = state["fieldConfig"]["defaults"]["mappings"].to_string();
     assert!(mappings.contains("disconnected") && mappings.contains("connected"));
 }
+
+// ---------------------------------------------------------------------------------------
+// Install script and systemd unit.
+
+/// Runs `ops/install.sh ARGS` with `DESTDIR=destdir` (and `PREFIX` when given).
+fn run_install(destdir: &Path, prefix: Option<&str>, args: &[&str]) -> Output {
+    let mut cmd = Command::new("bash");
+    cmd.arg(root().join("ops/install.sh"))
+        .args(args)
+        .env("DESTDIR", destdir)
+        .env_remove("PREFIX");
+    if let Some(p) = prefix {
+        cmd.env("PREFIX", p);
+    }
+    cmd.output().expect("run bash ops/install.sh")
+}
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+#[test]
+fn install_script_stages_binary_unit_config_and_directories() {
+    let stage = tempfile::tempdir().expect("tempdir");
+    let d = stage.path();
+    let bin = env!("CARGO_BIN_EXE_tsfiled");
+    let out = run_install(d, None, &["--binary", bin]);
+    assert_success("install.sh", &out);
+
+    let installed = d.join("usr/bin/tsfiled");
+    assert_eq!(
+        std::fs::read(&installed).expect("installed binary"),
+        std::fs::read(bin).expect("built binary")
+    );
+    assert_eq!(mode(&installed), 0o755);
+
+    // The unit as committed: ExecStart already names /usr/bin/tsfiled.
+    let unit = d.join("etc/systemd/system/tsfiled.service");
+    assert_eq!(
+        std::fs::read_to_string(&unit).expect("unit"),
+        read("systemd/tsfiled.service")
+    );
+    assert_eq!(mode(&unit), 0o644);
+
+    // The commented default, valid, with data in /var/lib/tsfiled.
+    let config = d.join("etc/tsfiled/tsfiled.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    assert!(text.contains("# Sealed TsFiles, the write-ahead log and state live here"));
+    let parsed = tsfiled_config::Config::load(&config).expect("installed config is valid");
+    assert_eq!(parsed.data_dir, Path::new("/var/lib/tsfiled"));
+    let default_there = tsfiled_config::DEFAULT_CONFIG.replace(
+        "\ndata_dir = \"./data\"\n",
+        "\ndata_dir = \"/var/lib/tsfiled\"\n",
+    );
+    let expected = tsfiled_config::Config::from_toml_str(&default_there, "default")
+        .expect("default with data_dir");
+    assert_eq!(parsed, expected);
+    assert_eq!(mode(&config), 0o640);
+    assert_eq!(mode(&d.join("etc/tsfiled")), 0o750);
+
+    assert_eq!(mode(&d.join("var/lib/tsfiled")), 0o750);
+    let sysusers = std::fs::read_to_string(d.join("usr/lib/sysusers.d/tsfiled.conf"))
+        .expect("sysusers.d entry");
+    assert!(sysusers.contains("\nu tsfiled - \"tsfiled daemon\" /var/lib/tsfiled"));
+    for f in [
+        "usr/share/doc/tsfiled/configuration.md",
+        "usr/share/doc/tsfiled/examples/mqtt.toml",
+        "usr/share/tsfiled/prometheus/alerts.yml",
+        "usr/share/tsfiled/prometheus/prometheus.yml",
+        "usr/share/tsfiled/grafana/tsfiled-dashboard.json",
+    ] {
+        assert!(d.join(f).is_file(), "{f} not installed");
+    }
+    // Staging creates no user and touches no systemd.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("user and group"), "{stdout}");
+
+    // A second run keeps the operator's configuration and puts the new default beside it.
+    std::fs::write(&config, "# edited by the operator\n").expect("edit");
+    let out = run_install(d, None, &["--binary", bin]);
+    assert_success("install.sh (again)", &out);
+    assert_eq!(
+        std::fs::read_to_string(&config).expect("config"),
+        "# edited by the operator\n"
+    );
+    tsfiled_config::Config::load(&d.join("etc/tsfiled/tsfiled.toml.dist"))
+        .expect(".dist is the valid default");
+}
+
+#[test]
+fn install_script_follows_prefix_and_refuses_bad_input() {
+    let stage = tempfile::tempdir().expect("tempdir");
+    let d = stage.path();
+    let bin = env!("CARGO_BIN_EXE_tsfiled");
+    let out = run_install(d, Some("/usr/local"), &["--binary", bin]);
+    assert_success("install.sh with PREFIX=/usr/local", &out);
+    assert!(d.join("usr/local/bin/tsfiled").is_file());
+    let unit = std::fs::read_to_string(d.join("etc/systemd/system/tsfiled.service")).unwrap();
+    let exec: Vec<&str> = unit
+        .lines()
+        .filter(|l| l.starts_with("ExecStart="))
+        .collect();
+    assert_eq!(
+        exec,
+        ["ExecStart=/usr/local/bin/tsfiled run --config /etc/tsfiled/tsfiled.toml --data-dir /var/lib/tsfiled"]
+    );
+    assert!(std::fs::read_to_string(d.join("etc/tsfiled/tsfiled.toml"))
+        .unwrap()
+        .contains("/usr/local/share/doc/tsfiled/configuration.md"));
+
+    let missing = d.join("no-such-binary");
+    let out = run_install(d, None, &["--binary", missing.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an executable file"));
+    let out = run_install(d, None, &["--frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run_install(d, Some("relative"), &["--binary", bin]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// `systemd-analyze verify` on a copy of `unit_text` whose ExecStart names `exec`.
+fn systemd_verify(unit_text: &str, exec: &str) -> Output {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text: String = unit_text
+        .lines()
+        .map(|l| match l.strip_prefix("ExecStart=/usr/bin/tsfiled ") {
+            Some(rest) => format!("ExecStart={exec} {rest}\n"),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    let path = dir.path().join("tsfiled.service");
+    std::fs::write(&path, text).expect("write unit");
+    Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run systemd-analyze ({e}); install it: apt-get install -y systemd")
+        })
+}
+
+#[test]
+fn systemd_analyze_verify_prints_nothing_for_the_unit() {
+    let unit = read("systemd/tsfiled.service");
+    assert!(unit.contains("\nExecStart=/usr/bin/tsfiled run "));
+    let out = systemd_verify(&unit, env!("CARGO_BIN_EXE_tsfiled"));
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "systemd-analyze verify failed:\n{printed}"
+    );
+    assert!(
+        printed.is_empty(),
+        "systemd-analyze verify printed:\n{printed}"
+    );
+
+    // The check can fail: a misspelt directive and a missing binary are reported.
+    let broken = unit.replace("WatchdogSec=", "WatchdogSecs=");
+    let out = systemd_verify(&broken, "/nonexistent/tsfiled");
+    let printed = String::from_utf8_lossy(&out.stderr);
+    assert!(printed.contains("Unknown key 'WatchdogSecs'"), "{printed}");
+    assert!(printed.contains("/nonexistent/tsfiled"), "{printed}");
+}
+
+#[test]
+fn unit_has_the_service_contract() {
+    let unit = read("systemd/tsfiled.service");
+    let has = |line: &str| unit.lines().any(|l| l.trim() == line);
+    for line in [
+        "Type=notify",
+        "NotifyAccess=main",
+        "Restart=on-failure",
+        "User=tsfiled",
+        "StateDirectory=tsfiled",
+        "ConfigurationDirectory=tsfiled",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "ProtectHome=yes",
+        "PrivateTmp=yes",
+        "CapabilityBoundingSet=",
+        "ReadWritePaths=/var/lib/tsfiled",
+    ] {
+        assert!(has(line), "unit lacks {line}");
+    }
+    let secs = |key: &str| -> u64 {
+        let v = unit
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(key))
+            .unwrap_or_else(|| panic!("unit lacks {key}"));
+        v.strip_suffix('s')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{key}{v}: expected seconds like 30s"))
+    };
+    assert!(secs("WatchdogSec=") > 0);
+    assert!(unit.lines().any(|l| l.starts_with("LimitNOFILE=")));
+    // The stop timeout leaves room after the daemon's own shutdown deadline.
+    let deadline = tsfiled_config::Config::embedded_default()
+        .expect("default")
+        .shutdown_timeout
+        .as_secs();
+    assert!(
+        secs("TimeoutStopSec=") > deadline,
+        "TimeoutStopSec must exceed the shutdown deadline ({deadline}s)"
+    );
+}
