@@ -845,3 +845,304 @@ fn unit_has_the_service_contract() {
         "TimeoutStopSec must exceed the shutdown deadline ({deadline}s)"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// The status page in headless Chromium, against canned /metrics and /api/status.
+
+#[path = "support/browser.rs"]
+mod browser;
+
+const STATUS_PAGE: &str = include_str!("../assets/status.html");
+const T0_MS: u64 = 1_700_000_000_000;
+
+/// `/metrics` at the `n`-th scrape: every counter is a multiple of `n`.
+fn fake_metrics(n: u64) -> String {
+    format!(
+        r#"# HELP tsfiled_points_received_total Points received by sources, accepted or not.
+# TYPE tsfiled_points_received_total counter
+tsfiled_points_received_total{{pipeline="default",source="http"}} {http}
+tsfiled_points_received_total{{pipeline="default",source="broker"}} {broker}
+tsfiled_points_received_total{{pipeline="lab",source="plc"}} 777
+# TYPE tsfiled_points_rejected_total counter
+tsfiled_points_rejected_total{{pipeline="default",source="http",reason="type_mismatch"}} {tm}
+tsfiled_points_rejected_total{{pipeline="default",source="http",reason="invalid_path"}} {ip}
+# TYPE tsfiled_points_written_total counter
+tsfiled_points_written_total{{pipeline="default"}} {written}
+# TYPE tsfiled_files_sealed_total counter
+tsfiled_files_sealed_total{{pipeline="default",reason="size"}} {n}
+tsfiled_files_sealed_total{{pipeline="default",reason="age"}} 2
+# TYPE tsfiled_open_files gauge
+tsfiled_open_files{{pipeline="default"}} 3
+tsfiled_open_files{{pipeline="lab"}} 0
+# TYPE tsfiled_wal_bytes gauge
+tsfiled_wal_bytes{{pipeline="default"}} 536870912
+tsfiled_wal_max_bytes{{pipeline="default"}} 1073741824
+# TYPE tsfiled_memtable_bytes gauge
+tsfiled_memtable_bytes{{pipeline="default"}} 16777216
+tsfiled_series{{pipeline="default"}} 42
+tsfiled_mqtt_connected{{pipeline="default",source="broker"}} 1
+tsfiled_mqtt_connected{{pipeline="lab",source="plc"}} 0
+tsfiled_ack_latency_seconds_bucket{{pipeline="default",source="http",le="+Inf"}} {n}
+tsfiled_build_info{{version="0.1.0"}} 1
+"#,
+        http = 1000 * n,
+        broker = 500 * n,
+        tm = 10 * n,
+        ip = 5 * n,
+        written = 1400 * n,
+    )
+}
+
+/// As [`fake_metrics`], with the sources' rates varying from scrape to scrape.
+fn wavy_metrics(n: u64) -> String {
+    let per_scrape = |k: u64, base: f64, amp: f64, period: f64| {
+        (2.0 * (base + amp * (k as f64 / period).sin())).max(0.0) as u64
+    };
+    let http: u64 = (1..=n).map(|k| per_scrape(k, 800.0, 300.0, 9.0)).sum();
+    let broker: u64 = (1..=n).map(|k| per_scrape(k, 400.0, 250.0, 23.0)).sum();
+    fake_metrics(n)
+        .replace(
+            &format!("source=\"http\"}} {}\n", 1000 * n),
+            &format!("source=\"http\"}} {http}\n"),
+        )
+        .replace(
+            &format!("source=\"broker\"}} {}\n", 500 * n),
+            &format!("source=\"broker\"}} {broker}\n"),
+        )
+}
+
+/// `/api/status` at the `n`-th request: the server clock advances 2 s per request.
+fn fake_status(n: u64) -> String {
+    serde_json::json!({
+        "version": "0.1.0-test",
+        "started_at_ms": T0_MS - 3_600_000,
+        "time_ms": T0_MS + 2000 * n,
+        "pipelines": [
+            {
+                "name": "default",
+                "accepting": true,
+                "wal": {"bytes": 1, "max_bytes": 2},
+                "memtable": {"bytes": 1, "budget_bytes": 67108864},
+                "sources": [
+                    {"name": "http", "type": "http", "state": "listening"},
+                    {"name": "broker", "type": "mqtt", "state": "connecting"}
+                ],
+                "open_files": [
+                    {"path": "sequence/root.sg/0/1700000000000-7-0.tsfile", "storage_group": "root.sg",
+                     "bytes": 1048576, "points": 9000, "created_ms": T0_MS},
+                    {"path": "sequence/root.plant/0/1700000000001-8-0.tsfile", "storage_group": "root.plant",
+                     "bytes": 2048, "points": 10, "created_ms": T0_MS}
+                ],
+                "recent_sealed": [
+                    {"path": "sequence/root.sg/0/1699990000000-6-0.tsfile", "storage_group": "root.sg",
+                     "bytes": 268435456, "points": 12000000, "sealed_ms": T0_MS - 60_000, "reason": "size"},
+                    {"path": "unsequence/root.sg/0/1699980000000-5-0.tsfile", "storage_group": "root.sg",
+                     "bytes": 4096, "points": 12, "sealed_ms": T0_MS - 120_000, "reason": "age"}
+                ]
+            },
+            {
+                "name": "lab",
+                "accepting": false,
+                "wal": {"bytes": 0, "max_bytes": 0},
+                "sources": []
+            }
+        ]
+    })
+    .to_string()
+}
+
+fn status_page_server(metrics_at: fn(u64) -> String) -> browser::FakeServer {
+    let html = |_n: u64| {
+        (
+            "text/html; charset=utf-8".to_string(),
+            STATUS_PAGE.to_string(),
+        )
+    };
+    let metrics = move |n: u64| ("text/plain; version=0.0.4".to_string(), metrics_at(n));
+    let status = |n: u64| ("application/json".to_string(), fake_status(n));
+    browser::FakeServer::start(vec![
+        ("/", Box::new(html)),
+        ("/metrics", Box::new(metrics)),
+        ("/api/status", Box::new(status)),
+    ])
+}
+
+#[test]
+fn status_page_shows_the_figures_from_metrics_and_status() {
+    use browser::{by_id, find_all, first_tag};
+    let server = status_page_server(fake_metrics);
+    let dom = browser::Chromium::find().dump_dom(&server.url("/"), 15_000);
+
+    let body = first_tag(&dom, "body");
+    assert_eq!(body.attr("data-state"), Some("ok"), "{body:?}");
+    let polls: u64 = body.attr("data-polls").unwrap().parse().unwrap();
+    assert!(polls >= 3, "only {polls} polls");
+    assert!(server.count("/metrics") >= polls);
+
+    // All figures come from one scrape, the n-th.
+    let http = by_id(&dom, "fig-default-http-received");
+    let n = http.value() as u64 / 1000;
+    assert!(n >= 3, "{http:?}");
+    assert_eq!(http.value(), (1000 * n) as f64);
+    assert_eq!(http.text, format!("{}", fmt_thousands(1000 * n)));
+    let fig = |id: &str| by_id(&dom, id).value();
+    assert_eq!(fig("fig-default-broker-received"), (500 * n) as f64);
+    assert_eq!(fig("fig-default-http-rejected"), (15 * n) as f64);
+    assert_eq!(
+        fig("fig-default-http-rejected-type_mismatch"),
+        (10 * n) as f64
+    );
+    assert_eq!(
+        fig("fig-default-http-rejected-invalid_path"),
+        (5 * n) as f64
+    );
+    // No rejects counted yet for the broker: 0, not unknown.
+    assert_eq!(fig("fig-default-broker-rejected"), 0.0);
+    assert_eq!(fig("fig-lab-written"), 0.0);
+    // A gauge without samples is unknown.
+    assert_eq!(by_id(&dom, "fig-lab-series").attr("data-value"), Some(""));
+    assert_eq!(by_id(&dom, "fig-lab-series").text, "–");
+    assert_eq!(fig("fig-default-received"), (1500 * n) as f64);
+    assert_eq!(fig("fig-default-rejected"), (15 * n) as f64);
+    assert_eq!(fig("fig-default-written"), (1400 * n) as f64);
+    assert_eq!(fig("fig-default-sealed"), (n + 2) as f64);
+    assert_eq!(fig("fig-default-open_files"), 3.0);
+    assert_eq!(fig("fig-default-series"), 42.0);
+    assert_eq!(fig("fig-lab-plc-received"), 777.0);
+
+    // Rates: counters grow 1000n and 500n per 2 s of server clock.
+    assert_eq!(fig("fig-default-http-rate"), 500.0);
+    assert_eq!(fig("fig-default-broker-rate"), 250.0);
+    assert_eq!(fig("fig-default-rate"), 750.0);
+    assert_eq!(fig("fig-lab-plc-rate"), 0.0);
+    assert_eq!(by_id(&dom, "fig-default-http-rate").text, "500/s");
+
+    // WAL from /metrics (it wins over the JSON), memtable budget from the JSON.
+    let wal = by_id(&dom, "fig-default-wal_bytes");
+    assert_eq!(wal.value(), 536870912.0);
+    assert_eq!(wal.text, "512.0 MiB (50.0%)");
+    assert_eq!(fig("fig-default-wal_max_bytes"), 1073741824.0);
+    assert_eq!(fig("fig-default-wal_fill"), 0.5);
+    assert_eq!(fig("fig-default-memtable_bytes"), 16777216.0);
+    assert_eq!(fig("fig-default-memtable_max_bytes"), 67108864.0);
+    assert_eq!(fig("fig-default-memtable_fill"), 0.25);
+    assert_eq!(
+        by_id(&dom, "fig-default-memtable_bytes").text,
+        "16.0 MiB (25.0%)"
+    );
+
+    // Source states: MQTT from tsfiled_mqtt_connected, others from the JSON.
+    let state = |id: &str| by_id(&dom, id).attr("data-value").unwrap().to_string();
+    assert_eq!(state("fig-default-broker-state"), "connected");
+    assert_eq!(state("fig-lab-plc-state"), "disconnected");
+    assert_eq!(state("fig-default-http-state"), "listening");
+    assert_eq!(
+        by_id(&dom, "fig-lab-accepting").attr("data-value"),
+        Some("false")
+    );
+    assert_eq!(
+        by_id(&dom, "fig-default-accepting").attr("data-value"),
+        Some("true")
+    );
+    assert_eq!(by_id(&dom, "version").text, "0.1.0-test");
+    // Uptime: 1 h before T0, plus 2 s of server clock per request.
+    let uptime_min = ((3600 + 2 * n) as f64 / 60.0).round();
+    assert_eq!(by_id(&dom, "uptime").text, format!("{uptime_min} min"));
+
+    // Files.
+    let open: Vec<String> = find_all(&dom, "data-file", "open")
+        .into_iter()
+        .map(|e| e.attr("data-path").unwrap().to_string())
+        .collect();
+    assert_eq!(
+        open,
+        [
+            "sequence/root.sg/0/1700000000000-7-0.tsfile",
+            "sequence/root.plant/0/1700000000001-8-0.tsfile"
+        ]
+    );
+    let sealed = find_all(&dom, "data-file", "sealed");
+    assert_eq!(sealed.len(), 2);
+    assert_eq!(
+        sealed[0].attr("data-path"),
+        Some("sequence/root.sg/0/1699990000000-6-0.tsfile")
+    );
+    assert_eq!(sealed[0].attr("data-reason"), Some("size"));
+    assert_eq!(sealed[0].attr("data-points"), Some("12000000"));
+    assert_eq!(sealed[1].attr("data-reason"), Some("age"));
+    assert_eq!(by_id(&dom, "fig-lab-sealed-files").text, "none");
+
+    // The chart holds one sample per poll after the first, one line per source.
+    let chart = by_id(&dom, "throughput-chart");
+    let samples: u64 = chart.attr("data-samples").unwrap().parse().unwrap();
+    assert_eq!(samples, polls - 1);
+    assert_eq!(chart.attr("data-series"), Some("3"));
+    assert_eq!(chart.attr("data-max"), Some("500"));
+    let legend: Vec<String> = find_all(&dom, "data-series", "default/http")
+        .into_iter()
+        .map(|e| e.text)
+        .collect();
+    assert_eq!(legend, ["default/http"]);
+}
+
+fn fmt_thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn status_page_reports_a_failing_endpoint() {
+    use browser::{by_id, first_tag};
+    // Only the page and /metrics: /api/status answers 404, the page still shows /metrics.
+    let html = |_n: u64| ("text/html".to_string(), STATUS_PAGE.to_string());
+    let metrics = |n: u64| ("text/plain".to_string(), fake_metrics(n));
+    let server = browser::FakeServer::start(vec![
+        ("/", Box::new(html) as browser::Responder),
+        ("/metrics", Box::new(metrics)),
+    ]);
+    let dom = browser::Chromium::find().dump_dom(&server.url("/"), 5_000);
+    let body = first_tag(&dom, "body");
+    assert_eq!(body.attr("data-state"), Some("error"));
+    assert_eq!(by_id(&dom, "error").text, "api/status: HTTP 404");
+    let n = by_id(&dom, "fig-default-http-received").value() as u64 / 1000;
+    assert!(n >= 1);
+    assert_eq!(
+        by_id(&dom, "fig-default-received").value(),
+        (1500 * n) as f64
+    );
+    assert_eq!(by_id(&dom, "version").text, "0.1.0");
+    // Without the JSON there is no memtable budget, so no fill.
+    assert_eq!(
+        by_id(&dom, "fig-default-memtable_fill").attr("data-value"),
+        Some("")
+    );
+}
+
+#[test]
+fn status_page_screenshot() {
+    // Nine minutes of varying traffic, so that the chart has something to show.
+    let server = status_page_server(wavy_metrics);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let png = dir.path().join("status.png");
+    browser::Chromium::find().screenshot(&server.url("/"), &png, 1280, 1100, 540_000);
+    assert!(
+        server.count("/metrics") > 200,
+        "{}",
+        server.count("/metrics")
+    );
+    let bytes = std::fs::read(&png).expect("screenshot");
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    // IHDR: width and height as requested.
+    assert_eq!(u32::from_be_bytes(bytes[16..20].try_into().unwrap()), 1280);
+    assert_eq!(u32::from_be_bytes(bytes[20..24].try_into().unwrap()), 1100);
+    if let Some(out) = std::env::var_os("TSFILED_STATUS_SCREENSHOT") {
+        std::fs::copy(&png, out).expect("copy screenshot");
+    }
+}
