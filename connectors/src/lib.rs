@@ -1,7 +1,21 @@
-//! tsfiled's sources: payload parsers (IoTDB JSON, InfluxDB line protocol) and the
-//! connectors that turn their input into normalized device/measurement batches.
+//! tsfiled's sources: payload parsers (IoTDB JSON, InfluxDB line protocol, plain MQTT values)
+//! and the connectors that turn their input into normalized device/measurement batches.
 //! Nothing here knows TsFile bytes.
+//!
+//! The parsers are pure and synchronous: bytes in, a [`Batch`] of records and rejections out.
+//! They never panic on any input.
 
+pub mod error;
+pub mod iotdb_json;
+pub mod line_protocol;
 pub mod model;
+pub mod path;
+pub mod reject;
+pub mod topic_value;
 
+pub use error::Error;
+pub use iotdb_json::{parse_iotdb_json, JsonOptions};
+pub use line_protocol::{parse_line_protocol, LineProtocolOptions};
 pub use model::{Batch, Field, FieldValue, Record, RejectReason, Rejection, TimeUnit};
+pub use path::{DeviceTemplate, PathError};
+pub use topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};

@@ -1,0 +1,885 @@
+//! IoTDB's JSON payloads, as its MQTT service and REST API accept them.
+//!
+//! Accepted forms (and a JSON array of any mix of the first two):
+//! - one record: `{"device":"root.sg.d1","timestamp":1,"measurements":["s1","s2"],"values":[1,2.5]}`
+//! - batch form: `{"device":"root.sg.d1","timestamps":[1,2],"measurements":["s1","s2"],
+//!   "values":[[1,2],[2.5,3.5]]}`: `values[i]` is the column of `measurements[i]`, one entry per
+//!   timestamp.
+//!
+//! Values: JSON `true`/`false` → [`FieldValue::Bool`], integers → [`FieldValue::Int`] (an
+//! integer above `i64::MAX` is a TypeMismatch), other numbers → [`FieldValue::Float`], strings →
+//! [`FieldValue::Text`], `null` → no point. Timestamps are JSON integers in
+//! [`JsonOptions::input_unit`], converted to [`JsonOptions::stored_unit`]; a non-integer or
+//! overflowing timestamp is an InvalidTime rejection. Other keys are ignored.
+//!
+//! Errors: a payload that is not JSON is one Parse rejection at `line L, column C` (and nothing
+//! of it is accepted). A record of the wrong shape is rejected alone, at its JSON path (`$[3]`,
+//! `$[3].values`); the other records still parse. A bad value rejects only its point
+//! (`$[3].values[1][7]`); a bad measurement name only its column; a bad timestamp only the
+//! points at that timestamp. Device and measurement names must pass
+//! [`validate_device`]/[`validate_measurement`] (InvalidPath otherwise; names are not sanitized).
+//!
+//! Parsing is a single pass of typed serde deserialization (no `serde_json::Value` tree;
+//! strings are borrowed from the payload when they have no escapes).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use crate::model::{Batch, Field, FieldValue, Record, RejectReason, TimeUnit};
+use crate::path::{validate_device, validate_measurement};
+use crate::reject::reject;
+
+/// Options of the IoTDB JSON parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonOptions {
+    /// Unit of incoming timestamps (IoTDB: milliseconds).
+    pub input_unit: TimeUnit,
+    /// The pipeline's stored precision.
+    pub stored_unit: TimeUnit,
+}
+
+impl Default for JsonOptions {
+    fn default() -> Self {
+        JsonOptions {
+            input_unit: TimeUnit::Millis,
+            stored_unit: TimeUnit::Millis,
+        }
+    }
+}
+
+/// Parses an IoTDB JSON payload (see the module docs). Never panics.
+pub fn parse_iotdb_json(input: &[u8], opts: &JsonOptions) -> Batch {
+    let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
+    let mut ctx = Ctx {
+        opts: *opts,
+        batch: Batch::default(),
+        pool: Vec::new(),
+    };
+    let mut de = serde_json::Deserializer::from_slice(input);
+    let result = TopSeed { ctx: &mut ctx }
+        .deserialize(&mut de)
+        .and_then(|()| de.end());
+    match result {
+        Ok(()) => ctx.batch,
+        Err(e) => {
+            let seen = ctx.batch.point_count() + ctx.batch.rejected_points();
+            let mut batch = Batch::default();
+            let (line, column) = (e.line(), e.column());
+            reject(
+                &mut batch,
+                RejectReason::Parse,
+                seen,
+                || format!("line {line}, column {column}"),
+                || format!("not valid JSON: {e}"),
+            );
+            batch
+        }
+    }
+}
+
+/// [`parse_iotdb_json`] with default options (ms in, ms stored): the fuzzing entry point.
+pub fn parse_iotdb_json_default(input: &[u8]) -> Batch {
+    parse_iotdb_json(input, &JsonOptions::default())
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small typed JSON tree: scalars, arrays up to a fixed depth, objects skipped.
+
+#[derive(Debug)]
+enum J<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    /// An integer above `i64::MAX`.
+    Big(u64),
+    Float(f64),
+    Str(Cow<'a, str>),
+    Arr(Vec<J<'a>>),
+    /// An array nested deeper than the forms need (contents skipped).
+    DeepArr,
+    Obj,
+}
+
+impl J<'_> {
+    fn kind(&self) -> &'static str {
+        match self {
+            J::Null => "null",
+            J::Bool(_) => "a boolean",
+            J::Int(_) | J::Big(_) => "an integer",
+            J::Float(_) => "a number",
+            J::Str(_) => "a string",
+            J::Arr(_) | J::DeepArr => "an array",
+            J::Obj => "an object",
+        }
+    }
+
+    /// Points a value or column stands for (non-null entries), for rejection counts.
+    fn points(&self) -> u64 {
+        match self {
+            J::Null => 0,
+            J::Arr(items) => items.iter().map(J::points).sum(),
+            _ => 1,
+        }
+    }
+}
+
+/// Spare array buffers, reused across the records of one payload.
+type Pool<'de> = Vec<Vec<J<'de>>>;
+
+/// Most spare buffers kept.
+const POOL_MAX: usize = 1024;
+
+/// Returns the arrays inside `j` to the pool.
+fn recycle<'de>(pool: &mut Pool<'de>, j: J<'de>) {
+    if let J::Arr(mut items) = j {
+        for item in items.drain(..) {
+            if matches!(item, J::Arr(_)) {
+                recycle(pool, item);
+            }
+        }
+        if pool.len() < POOL_MAX {
+            pool.push(items);
+        }
+    }
+}
+
+/// Deserializes a [`J`] allowing `depth` levels of arrays.
+struct JSeed<'p, 'de> {
+    depth: u8,
+    pool: &'p mut Pool<'de>,
+}
+
+impl<'de> DeserializeSeed<'de> for JSeed<'_, 'de> {
+    type Value = J<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<J<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for JSeed<'_, 'de> {
+    type Value = J<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<J<'de>, E> {
+        Ok(J::Null)
+    }
+    fn visit_none<E>(self) -> Result<J<'de>, E> {
+        Ok(J::Null)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<J<'de>, E> {
+        Ok(J::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<J<'de>, E> {
+        Ok(J::Int(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<J<'de>, E> {
+        Ok(match i64::try_from(v) {
+            Ok(i) => J::Int(i),
+            Err(_) => J::Big(v),
+        })
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<J<'de>, E> {
+        Ok(J::Float(v))
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<J<'de>, E> {
+        Ok(J::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<J<'de>, E> {
+        Ok(J::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<J<'de>, E> {
+        Ok(J::Str(Cow::Owned(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<J<'de>, A::Error> {
+        if self.depth == 0 {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            return Ok(J::DeepArr);
+        }
+        let pool = self.pool;
+        let mut items = pool.pop().unwrap_or_default();
+        loop {
+            let next = seq.next_element_seed(JSeed {
+                depth: self.depth - 1,
+                pool: &mut *pool,
+            });
+            match next {
+                Ok(Some(item)) => items.push(item),
+                Ok(None) => break,
+                Err(e) => {
+                    recycle(pool, J::Arr(items));
+                    return Err(e);
+                }
+            }
+        }
+        Ok(J::Arr(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<J<'de>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(J::Obj)
+    }
+}
+
+/// The keys of a record we look at.
+enum Key {
+    Device,
+    Timestamp,
+    Timestamps,
+    Measurements,
+    Values,
+    Other,
+}
+
+impl<'de> de::Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "device" => Key::Device,
+                    "timestamp" => Key::Timestamp,
+                    "timestamps" => Key::Timestamps,
+                    "measurements" => Key::Measurements,
+                    "values" => Key::Values,
+                    _ => Key::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
+    }
+}
+
+/// A record's parts as found (shape not yet checked).
+#[derive(Default)]
+struct RawRecord<'a> {
+    device: Option<J<'a>>,
+    timestamp: Option<J<'a>>,
+    timestamps: Option<J<'a>>,
+    measurements: Option<J<'a>>,
+    values: Option<J<'a>>,
+}
+
+fn read_record<'de, A: MapAccess<'de>>(
+    mut map: A,
+    pool: &mut Pool<'de>,
+) -> Result<RawRecord<'de>, A::Error> {
+    let mut rec = RawRecord::default();
+    while let Some(key) = map.next_key::<Key>()? {
+        let slot = match key {
+            Key::Device => &mut rec.device,
+            Key::Timestamp => &mut rec.timestamp,
+            Key::Timestamps => &mut rec.timestamps,
+            Key::Measurements => &mut rec.measurements,
+            Key::Values => &mut rec.values,
+            Key::Other => {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+        };
+        let value = map.next_value_seed(JSeed {
+            depth: 2,
+            pool: &mut *pool,
+        })?;
+        if let Some(old) = slot.replace(value) {
+            recycle(pool, old);
+        }
+    }
+    Ok(rec)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Top level: an object or an array of objects.
+
+struct Ctx<'de> {
+    opts: JsonOptions,
+    batch: Batch,
+    pool: Pool<'de>,
+}
+
+struct TopSeed<'c, 'de> {
+    ctx: &'c mut Ctx<'de>,
+}
+
+impl<'de> DeserializeSeed<'de> for TopSeed<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl TopSeed<'_, '_> {
+    fn wrong(self, found: &str) {
+        reject(
+            &mut self.ctx.batch,
+            RejectReason::Parse,
+            1,
+            || "$".to_owned(),
+            || format!("expected an object or an array of objects, found {found}"),
+        );
+    }
+}
+
+impl<'de> Visitor<'de> for TopSeed<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object or an array of objects")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.wrong("null");
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        self.wrong("a boolean");
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        self.wrong("a number");
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        self.wrong("a number");
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        self.wrong("a number");
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        self.wrong("a string");
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        let rec = read_record(map, &mut self.ctx.pool)?;
+        self.ctx.process(rec, None);
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut index = 0;
+        while seq
+            .next_element_seed(ElemSeed {
+                ctx: &mut *self.ctx,
+                index,
+            })?
+            .is_some()
+        {
+            index += 1;
+        }
+        Ok(())
+    }
+}
+
+/// One element of a top-level array.
+struct ElemSeed<'c, 'de> {
+    ctx: &'c mut Ctx<'de>,
+    index: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for ElemSeed<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl ElemSeed<'_, '_> {
+    fn wrong(self, found: &str, points: u64) {
+        let index = self.index;
+        reject(
+            &mut self.ctx.batch,
+            RejectReason::Parse,
+            points,
+            || format!("$[{index}]"),
+            || format!("expected an object, found {found}"),
+        );
+    }
+}
+
+impl<'de> Visitor<'de> for ElemSeed<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.wrong("null", 1);
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        self.wrong("a boolean", 1);
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        self.wrong("a number", 1);
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        self.wrong("a number", 1);
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        self.wrong("a number", 1);
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        self.wrong("a string", 1);
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut n = 0u64;
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            n += 1;
+        }
+        self.wrong("an array", n);
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        let rec = read_record(map, &mut self.ctx.pool)?;
+        self.ctx.process(rec, Some(self.index));
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Turning a raw record into records and rejections.
+
+/// JSON path of a record: `$` or `$[i]`.
+#[derive(Clone, Copy)]
+struct Base(Option<usize>);
+
+impl fmt::Display for Base {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            None => f.write_str("$"),
+            Some(i) => write!(f, "$[{i}]"),
+        }
+    }
+}
+
+enum Value {
+    Point(FieldValue),
+    Absent,
+    Bad(String),
+}
+
+/// Takes the value out of `j` (moving owned strings).
+fn take_value(j: &mut J<'_>) -> Value {
+    match j {
+        J::Null => Value::Absent,
+        J::Bool(b) => Value::Point(FieldValue::Bool(*b)),
+        J::Int(i) => Value::Point(FieldValue::Int(*i)),
+        J::Float(f) => Value::Point(FieldValue::Float(*f)),
+        J::Str(s) => Value::Point(FieldValue::Text(std::mem::take(s).into_owned())),
+        J::Big(u) => Value::Bad(format!("integer {u} is out of the INT64 range")),
+        other => Value::Bad(format!(
+            "expected a number, boolean, string or null, found {}",
+            other.kind()
+        )),
+    }
+}
+
+fn points_of(j: &Option<J<'_>>) -> u64 {
+    j.as_ref().map_or(1, J::points)
+}
+
+impl Ctx<'_> {
+    fn shape(&mut self, base: Base, suffix: &str, points: u64, message: String) {
+        reject(
+            &mut self.batch,
+            RejectReason::Parse,
+            points,
+            || format!("{base}{suffix}"),
+            || message,
+        );
+    }
+
+    fn time(&self, j: &J<'_>) -> Result<i64, String> {
+        match j {
+            J::Int(t) => self
+                .opts
+                .input_unit
+                .convert(*t, self.opts.stored_unit)
+                .ok_or_else(|| {
+                    format!(
+                        "timestamp {t} {} overflows when converted to {}",
+                        self.opts.input_unit, self.opts.stored_unit
+                    )
+                }),
+            J::Big(t) => Err(format!("timestamp {t} is out of the INT64 range")),
+            other => Err(format!(
+                "expected an integer timestamp, found {}",
+                other.kind()
+            )),
+        }
+    }
+}
+
+impl<'de> Ctx<'de> {
+    fn process(&mut self, mut rec: RawRecord<'de>, index: Option<usize>) {
+        self.check(&mut rec, Base(index));
+        for j in [
+            rec.device,
+            rec.timestamp,
+            rec.timestamps,
+            rec.measurements,
+            rec.values,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            recycle(&mut self.pool, j);
+        }
+    }
+
+    fn check(&mut self, rec: &mut RawRecord<'de>, base: Base) {
+        // Shape of the record as a whole.
+        let Some(device) = &rec.device else {
+            let points = points_of(&rec.values);
+            return self.shape(base, "", points, "missing key \"device\"".into());
+        };
+        let J::Str(device) = device else {
+            let m = format!("expected a string, found {}", device.kind());
+            return self.shape(base, ".device", points_of(&rec.values), m);
+        };
+        let Some(measurements) = &rec.measurements else {
+            let points = points_of(&rec.values);
+            return self.shape(base, "", points, "missing key \"measurements\"".into());
+        };
+        let J::Arr(measurements) = measurements else {
+            let m = format!("expected an array, found {}", measurements.kind());
+            return self.shape(base, ".measurements", points_of(&rec.values), m);
+        };
+        let Some(values) = &mut rec.values else {
+            return self.shape(base, "", 1, "missing key \"values\"".into());
+        };
+        let J::Arr(values) = values else {
+            let m = format!("expected an array, found {}", values.kind());
+            return self.shape(base, ".values", 1, m);
+        };
+        let points = |values: &[J<'_>]| values.iter().map(J::points).sum::<u64>();
+        if values.len() != measurements.len() {
+            let m = format!(
+                "{} values for {} measurements",
+                values.len(),
+                measurements.len()
+            );
+            return self.shape(base, ".values", points(values), m);
+        }
+        let timestamps = match (&rec.timestamp, &rec.timestamps) {
+            (Some(_), Some(_)) => {
+                let m = "has both \"timestamp\" and \"timestamps\"".to_owned();
+                return self.shape(base, "", points(values), m);
+            }
+            (None, None) => {
+                let m = "missing key \"timestamp\"".into();
+                return self.shape(base, "", points(values), m);
+            }
+            (Some(t), None) => Err(t),
+            (None, Some(J::Arr(ts))) => Ok(ts.as_slice()),
+            (None, Some(other)) => {
+                let m = format!("expected an array, found {}", other.kind());
+                return self.shape(base, ".timestamps", points(values), m);
+            }
+        };
+        if let Err(e) = validate_device(device) {
+            reject(
+                &mut self.batch,
+                RejectReason::InvalidPath,
+                points(values),
+                || format!("{base}.device"),
+                || format!("device {device:?} {e}"),
+            );
+            return;
+        }
+
+        // Columns: a valid measurement name (else the column is rejected).
+        let mut names: Vec<Option<&str>> = Vec::with_capacity(measurements.len());
+        for (k, m) in measurements.iter().enumerate() {
+            match m {
+                J::Str(name) => match validate_measurement(name) {
+                    Ok(()) => names.push(Some(name.as_ref())),
+                    Err(e) => {
+                        names.push(None);
+                        reject(
+                            &mut self.batch,
+                            RejectReason::InvalidPath,
+                            values.get(k).map_or(1, J::points),
+                            || format!("{base}.measurements[{k}]"),
+                            || format!("measurement {name:?} {e}"),
+                        );
+                    }
+                },
+                other => {
+                    names.push(None);
+                    let msg = format!("expected a string, found {}", other.kind());
+                    let points = values.get(k).map_or(1, J::points);
+                    self.shape(base, &format!(".measurements[{k}]"), points, msg);
+                }
+            }
+        }
+
+        match timestamps {
+            Err(t) => self.single(base, device, t, &names, values),
+            Ok(ts) => self.tablet(base, device, ts, &names, values),
+        }
+    }
+
+    fn single(
+        &mut self,
+        base: Base,
+        device: &str,
+        t: &J<'_>,
+        names: &[Option<&str>],
+        values: &mut [J<'_>],
+    ) {
+        let time = match self.time(t) {
+            Ok(t) => t,
+            Err(m) => {
+                let points = names
+                    .iter()
+                    .zip(values.iter())
+                    .filter(|(n, _)| n.is_some())
+                    .map(|(_, v)| v.points())
+                    .sum();
+                reject(
+                    &mut self.batch,
+                    RejectReason::InvalidTime,
+                    points,
+                    || format!("{base}.timestamp"),
+                    || m,
+                );
+                return;
+            }
+        };
+        let mut fields = Vec::with_capacity(names.len());
+        for (k, (name, v)) in names.iter().zip(values.iter_mut()).enumerate() {
+            let Some(name) = name else { continue };
+            match take_value(v) {
+                Value::Point(value) => fields.push(Field {
+                    measurement: (*name).to_owned(),
+                    value,
+                }),
+                Value::Absent => {}
+                Value::Bad(m) => reject(
+                    &mut self.batch,
+                    RejectReason::TypeMismatch,
+                    1,
+                    || format!("{base}.values[{k}]"),
+                    || m,
+                ),
+            }
+        }
+        if !fields.is_empty() {
+            self.batch.records.push(Record {
+                device: device.to_owned(),
+                time,
+                fields,
+            });
+        }
+    }
+
+    fn tablet(
+        &mut self,
+        base: Base,
+        device: &str,
+        ts: &[J<'_>],
+        names: &[Option<&str>],
+        values: &mut [J<'_>],
+    ) {
+        // Usable columns: named, an array, one entry per timestamp.
+        let mut cols: Vec<(usize, &str, &mut [J<'_>])> = Vec::with_capacity(names.len());
+        for (k, (name, v)) in names.iter().zip(values.iter_mut()).enumerate() {
+            let Some(name) = name else { continue };
+            if matches!(&*v, J::Arr(col) if col.len() == ts.len()) {
+                if let J::Arr(col) = v {
+                    cols.push((k, name, col.as_mut_slice()));
+                }
+                continue;
+            }
+            match &*v {
+                J::Arr(col) => {
+                    let m = format!("{} values for {} timestamps", col.len(), ts.len());
+                    let points = col.iter().map(J::points).sum();
+                    self.shape(base, &format!(".values[{k}]"), points, m);
+                }
+                other => {
+                    let m = format!(
+                        "expected an array (one value per timestamp), found {}",
+                        other.kind()
+                    );
+                    self.shape(base, &format!(".values[{k}]"), other.points(), m);
+                }
+            }
+        }
+        if cols.is_empty() {
+            return;
+        }
+        self.batch.records.reserve(ts.len());
+        for (t, tj) in ts.iter().enumerate() {
+            let time = match self.time(tj) {
+                Ok(time) => time,
+                Err(m) => {
+                    let points = cols
+                        .iter()
+                        .filter(|(_, _, col)| !matches!(col.get(t), None | Some(J::Null)))
+                        .count() as u64;
+                    if points > 0 {
+                        reject(
+                            &mut self.batch,
+                            RejectReason::InvalidTime,
+                            points,
+                            || format!("{base}.timestamps[{t}]"),
+                            || m,
+                        );
+                    }
+                    continue;
+                }
+            };
+            let mut fields = Vec::with_capacity(cols.len());
+            for (k, name, col) in cols.iter_mut() {
+                let Some(v) = col.get_mut(t) else { continue };
+                match take_value(v) {
+                    Value::Point(value) => fields.push(Field {
+                        measurement: (*name).to_owned(),
+                        value,
+                    }),
+                    Value::Absent => {}
+                    Value::Bad(m) => {
+                        let k = *k;
+                        reject(
+                            &mut self.batch,
+                            RejectReason::TypeMismatch,
+                            1,
+                            || format!("{base}.values[{k}][{t}]"),
+                            || m,
+                        )
+                    }
+                }
+            }
+            if !fields.is_empty() {
+                self.batch.records.push(Record {
+                    device: device.to_owned(),
+                    time,
+                    fields,
+                });
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering (for load generators and round-trip tests).
+
+fn write_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                use fmt::Write;
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Appends `v` as JSON. Floats always carry a `.` or exponent so they read back as floats;
+/// non-finite floats (not representable in JSON) are written as `null`.
+pub fn write_json_value(out: &mut String, v: Option<&FieldValue>) {
+    use fmt::Write;
+    match v {
+        None => out.push_str("null"),
+        Some(FieldValue::Bool(b)) => out.push_str(if *b { "true" } else { "false" }),
+        Some(FieldValue::Int(i)) => {
+            let _ = write!(out, "{i}");
+        }
+        Some(FieldValue::Float(f)) if f.is_finite() => {
+            let _ = write!(out, "{f:?}");
+        }
+        Some(FieldValue::Float(_)) => out.push_str("null"),
+        Some(FieldValue::Text(s)) => write_json_str(out, s),
+    }
+}
+
+/// Appends a record in IoTDB's single-record form (timestamp as stored).
+pub fn write_record(out: &mut String, record: &Record) {
+    use fmt::Write;
+    out.push_str("{\"device\":");
+    write_json_str(out, &record.device);
+    let _ = write!(out, ",\"timestamp\":{},\"measurements\":[", record.time);
+    for (i, f) in record.fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_json_str(out, &f.measurement);
+    }
+    out.push_str("],\"values\":[");
+    for (i, f) in record.fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_json_value(out, Some(&f.value));
+    }
+    out.push_str("]}");
+}
+
+/// Appends one device's points in IoTDB's batch form: `columns[i]` holds measurement
+/// `measurements[i]`'s value per timestamp (`None` → `null`). Columns shorter than
+/// `timestamps` are padded with `null`.
+pub fn write_tablet(
+    out: &mut String,
+    device: &str,
+    timestamps: &[i64],
+    measurements: &[&str],
+    columns: &[Vec<Option<FieldValue>>],
+) {
+    use fmt::Write;
+    out.push_str("{\"device\":");
+    write_json_str(out, device);
+    out.push_str(",\"timestamps\":[");
+    for (i, t) in timestamps.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{t}");
+    }
+    out.push_str("],\"measurements\":[");
+    for (i, m) in measurements.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_json_str(out, m);
+    }
+    out.push_str("],\"values\":[");
+    for (i, _) in measurements.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        let col = columns.get(i).map_or(&[][..], Vec::as_slice);
+        for t in 0..timestamps.len() {
+            if t > 0 {
+                out.push(',');
+            }
+            write_json_value(out, col.get(t).and_then(Option::as_ref));
+        }
+        out.push(']');
+    }
+    out.push_str("]}");
+}
+
+#[cfg(test)]
+mod tests;
