@@ -10,8 +10,10 @@ pub mod error;
 pub mod iotdb_json;
 pub mod line_protocol;
 pub mod model;
+pub mod mqtt;
 pub mod path;
 pub mod reject;
+pub mod sink;
 pub mod topic_value;
 
 pub use error::Error;
