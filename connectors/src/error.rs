@@ -55,6 +55,9 @@ pub enum Error {
         /// The error message.
         message: String,
     },
+    /// The sink closed (the pipeline is shutting down).
+    #[error("the sink closed")]
+    SinkClosed,
     /// The file watcher failed.
     #[error("file watcher: {0}")]
     Watch(String),

@@ -5,13 +5,21 @@
 //!   [`CsvParser`]), usable offline.
 //! - [`records`]: record splitting with exact byte offsets and line numbers.
 //! - [`time`], [`value`]: timestamp and value cells.
+//! - [`source`]: the watch-directory source ([`run`]) with [`checkpoint`]s, [`files`] moves and
+//!   [`metrics`] hooks.
 
+pub mod checkpoint;
+pub mod files;
+pub mod glob;
+pub mod metrics;
 pub mod options;
 pub mod parser;
 pub mod records;
+pub mod source;
 pub mod time;
 pub mod value;
 
+pub use metrics::{CountingMetrics, CsvMetrics, FileResult, NoMetrics};
 pub use options::{
     AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, CsvSourceOptions, GenericCsv,
     OnSuccess, TimeFormat,
@@ -21,3 +29,4 @@ pub use parser::{
     RowError,
 };
 pub use records::{Input, Sequential};
+pub use source::run;

@@ -157,9 +157,11 @@ fn parse_template(t: &str) -> Result<Vec<TemplatePart>, Error> {
                 parts.push(match &rest[1..close] {
                     "file_stem" => TemplatePart::FileStem,
                     "dir" => TemplatePart::Dir,
-                    other => return Err(err(format!(
+                    other => {
+                        return Err(err(format!(
                         "{t:?}: unknown placeholder {{{other}}}; expected {{file_stem}} or {{dir}}"
-                    ))),
+                    )))
+                    }
                 });
                 rest = &rest[close + 1..];
             }
