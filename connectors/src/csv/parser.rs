@@ -776,6 +776,9 @@ where
     let end = chunk.end;
     let c = std::mem::take(chunk);
     chunk.end = end;
+    // The next chunk is likely the same size: one allocation instead of repeated doubling.
+    chunk.batch.records.reserve_exact(c.batch.records.len());
+    chunk.record_lines.reserve_exact(c.record_lines.len());
     sum.rows += c.rows;
     sum.points += c.points;
     sum.rejected_rows += c.rejected_rows();

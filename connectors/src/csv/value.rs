@@ -60,6 +60,9 @@ pub(crate) fn parse_int(cell: &[u8]) -> Option<i64> {
 /// without its hexadecimal and `d`/`f` suffix forms.
 #[inline]
 pub(crate) fn parse_float(cell: &[u8]) -> Option<f64> {
+    if let Some(f) = fast_float(cell) {
+        return Some(f);
+    }
     let s = std::str::from_utf8(cell).ok()?;
     let body = s.strip_prefix(['+', '-']).unwrap_or(s);
     if body
@@ -74,6 +77,50 @@ pub(crate) fn parse_float(cell: &[u8]) -> Option<f64> {
         };
     }
     s.parse::<f64>().ok()
+}
+
+/// Exact powers of ten as f64 (all are representable up to 1e22).
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Clinger's fast path for plain decimals (`[+-]digits[.digits]`): when the digits form an
+/// integer below 2^53 and there are at most 22 decimals, `m / 10^k` of two exact doubles is
+/// the correctly rounded result. Anything else returns `None` (the caller falls back to the
+/// full parser).
+#[inline]
+fn fast_float(cell: &[u8]) -> Option<f64> {
+    let (neg, body) = match cell.first()? {
+        b'-' => (true, &cell[1..]),
+        b'+' => (false, &cell[1..]),
+        _ => (false, cell),
+    };
+    let mut m: u64 = 0;
+    let mut digits = 0usize;
+    let mut frac: Option<usize> = None;
+    for (i, &b) in body.iter().enumerate() {
+        match b {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(b - b'0');
+                digits += 1;
+                if digits > 15 {
+                    return None;
+                }
+            }
+            b'.' if frac.is_none() => frac = Some(i),
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    let k = match frac {
+        Some(i) => body.len() - i - 1,
+        None => 0,
+    };
+    let v = (m as f64) / *POW10.get(k)?;
+    Some(if neg { -v } else { v })
 }
 
 #[inline]
@@ -217,6 +264,22 @@ mod tests {
                 proptest::prop_assert!(back.is_none() || back.is_some_and(f64::is_nan));
             } else if f.is_finite() {
                 proptest::prop_assert_eq!(back, Some(f));
+            }
+        }
+
+        #[test]
+        fn fast_path_agrees_with_std(m in 0u64..10_000_000_000_000_000, k in 0usize..20, neg in proptest::prelude::any::<bool>()) {
+            let digits = m.to_string();
+            let s = if k == 0 || k >= digits.len() {
+                format!("{}{digits}", if neg { "-" } else { "" })
+            } else {
+                let (a, b) = digits.split_at(digits.len() - k);
+                format!("{}{a}.{b}", if neg { "-" } else { "" })
+            };
+            let want: f64 = s.parse().unwrap();
+            proptest::prop_assert_eq!(parse_float(s.as_bytes()), Some(want), "{}", s);
+            if let Some(f) = fast_float(s.as_bytes()) {
+                proptest::prop_assert_eq!(f.to_bits(), want.to_bits(), "{}", s);
             }
         }
 
