@@ -95,7 +95,7 @@ fn main() -> anyhow::Result<()> {
                     .parse()?;
                 i += 1;
             }
-            "--gb" => rows = 9_000_000,
+            "--gb" => rows = 12_100_000,
             "--dir" => {
                 dir = Some(
                     args.get(i + 1)

@@ -506,3 +506,54 @@ async fn ten_thousand_small_files() {
     src.stop().await.unwrap();
     assert!(names(&d.state).is_empty());
 }
+
+/// Rejects the second record of every batch, as the daemon does for a type conflict.
+struct Rejecting(MemorySink);
+
+impl BatchSink for Rejecting {
+    fn submit(&self, mut batch: Batch, received: Instant) -> SinkFuture<'_> {
+        let rejected = if batch.records.len() > 1 {
+            let r = batch.records.remove(1);
+            Some((r.fields.len() as u64, r.time))
+        } else {
+            None
+        };
+        Box::pin(async move {
+            let mut out = self.0.submit(batch, received).await?;
+            if let Some((points, time)) = rejected {
+                out.rejected = points;
+                out.rejections.push(tsfiled_connectors::Rejection {
+                    location: format!("record 1 (root.sg.d1.a at {time})"),
+                    reason: tsfiled_connectors::RejectReason::TypeMismatch,
+                    message: "an integer does not fit this series' type (BOOLEAN)".into(),
+                    points,
+                });
+            }
+            Ok(out)
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn points_the_sink_rejects_are_reported_by_line() {
+    let d = dirs();
+    write_old(&d.watch.join("a.csv"), &wide(0..5));
+    let sink = Arc::new(Rejecting(MemorySink::new()));
+    let src = Source::start(options(&d), sink.clone());
+    until("the file in error", || src.get(|m| &m.files_error) == 1).await;
+    assert_eq!(times(&sink.0.records()), vec![0, 2, 3, 4]);
+    let report = fs::read_to_string(d.watch.join("error/a.csv.report")).unwrap();
+    assert!(
+        report.contains("# rows: 5 ingested, 0 rejected; points: 8 ingested, 2 rejected\n"),
+        "{report}"
+    );
+    assert!(
+        report.ends_with(
+            "line 3: type_mismatch: an integer does not fit this series' type (BOOLEAN) \
+             (sink: record 1 (root.sg.d1.a at 1))\n"
+        ),
+        "{report}"
+    );
+    assert_eq!(src.get(|m| &m.points_rejected), 2);
+    src.stop().await.unwrap();
+}
