@@ -214,10 +214,7 @@ mod tests {
                 .map(|i| Record {
                     device: "root.sg.d".into(),
                     time: i as i64,
-                    fields: vec![Field {
-                        measurement: "s".into(),
-                        value: FieldValue::Int(i as i64),
-                    }],
+                    fields: vec![Field::new("s", FieldValue::Int(i as i64))],
                 })
                 .collect(),
             rejections: Vec::new(),
