@@ -1,1 +1,19 @@
 //! The tsfiled daemon: durable intake, rolling TsFile writer, HTTP push, metrics.
+//!
+//! Data flow: a source ([`http`], later MQTT and CSV) parses a payload ([`parse`]) and
+//! submits it to a [`pipeline::Pipeline`], which validates and types the points, makes
+//! them durable in the write-ahead log ([`wal`]) and only then acknowledges; the
+//! engine ([`engine`]) keeps them in memtables, flushes them into TsFiles and seals
+//! the files atomically into IoTDB's data-directory layout.
+
+#![warn(missing_docs)]
+
+pub mod app;
+pub mod config_file;
+pub mod engine;
+pub mod http;
+pub mod metrics;
+pub mod parse;
+pub mod pipeline;
+pub mod settings;
+pub mod wal;

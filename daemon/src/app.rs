@@ -1,0 +1,260 @@
+//! The running daemon: opens the pipelines, serves HTTP, reloads, and shuts down in
+//! order (stop intake → make durable → seal → exit) within the deadline.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::http::{self, HttpState, SourceRoute};
+use crate::metrics::Metrics;
+use crate::parse::{ConnectorParsers, Parsers};
+use crate::pipeline::Pipeline;
+use crate::settings::Settings;
+
+/// A started daemon.
+pub struct Daemon {
+    /// The pipelines, in configuration order.
+    pub pipelines: Vec<Arc<Pipeline>>,
+    /// HTTP state (for reloads).
+    pub http: Arc<HttpState>,
+    /// The bound HTTP address.
+    pub http_addr: std::net::SocketAddr,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    settings: Settings,
+    http_tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+    http_token: CancellationToken,
+}
+
+/// Why the daemon could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// Opening or recovering a pipeline failed.
+    #[error("pipeline {pipeline}: {source}")]
+    Pipeline {
+        /// Which.
+        pipeline: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Binding the HTTP listener failed.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// Address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Shutdown did not finish within the deadline.
+    #[error("shutdown did not finish within {0:?}; unsealed points stay in the write-ahead log")]
+    Deadline(std::time::Duration),
+}
+
+impl Daemon {
+    /// Opens every pipeline (recovery and replay), binds the HTTP listener (or uses
+    /// `listener`) and starts serving.
+    pub async fn start(
+        settings: Settings,
+        listener: Option<TcpListener>,
+    ) -> Result<Daemon, DaemonError> {
+        let metrics = Metrics::new();
+        let mut pipelines = Vec::new();
+        let mut routes = Vec::new();
+        for ps in &settings.pipelines {
+            let opts = ps.options.clone();
+            let m = metrics.clone();
+            let name = opts.engine.pipeline.clone();
+            let started = Instant::now();
+            let p = tokio::task::spawn_blocking(move || Pipeline::open(opts, m))
+                .await
+                .map_err(|e| DaemonError::Pipeline {
+                    pipeline: name.clone(),
+                    source: std::io::Error::other(e),
+                })?
+                .map_err(|e| DaemonError::Pipeline {
+                    pipeline: name.clone(),
+                    source: e,
+                })?;
+            tracing::info!(pipeline = %name, data_dir = %ps.options.engine.data_dir.display(), elapsed_ms = started.elapsed().as_millis() as u64, "pipeline ready");
+            for src in &ps.http_sources {
+                routes.push(SourceRoute {
+                    pipeline: p.clone(),
+                    stored: ps.time_precision,
+                    source: src.clone(),
+                });
+            }
+            pipelines.push(p);
+        }
+        let listen_err = |addr: &str, e: std::io::Error| DaemonError::Listen {
+            addr: addr.to_string(),
+            source: e,
+        };
+        let listener = match listener {
+            Some(l) => l,
+            None => TcpListener::bind(&settings.http.listen)
+                .await
+                .map_err(|e| listen_err(&settings.http.listen, e))?,
+        };
+        let http_addr = listener
+            .local_addr()
+            .map_err(|e| listen_err(&settings.http.listen, e))?;
+        let tokens = http::load_tokens(&settings.http).map_err(|e| DaemonError::Listen {
+            addr: "http.token_file".into(),
+            source: e,
+        })?;
+        let parsers: Arc<dyn Parsers> = Arc::new(ConnectorParsers);
+        let separate_metrics = settings.metrics.enabled && settings.metrics.listen.is_some();
+        let state = Arc::new(HttpState {
+            pipelines: pipelines.clone(),
+            settings: RwLock::new(settings.http.clone()),
+            tokens: RwLock::new(tokens),
+            parsers,
+            metrics: metrics.clone(),
+            metrics_path: (settings.metrics.enabled && !separate_metrics)
+                .then(|| settings.metrics.path.clone()),
+            ready: AtomicBool::new(false),
+        });
+        let http_token = CancellationToken::new();
+        let grace = settings.http.shutdown_grace;
+        let mut http_tasks = Vec::new();
+        if let (true, Some(addr)) = (separate_metrics, &settings.metrics.listen) {
+            let ml = TcpListener::bind(addr)
+                .await
+                .map_err(|e| listen_err(addr, e))?;
+            let maddr = ml.local_addr().map_err(|e| listen_err(addr, e))?;
+            let app = http::metrics_router(state.clone(), &settings.metrics.path);
+            http_tasks.push(tokio::spawn(http::run(ml, app, http_token.clone(), grace)));
+            tracing::info!(addr = %maddr, "metrics listening on http://{maddr}{}", settings.metrics.path);
+        }
+        let app = http::router(state.clone(), routes);
+        http_tasks.push(tokio::spawn(http::run(
+            listener,
+            app,
+            http_token.clone(),
+            grace,
+        )));
+        state.ready.store(true, Ordering::Relaxed);
+        tracing::info!(addr = %http_addr, "HTTP listening on http://{http_addr}");
+        Ok(Daemon {
+            pipelines,
+            http: state,
+            http_addr,
+            metrics,
+            settings,
+            http_tasks,
+            http_token,
+        })
+    }
+
+    /// Applies a new configuration where that is possible without a restart: HTTP
+    /// tokens, limits and mapping, and schema rules. Other changes are logged.
+    pub fn reload(&mut self, new: Settings) {
+        if new.http.listen != self.settings.http.listen {
+            tracing::warn!("reload: a new HTTP listen address takes effect after a restart");
+        }
+        if new.http.max_body_bytes > self.settings.http.max_body_bytes {
+            tracing::warn!("reload: a larger HTTP body limit takes effect after a restart");
+        }
+        match http::load_tokens(&new.http) {
+            Ok(t) => {
+                if let Ok(mut tokens) = self.http.tokens.write() {
+                    *tokens = t;
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "reload: cannot read the token file; keeping the current tokens")
+            }
+        }
+        if let Ok(mut s) = self.http.settings.write() {
+            let listen = s.listen.clone();
+            *s = new.http.clone();
+            s.listen = listen;
+        }
+        let names: Vec<&str> = self.pipelines.iter().map(|p| p.name()).collect();
+        let new_names: Vec<&str> = new
+            .pipelines
+            .iter()
+            .map(|p| p.options.engine.pipeline.as_str())
+            .collect();
+        if names != new_names {
+            tracing::warn!(
+                ?names,
+                ?new_names,
+                "reload: adding or removing pipelines takes effect after a restart"
+            );
+        }
+        for ps in &new.pipelines {
+            if let Some(p) = self
+                .pipelines
+                .iter()
+                .find(|p| p.name() == ps.options.engine.pipeline)
+            {
+                p.set_rules(ps.options.rules.clone(), ps.options.defaults);
+            }
+        }
+        self.settings = new;
+        tracing::info!("configuration reloaded");
+    }
+
+    /// Stops intake, makes everything durable, seals every file; errors if the
+    /// deadline passes first.
+    pub async fn shutdown(self) -> Result<(), DaemonError> {
+        let deadline = self.settings.shutdown_timeout;
+        let started = Instant::now();
+        tracing::info!(
+            deadline_s = deadline.as_secs_f64(),
+            "shutting down: stopping intake"
+        );
+        self.http.ready.store(false, Ordering::Relaxed);
+        let work = async move {
+            self.http_token.cancel();
+            for t in self.http_tasks {
+                match t.await {
+                    Ok(Err(e)) => tracing::warn!(error = %e, "HTTP server ended with an error"),
+                    Err(e) => tracing::warn!(error = %e, "HTTP server task failed"),
+                    Ok(Ok(())) => {}
+                }
+            }
+            let pipelines = self.pipelines.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                for p in pipelines {
+                    p.shutdown_blocking();
+                }
+            })
+            .await;
+        };
+        match tokio::time::timeout(deadline, work).await {
+            Ok(()) => {
+                tracing::info!(
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "shutdown complete"
+                );
+                Ok(())
+            }
+            Err(_) => Err(DaemonError::Deadline(deadline)),
+        }
+    }
+}
+
+/// Runs until `shutdown` is cancelled; `reloads` yields new settings on SIGHUP.
+pub async fn run(
+    settings: Settings,
+    listener: Option<TcpListener>,
+    shutdown: CancellationToken,
+    mut reloads: tokio::sync::mpsc::Receiver<Settings>,
+) -> Result<(), DaemonError> {
+    let mut daemon = Daemon::start(settings, listener).await?;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            s = reloads.recv() => match s {
+                Some(s) => daemon.reload(s),
+                None => { shutdown.cancelled().await; break; }
+            },
+        }
+    }
+    daemon.shutdown().await
+}

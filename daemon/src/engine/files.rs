@@ -1,0 +1,395 @@
+//! The data directory: file naming, `.resource` files, the seal journal and
+//! start-up recovery.
+//!
+//! Layout: `<data>/{sequence,unsequence}/<sg>/<partition>/<createMillis>-<version>-0.tsfile`
+//! plus `.resource`. An open file is written as `<name>.tsfile.tmp`; only sealed files
+//! carry the final name.
+//!
+//! Sealing a storage group partition (its sequence and unsequence file together):
+//! 1. close each writer (tail written), `fsync` the `.tsfile.tmp`; write
+//!    `.tsfile.resource.tmp`, `fsync`;
+//! 2. append a commit line to `<state>/seals.log` and `fsync` it: from here the
+//!    seal counts, and recovery rolls the renames forward if they did not happen;
+//! 3. rename the `.resource` into place, then the TsFile (last), `fsync` the directory.
+//!
+//! A commit line also records up to which WAL position the partition's points are all
+//! sealed, so replay does not write them twice.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use tsfile::file::writer::DeviceTimeRange;
+use tsfile::resource::{DeviceTimeRange as ResourceRange, TsFileResource};
+
+use crate::wal::{sync_dir, Lsn};
+
+/// Sequence or unsequence space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Space {
+    /// Points newer than everything flushed for their device.
+    Sequence,
+    /// Late points.
+    Unsequence,
+}
+
+impl Space {
+    /// Directory name.
+    pub fn dir(self) -> &'static str {
+        match self {
+            Space::Sequence => "sequence",
+            Space::Unsequence => "unsequence",
+        }
+    }
+}
+
+/// Final path of a TsFile.
+pub fn tsfile_path(
+    data: &Path,
+    space: Space,
+    sg: &str,
+    partition: i64,
+    create_millis: i64,
+    version: i64,
+) -> PathBuf {
+    data.join(space.dir())
+        .join(sg)
+        .join(partition.to_string())
+        .join(format!("{create_millis}-{version}-0.tsfile"))
+}
+
+/// `path` with `suffix` appended to its file name.
+pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Serializes a `.resource` file (spec §9.2, via the format crate): start times, end
+/// times, one historical version (the file's own).
+pub fn resource_bytes(devices: &[DeviceTimeRange], version: i64) -> Vec<u8> {
+    let res = TsFileResource {
+        devices: devices
+            .iter()
+            .map(|d| ResourceRange {
+                device: d.device.clone(),
+                start_time: d.start_time,
+                end_time: d.end_time,
+            })
+            .collect(),
+        historical_versions: Some(vec![version]),
+        mod_file: None,
+    };
+    // Only lengths beyond i32::MAX can fail, which device paths never reach.
+    res.to_bytes().unwrap_or_default()
+}
+
+/// Parses a `.resource` file's device ranges (the part this daemon needs).
+pub fn parse_resource(data: &[u8]) -> Result<Vec<DeviceTimeRange>, String> {
+    let res = TsFileResource::deserialize(data).map_err(|e| e.to_string())?;
+    Ok(res
+        .devices
+        .into_iter()
+        .map(|d| DeviceTimeRange {
+            device: d.device,
+            start_time: d.start_time,
+            end_time: d.end_time,
+        })
+        .collect())
+}
+
+/// Writes `bytes` to `path` and fsyncs it.
+pub fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = File::create(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+/// One commit line of the seal journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealEntry {
+    /// Storage group.
+    pub sg: String,
+    /// Time partition.
+    pub partition: i64,
+    /// Every point of this partition in a WAL record before this LSN is sealed.
+    pub covered: Lsn,
+    /// Largest version used in the storage group so far.
+    pub max_version: i64,
+    /// Final TsFile paths, relative to the data directory.
+    pub files: Vec<String>,
+}
+
+impl SealEntry {
+    fn to_line(&self) -> String {
+        let mut body = format!(
+            "S\t{}\t{}\t{}\t{}",
+            self.sg, self.partition, self.covered, self.max_version
+        );
+        for f in &self.files {
+            body.push('\t');
+            body.push_str(f);
+        }
+        let crc = crc32fast::hash(body.as_bytes());
+        format!("{body}\t{crc:08x}\n")
+    }
+
+    fn from_line(line: &str) -> Option<SealEntry> {
+        let line = line.strip_suffix('\n')?;
+        let (body, crc) = line.rsplit_once('\t')?;
+        if u32::from_str_radix(crc, 16).ok()? != crc32fast::hash(body.as_bytes()) {
+            return None;
+        }
+        let mut cols = body.split('\t');
+        if cols.next()? != "S" {
+            return None;
+        }
+        Some(SealEntry {
+            sg: cols.next()?.to_string(),
+            partition: cols.next()?.parse().ok()?,
+            covered: cols.next()?.parse().ok()?,
+            max_version: cols.next()?.parse().ok()?,
+            files: cols.map(str::to_string).collect(),
+        })
+    }
+}
+
+/// The append-only seal journal.
+pub struct SealJournal {
+    path: PathBuf,
+    file: File,
+}
+
+impl SealJournal {
+    /// Reads the journal (stopping at the first bad line, which is cut) and opens it
+    /// for appending.
+    pub fn open(path: &Path) -> io::Result<(SealJournal, Vec<SealEntry>)> {
+        let mut entries = Vec::new();
+        let mut good = 0u64;
+        if let Ok(f) = File::open(path) {
+            let mut r = BufReader::new(f);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                let n = match r.read_line(&mut line) {
+                    Ok(n) => n,
+                    Err(_) => break,
+                };
+                if n == 0 {
+                    break;
+                }
+                match SealEntry::from_line(&line) {
+                    Some(e) => {
+                        entries.push(e);
+                        good += n as u64;
+                    }
+                    None => {
+                        tracing::warn!(journal = %path.display(), offset = good, "seal journal: cutting a torn line");
+                        break;
+                    }
+                }
+            }
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(path)?;
+        file.set_len(good)?;
+        let mut j = SealJournal {
+            path: path.to_path_buf(),
+            file,
+        };
+        io::Seek::seek(&mut j.file, io::SeekFrom::Start(good))?;
+        Ok((j, entries))
+    }
+
+    /// Appends and fsyncs one entry: the commit point of a seal.
+    pub fn commit(&mut self, e: &SealEntry) -> io::Result<()> {
+        self.file.write_all(e.to_line().as_bytes())?;
+        self.file.sync_data()
+    }
+
+    /// Rewrites the journal with only `keep` (tmp + fsync + rename).
+    pub fn compact(&mut self, keep: &[SealEntry]) -> io::Result<()> {
+        let tmp = with_suffix(&self.path, ".tmp");
+        let mut body = String::new();
+        for e in keep {
+            body.push_str(&e.to_line());
+        }
+        write_synced(&tmp, body.as_bytes())?;
+        fs::rename(&tmp, &self.path)?;
+        if let Some(dir) = self.path.parent() {
+            sync_dir(dir)?;
+        }
+        self.file = OpenOptions::new().append(true).open(&self.path)?;
+        Ok(())
+    }
+}
+
+/// Renames a committed file's temporaries into place if a crash interrupted it.
+pub fn roll_forward(data: &Path, rel: &str) -> io::Result<bool> {
+    let fin = data.join(rel);
+    let tmp = with_suffix(&fin, ".tmp");
+    let res = with_suffix(&fin, ".resource");
+    let res_tmp = with_suffix(&res, ".tmp");
+    let mut did = false;
+    if res_tmp.exists() {
+        fs::rename(&res_tmp, &res)?;
+        did = true;
+    }
+    if tmp.exists() {
+        fs::rename(&tmp, &fin)?;
+        did = true;
+    }
+    if did {
+        if let Some(dir) = fin.parent() {
+            sync_dir(dir)?;
+        }
+    }
+    Ok(did)
+}
+
+/// What the data directory holds after recovery.
+#[derive(Debug, Default)]
+pub struct DataDirState {
+    /// Per (storage group, partition): the newest end time per device in sequence files.
+    pub latest_flushed: HashMap<(String, i64), HashMap<String, i64>>,
+    /// Largest version per storage group (file names and journal).
+    pub max_version: HashMap<String, i64>,
+    /// Temporary files removed.
+    pub removed_tmp: Vec<PathBuf>,
+}
+
+/// Scans the data directory: removes uncommitted temporaries, reads sequence
+/// `.resource` files for the newest time per device, and the largest versions.
+pub fn scan_data_dir(data: &Path) -> io::Result<DataDirState> {
+    let mut st = DataDirState::default();
+    for space in [Space::Sequence, Space::Unsequence] {
+        let root = data.join(space.dir());
+        let Ok(sgs) = fs::read_dir(&root) else {
+            continue;
+        };
+        for sg in sgs.flatten() {
+            let sg_name = sg.file_name().to_string_lossy().to_string();
+            let Ok(parts) = fs::read_dir(sg.path()) else {
+                continue;
+            };
+            for part in parts.flatten() {
+                let Ok(pid) = part.file_name().to_string_lossy().parse::<i64>() else {
+                    continue;
+                };
+                let Ok(files) = fs::read_dir(part.path()) else {
+                    continue;
+                };
+                let mut removed = false;
+                for f in files.flatten() {
+                    let name = f.file_name().to_string_lossy().to_string();
+                    if name.ends_with(".tmp") {
+                        fs::remove_file(f.path())?;
+                        st.removed_tmp.push(f.path());
+                        removed = true;
+                        continue;
+                    }
+                    if let Some(stem) = name.strip_suffix(".tsfile") {
+                        if let Some(v) = stem.split('-').nth(1).and_then(|v| v.parse::<i64>().ok())
+                        {
+                            let e = st.max_version.entry(sg_name.clone()).or_insert(v);
+                            *e = (*e).max(v);
+                        }
+                    }
+                    if space == Space::Sequence && name.ends_with(".tsfile.resource") {
+                        let bytes = fs::read(f.path())?;
+                        match parse_resource(&bytes) {
+                            Ok(devs) => {
+                                let m =
+                                    st.latest_flushed.entry((sg_name.clone(), pid)).or_default();
+                                for d in devs {
+                                    let e = m.entry(d.device).or_insert(d.end_time);
+                                    *e = (*e).max(d.end_time);
+                                }
+                            }
+                            Err(e) => {
+                                tracing::warn!(file = %f.path().display(), error = %e, "unreadable .resource")
+                            }
+                        }
+                    }
+                }
+                if removed {
+                    sync_dir(&part.path())?;
+                }
+            }
+        }
+    }
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_round_trip_and_layout() {
+        let devs = vec![
+            DeviceTimeRange {
+                device: "root.sg.d1".into(),
+                start_time: 1,
+                end_time: 10,
+            },
+            DeviceTimeRange {
+                device: "root.sg.d2".into(),
+                start_time: -5,
+                end_time: 7,
+            },
+        ];
+        let b = resource_bytes(&devs, 3);
+        // 4 + 2*(4+10+8) + 4 + 2*(4+10+8) + 4 + 8
+        assert_eq!(b.len(), 4 + 44 + 4 + 44 + 12);
+        assert_eq!(&b[..4], &[0, 0, 0, 2]);
+        assert_eq!(&b[b.len() - 12..], &[0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3]);
+        assert_eq!(parse_resource(&b).unwrap(), devs);
+        for cut in 0..b.len() - 12 {
+            assert!(parse_resource(&b[..cut]).is_err());
+        }
+    }
+
+    #[test]
+    fn journal_cuts_torn_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("seals.log");
+        let e = SealEntry {
+            sg: "root.sg".into(),
+            partition: 0,
+            covered: 12345,
+            max_version: 9,
+            files: vec!["sequence/root.sg/0/1-2-0.tsfile".into()],
+        };
+        {
+            let (mut j, es) = SealJournal::open(&p).unwrap();
+            assert!(es.is_empty());
+            j.commit(&e).unwrap();
+            j.commit(&e).unwrap();
+        }
+        let mut data = fs::read(&p).unwrap();
+        let len = data.len();
+        data[len - 3] ^= 1; // corrupt the second line's checksum
+        fs::write(&p, &data).unwrap();
+        let (mut j, es) = SealJournal::open(&p).unwrap();
+        assert_eq!(es, vec![e.clone()]);
+        j.commit(&e).unwrap();
+        drop(j);
+        let (_j, es) = SealJournal::open(&p).unwrap();
+        assert_eq!(es.len(), 2);
+    }
+
+    #[test]
+    fn names() {
+        let p = tsfile_path(Path::new("/d"), Space::Unsequence, "root.sg", 3, 100, 7);
+        assert_eq!(p, Path::new("/d/unsequence/root.sg/3/100-7-0.tsfile"));
+        assert_eq!(
+            with_suffix(&p, ".resource"),
+            Path::new("/d/unsequence/root.sg/3/100-7-0.tsfile.resource")
+        );
+    }
+}

@@ -1,0 +1,1262 @@
+//! The storage engine of one pipeline: memtables per storage group partition, flushes
+//! into open TsFiles, sealing, WAL trimming and recovery.
+//!
+//! It runs on its own thread and receives durable batches from the write-ahead log in
+//! log order ([`EngineMsg::Write`]). Points of a device newer than everything already
+//! flushed for that device in the partition's sequence space go to the sequence
+//! memtable; the others go to the unsequence memtable (as IoTDB does). Memtables are
+//! flushed as chunk groups (followed by a version record) when the pipeline's memtable
+//! budget is reached; a partition's files are sealed together on size, age, idle time,
+//! partition boundary, WAL pressure or shutdown.
+
+pub mod batch;
+pub mod files;
+pub mod schema;
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{self, BufWriter};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::oneshot;
+use tsfile::basic::Column;
+use tsfile::file::properties::{MeasurementSchema, WriterProperties};
+use tsfile::file::writer::TsFileWriter;
+
+use crate::metrics::Metrics;
+use crate::wal::{Lsn, WalStats};
+use batch::{SeriesData, WriteBatch};
+use files::{SealEntry, SealJournal, Space};
+use schema::{Registry, SeriesType};
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Pipeline name (metric label).
+    pub pipeline: String,
+    /// The data directory (`sequence/`, `unsequence/`).
+    pub data_dir: PathBuf,
+    /// State directory (seal journal, schema journal, lock), normally `<data>/state`.
+    pub state_dir: PathBuf,
+    /// Storage group level: `root` plus this many nodes.
+    pub sg_level: usize,
+    /// Time partition interval in stored time units (`None`: everything in partition 0).
+    pub partition_interval: Option<i64>,
+    /// Memtable budget of the pipeline in bytes.
+    pub memtable_bytes: usize,
+    /// A storage group partition's sequence memtable is flushed at this size.
+    pub chunk_group_bytes: usize,
+    /// Seal a file once it has this many bytes.
+    pub file_max_bytes: u64,
+    /// Seal a partition's files this long after its first unsealed point.
+    pub file_max_age: Duration,
+    /// Seal a partition's files after this long without new points.
+    pub file_idle: Duration,
+    /// TsFile writer settings.
+    pub writer: WriterProperties,
+    /// How often time-based sealing is checked.
+    pub tick: Duration,
+}
+
+impl EngineOptions {
+    /// Defaults for a data directory.
+    pub fn new(pipeline: &str, data_dir: impl Into<PathBuf>) -> Self {
+        let data_dir = data_dir.into();
+        EngineOptions {
+            pipeline: pipeline.to_string(),
+            state_dir: data_dir.join("state"),
+            data_dir,
+            sg_level: 1,
+            partition_interval: None,
+            memtable_bytes: 64 * 1024 * 1024,
+            chunk_group_bytes: 16 * 1024 * 1024,
+            file_max_bytes: 256 * 1024 * 1024,
+            file_max_age: Duration::from_secs(3600),
+            file_idle: Duration::from_secs(600),
+            writer: WriterProperties::default(),
+            tick: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Why files were sealed (metric label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SealReason {
+    /// Reached the size limit.
+    Size,
+    /// Reached the age limit.
+    Age,
+    /// Idle.
+    Idle,
+    /// A newer time partition started.
+    Partition,
+    /// Daemon shutdown.
+    Shutdown,
+    /// The write-ahead log is filling up.
+    Wal,
+    /// Configuration reload or explicit request.
+    Request,
+}
+
+impl SealReason {
+    /// Metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            SealReason::Size => "size",
+            SealReason::Age => "age",
+            SealReason::Idle => "idle",
+            SealReason::Partition => "partition",
+            SealReason::Shutdown => "shutdown",
+            SealReason::Wal => "wal",
+            SealReason::Request => "request",
+        }
+    }
+}
+
+/// Messages to the engine thread.
+pub enum EngineMsg {
+    /// A durable batch.
+    Write {
+        /// Its WAL position.
+        lsn: Lsn,
+        /// The points.
+        batch: WriteBatch,
+        /// When the payload was received.
+        received: Instant,
+    },
+    /// Seal everything open, then answer.
+    SealAll {
+        /// Reason label.
+        reason: SealReason,
+        /// Answered when done.
+        done: oneshot::Sender<()>,
+    },
+    /// Stop without sealing, leaving open files as a crash would (tests).
+    Abandon {
+        /// Answered when done.
+        done: oneshot::Sender<()>,
+    },
+    /// Seal everything and stop.
+    Stop {
+        /// Answered when done.
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// What the engine needs from the WAL: where to publish its low watermark and how full it is.
+#[derive(Clone)]
+pub struct WalControl {
+    /// Low watermark (segments entirely below are deleted).
+    pub watermark: Arc<AtomicU64>,
+    /// WAL counters.
+    pub stats: Arc<WalStats>,
+    /// WAL disk budget.
+    pub max_bytes: u64,
+}
+
+struct SeriesBuf {
+    ty: SeriesType,
+    times: Vec<i64>,
+    values: Column,
+    /// Times strictly increasing so far.
+    sorted: bool,
+    /// Bytes of TEXT values (their heap parts).
+    text_bytes: usize,
+}
+
+/// Memory of a memtable entry besides its vectors (map slot, key, buffer header).
+const SERIES_OVERHEAD: usize = 160;
+
+/// Heap bytes a series buffer holds (allocated capacity, not length).
+fn footprint(b: &SeriesBuf) -> usize {
+    let cap = match &b.values {
+        Column::Boolean(v) => v.capacity(),
+        Column::Int32(v) => v.capacity() * 4,
+        Column::Float(v) => v.capacity() * 4,
+        Column::Int64(v) => v.capacity() * 8,
+        Column::Double(v) => v.capacity() * 8,
+        Column::Text(v) => v.capacity() * 24,
+    };
+    b.times.capacity() * 8 + cap + b.text_bytes
+}
+
+type SeriesKey = (Arc<str>, Arc<str>);
+
+struct OpenFile {
+    writer: TsFileWriter<BufWriter<File>>,
+    final_path: PathBuf,
+    tmp_path: PathBuf,
+    version: i64,
+    registered: HashSet<SeriesKey>,
+    points: u64,
+    /// Chunks written so far (the writer keeps metadata for each until close).
+    chunks: u64,
+    written_reported: u64,
+}
+
+/// Memory the writer and engine keep per chunk of an open file until it is sealed
+/// (chunk metadata with statistics), and per registered series.
+const CHUNK_META_BYTES: u64 = 160;
+const SERIES_META_BYTES: u64 = 400;
+
+impl OpenFile {
+    fn metadata_bytes(&self) -> u64 {
+        self.chunks * CHUNK_META_BYTES + self.registered.len() as u64 * SERIES_META_BYTES
+    }
+}
+
+struct Proc {
+    mem: HashMap<SeriesKey, SeriesBuf>,
+    mem_bytes: usize,
+    file: Option<OpenFile>,
+}
+
+impl Proc {
+    fn new() -> Proc {
+        Proc {
+            mem: HashMap::new(),
+            mem_bytes: 0,
+            file: None,
+        }
+    }
+}
+
+struct Group {
+    sg: Arc<str>,
+    partition: i64,
+    seq: Proc,
+    unseq: Proc,
+    first_lsn: Option<Lsn>,
+    first_at: Option<Instant>,
+    last_write: Instant,
+    oldest_receive: Option<Instant>,
+    latest_flushed: HashMap<Arc<str>, i64>,
+    failed: bool,
+}
+
+impl Group {
+    fn has_data(&self) -> bool {
+        self.first_lsn.is_some()
+    }
+}
+
+fn push_from(dst: &mut Column, src: &Column, i: usize) {
+    match (dst, src) {
+        (Column::Boolean(d), Column::Boolean(s)) => d.push(s[i]),
+        (Column::Int32(d), Column::Int32(s)) => d.push(s[i]),
+        (Column::Int64(d), Column::Int64(s)) => d.push(s[i]),
+        (Column::Float(d), Column::Float(s)) => d.push(s[i]),
+        (Column::Double(d), Column::Double(s)) => d.push(s[i]),
+        (Column::Text(d), Column::Text(s)) => d.push(s[i].clone()),
+        _ => {}
+    }
+}
+
+fn extend_from(dst: &mut Column, src: &Column) {
+    match (dst, src) {
+        (Column::Boolean(d), Column::Boolean(s)) => d.extend_from_slice(s),
+        (Column::Int32(d), Column::Int32(s)) => d.extend_from_slice(s),
+        (Column::Int64(d), Column::Int64(s)) => d.extend_from_slice(s),
+        (Column::Float(d), Column::Float(s)) => d.extend_from_slice(s),
+        (Column::Double(d), Column::Double(s)) => d.extend_from_slice(s),
+        (Column::Text(d), Column::Text(s)) => d.extend(s.iter().cloned()),
+        _ => {}
+    }
+}
+
+fn gather(src: &Column, idx: &[usize]) -> Column {
+    match src {
+        Column::Boolean(s) => Column::Boolean(idx.iter().map(|&i| s[i]).collect()),
+        Column::Int32(s) => Column::Int32(idx.iter().map(|&i| s[i]).collect()),
+        Column::Int64(s) => Column::Int64(idx.iter().map(|&i| s[i]).collect()),
+        Column::Float(s) => Column::Float(idx.iter().map(|&i| s[i]).collect()),
+        Column::Double(s) => Column::Double(idx.iter().map(|&i| s[i]).collect()),
+        Column::Text(s) => Column::Text(idx.iter().map(|&i| s[i].clone()).collect()),
+    }
+}
+
+/// Sorts a series by time; for equal times the last written wins.
+fn sort_dedup(times: Vec<i64>, values: Column) -> (Vec<i64>, Column) {
+    let mut idx: Vec<usize> = (0..times.len()).collect();
+    idx.sort_by_key(|&i| times[i]); // stable: equal times keep arrival order
+    let mut keep: Vec<usize> = Vec::with_capacity(idx.len());
+    for &i in &idx {
+        match keep.last_mut() {
+            Some(last) if times[*last] == times[i] => *last = i,
+            _ => keep.push(i),
+        }
+    }
+    let t = keep.iter().map(|&i| times[i]).collect();
+    (t, gather(&values, &keep))
+}
+
+fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The engine of one pipeline.
+pub struct Engine {
+    opts: EngineOptions,
+    groups: HashMap<(Arc<str>, i64), Group>,
+    sg_of: HashMap<Arc<str>, Arc<str>>,
+    versions: HashMap<Arc<str>, i64>,
+    newest_partition: HashMap<Arc<str>, i64>,
+    covered: HashMap<(String, i64), Lsn>,
+    flushed_init: HashMap<(String, i64), HashMap<String, i64>>,
+    /// The seal journal while sealing runs inline (recovery); moved into the sealer
+    /// thread by [`Engine::run`].
+    journal: Option<JournalState>,
+    sealer: Option<Sealer>,
+    /// Seals handed to the sealer and not done yet: job id → (lowest LSN they hold, files).
+    pending: HashMap<u64, (Lsn, usize)>,
+    /// LSNs of partitions whose seal failed: the WAL keeps them until restart.
+    failed_pins: Vec<Lsn>,
+    next_job: u64,
+    registry: Arc<Mutex<Registry>>,
+    wal: Option<WalControl>,
+    mem_total: usize,
+    last_lsn: Option<Lsn>,
+    metrics: Arc<Metrics>,
+    last_create_millis: i64,
+}
+
+impl Engine {
+    /// Opens the data directory: rolls committed seals forward, removes uncommitted
+    /// temporaries, and loads what replay and file naming need.
+    pub fn open(
+        opts: EngineOptions,
+        registry: Arc<Mutex<Registry>>,
+        metrics: Arc<Metrics>,
+    ) -> io::Result<Engine> {
+        let state_dir = opts.state_dir.clone();
+        fs::create_dir_all(&state_dir)?;
+        let (mut journal, entries) = SealJournal::open(&state_dir.join("seals.log"))?;
+        for e in &entries {
+            for f in &e.files {
+                if files::roll_forward(&opts.data_dir, f)? {
+                    tracing::info!(file = %f, "recovery: completed an interrupted seal");
+                }
+            }
+        }
+        let state = files::scan_data_dir(&opts.data_dir)?;
+        for p in &state.removed_tmp {
+            tracing::info!(file = %p.display(), "recovery: removed an unsealed temporary file");
+        }
+        let mut covered: HashMap<(String, i64), Lsn> = HashMap::new();
+        let mut versions: HashMap<Arc<str>, i64> = HashMap::new();
+        let mut last_by_group: HashMap<(String, i64), SealEntry> = HashMap::new();
+        for e in entries {
+            let c = covered.entry((e.sg.clone(), e.partition)).or_insert(0);
+            *c = (*c).max(e.covered);
+            let v = versions.entry(Arc::from(e.sg.as_str())).or_insert(0);
+            *v = (*v).max(e.max_version);
+            last_by_group.insert((e.sg.clone(), e.partition), e);
+        }
+        for (sg, v) in state.max_version {
+            let e = versions.entry(Arc::from(sg.as_str())).or_insert(0);
+            *e = (*e).max(v);
+        }
+        let keep: Vec<SealEntry> = last_by_group.values().cloned().collect();
+        journal.compact(&keep)?;
+        let opts_data_dir = opts.data_dir.clone();
+        Ok(Engine {
+            opts,
+            groups: HashMap::new(),
+            sg_of: HashMap::new(),
+            versions,
+            newest_partition: HashMap::new(),
+            covered,
+            flushed_init: state.latest_flushed,
+            journal: Some(JournalState {
+                journal,
+                entries: keep.len(),
+                last_by_group,
+                data_dir: opts_data_dir,
+            }),
+            sealer: None,
+            pending: HashMap::new(),
+            failed_pins: Vec::new(),
+            next_job: 0,
+            registry,
+            wal: None,
+            mem_total: 0,
+            last_lsn: None,
+            metrics,
+            last_create_millis: 0,
+        })
+    }
+
+    /// Connects the engine to its WAL (after replay).
+    pub fn attach_wal(&mut self, wal: WalControl) {
+        self.wal = Some(wal);
+    }
+
+    /// Bytes currently in memtables.
+    pub fn memtable_bytes(&self) -> usize {
+        self.mem_total
+    }
+
+    fn sg_for(&mut self, device: &Arc<str>) -> Arc<str> {
+        if let Some(sg) = self.sg_of.get(device) {
+            return sg.clone();
+        }
+        let sg: Arc<str> = Arc::from(schema::storage_group(device, self.opts.sg_level));
+        let sg = self
+            .versions
+            .get_key_value(&sg)
+            .map(|(k, _)| k.clone())
+            .unwrap_or(sg);
+        self.sg_of.insert(device.clone(), sg.clone());
+        sg
+    }
+
+    fn partition_of(&self, t: i64) -> i64 {
+        match self.opts.partition_interval {
+            Some(iv) if iv > 0 => t.div_euclid(iv),
+            _ => 0,
+        }
+    }
+
+    fn group(&mut self, sg: &Arc<str>, partition: i64) -> &mut Group {
+        let key = (sg.clone(), partition);
+        if !self.groups.contains_key(&key) {
+            let mut latest = HashMap::new();
+            if let Some(m) = self.flushed_init.remove(&(sg.to_string(), partition)) {
+                for (d, t) in m {
+                    latest.insert(Arc::from(d.as_str()), t);
+                }
+            }
+            self.groups.insert(
+                key.clone(),
+                Group {
+                    sg: sg.clone(),
+                    partition,
+                    seq: Proc::new(),
+                    unseq: Proc::new(),
+                    first_lsn: None,
+                    first_at: None,
+                    last_write: Instant::now(),
+                    oldest_receive: None,
+                    latest_flushed: latest,
+                    failed: false,
+                },
+            );
+        }
+        self.groups.get_mut(&key).expect("inserted above")
+    }
+
+    /// Applies one durable batch. `replay` skips points already sealed.
+    pub fn apply(&mut self, lsn: Lsn, batch: WriteBatch, received: Instant, replay: bool) {
+        self.last_lsn = Some(lsn);
+        let mut touched: Vec<(Arc<str>, i64)> = Vec::new();
+        for s in batch.series {
+            if s.is_empty() {
+                continue;
+            }
+            let sg = self.sg_for(&s.device);
+            let single_partition = self.opts.partition_interval.is_none() || {
+                let p0 = self.partition_of(s.times[0]);
+                s.times.iter().all(|&t| self.partition_of(t) == p0)
+            };
+            if single_partition {
+                let p = self.partition_of(s.times[0]);
+                if replay && self.is_covered(&sg, p, lsn) {
+                    continue;
+                }
+                self.insert_series(&sg, p, lsn, received, s);
+                if !touched.iter().any(|(a, b)| a == &sg && *b == p) {
+                    touched.push((sg.clone(), p));
+                }
+            } else {
+                let mut parts: HashMap<i64, Vec<usize>> = HashMap::new();
+                for (i, &t) in s.times.iter().enumerate() {
+                    parts.entry(self.partition_of(t)).or_default().push(i);
+                }
+                for (p, idx) in parts {
+                    if replay && self.is_covered(&sg, p, lsn) {
+                        continue;
+                    }
+                    let part = SeriesData {
+                        device: s.device.clone(),
+                        measurement: s.measurement.clone(),
+                        ty: s.ty,
+                        times: idx.iter().map(|&i| s.times[i]).collect(),
+                        values: gather(&s.values, &idx),
+                    };
+                    self.insert_series(&sg, p, lsn, received, part);
+                    if !touched.iter().any(|(a, b)| a == &sg && *b == p) {
+                        touched.push((sg.clone(), p));
+                    }
+                }
+            }
+        }
+        if self.opts.partition_interval.is_some() {
+            for (sg, p) in touched {
+                let newest = self.newest_partition.entry(sg.clone()).or_insert(p);
+                if p > *newest {
+                    *newest = p;
+                    let older: Vec<_> = self
+                        .groups
+                        .iter()
+                        .filter(|((g, q), gr)| g == &sg && *q < p && gr.has_data())
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for k in older {
+                        self.seal_group(&k, SealReason::Partition);
+                    }
+                }
+            }
+        }
+        self.enforce_budget();
+        self.metrics
+            .memtable_bytes
+            .with_label_values(&[&self.opts.pipeline])
+            .set(self.mem_total as i64);
+    }
+
+    fn is_covered(&self, sg: &str, p: i64, lsn: Lsn) -> bool {
+        self.covered
+            .get(&(sg.to_string(), p))
+            .is_some_and(|&c| lsn < c)
+    }
+
+    fn insert_series(&mut self, sg: &Arc<str>, p: i64, lsn: Lsn, received: Instant, s: SeriesData) {
+        let g = self.group(sg, p);
+        if g.first_lsn.is_none() {
+            g.first_lsn = Some(lsn);
+            g.first_at = Some(Instant::now());
+        }
+        g.last_write = Instant::now();
+        if g.oldest_receive.is_none() {
+            g.oldest_receive = Some(received);
+        }
+        let latest = g.latest_flushed.get(&s.device).copied();
+        let min_t = s.times.iter().copied().min().unwrap_or(i64::MIN);
+        let mut added = 0usize;
+        let key: SeriesKey = (s.device.clone(), s.measurement.clone());
+        let new_buf = || SeriesBuf {
+            ty: s.ty,
+            times: Vec::new(),
+            values: Column::new(s.ty.data_type),
+            sorted: true,
+            text_bytes: 0,
+        };
+        match latest {
+            Some(l) if min_t <= l => {
+                // Split: newer points to sequence, the rest to unsequence.
+                for (proc_, keep_seq) in [(&mut g.seq, true), (&mut g.unseq, false)] {
+                    let idx: Vec<usize> = (0..s.times.len())
+                        .filter(|&i| (s.times[i] > l) == keep_seq)
+                        .collect();
+                    if idx.is_empty() {
+                        continue;
+                    }
+                    let (before, buf) = match proc_.mem.entry(key.clone()) {
+                        Entry::Occupied(e) => (footprint(e.get()) + SERIES_OVERHEAD, e.into_mut()),
+                        Entry::Vacant(e) => (0, e.insert(new_buf())),
+                    };
+                    for &i in &idx {
+                        let t = s.times[i];
+                        if buf.times.last().is_some_and(|&last| t <= last) {
+                            buf.sorted = false;
+                        }
+                        buf.times.push(t);
+                        push_from(&mut buf.values, &s.values, i);
+                        if let Column::Text(v) = &s.values {
+                            buf.text_bytes += v[i].len();
+                        }
+                    }
+                    let after = footprint(buf) + SERIES_OVERHEAD;
+                    let bytes = after.saturating_sub(before);
+                    proc_.mem_bytes += bytes;
+                    added += bytes;
+                }
+            }
+            _ => {
+                let proc_ = &mut g.seq;
+                let (before, buf) = match proc_.mem.entry(key) {
+                    Entry::Occupied(e) => (footprint(e.get()) + SERIES_OVERHEAD, e.into_mut()),
+                    Entry::Vacant(e) => (0, e.insert(new_buf())),
+                };
+                let mut sorted = buf.sorted
+                    && buf
+                        .times
+                        .last()
+                        .is_none_or(|&last| s.times.first().is_some_and(|&f| f > last));
+                sorted = sorted && s.times.windows(2).all(|w| w[0] < w[1]);
+                buf.sorted = sorted;
+                if let Column::Text(v) = &s.values {
+                    buf.text_bytes += v.iter().map(|x| x.len()).sum::<usize>();
+                }
+                buf.times.extend_from_slice(&s.times);
+                extend_from(&mut buf.values, &s.values);
+                let after = footprint(buf) + SERIES_OVERHEAD;
+                let bytes = after.saturating_sub(before);
+                proc_.mem_bytes += bytes;
+                added += bytes;
+            }
+        }
+        self.mem_total += added;
+    }
+
+    fn enforce_budget(&mut self) {
+        let big: Vec<(Arc<str>, i64)> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| g.seq.mem_bytes >= self.opts.chunk_group_bytes)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in big {
+            self.flush_seq_and_check_size(&key);
+        }
+        if self.mem_total < self.opts.memtable_bytes {
+            return;
+        }
+        let target = self.opts.memtable_bytes / 2;
+        while self.mem_total > target {
+            let Some((key, space)) = self
+                .groups
+                .iter()
+                .flat_map(|(k, g)| {
+                    [
+                        (k, Space::Sequence, g.seq.mem_bytes),
+                        (k, Space::Unsequence, g.unseq.mem_bytes),
+                    ]
+                })
+                .filter(|x| x.2 > 0)
+                .max_by_key(|x| x.2)
+                .map(|(k, s, _)| (k.clone(), s))
+            else {
+                break;
+            };
+            if space == Space::Unsequence {
+                // An unsequence file takes exactly one flush (at its seal), so its
+                // series never go back in time: seal instead of flushing.
+                self.seal_group(&key, SealReason::Size);
+                continue;
+            }
+            self.flush_seq_and_check_size(&key);
+        }
+    }
+
+    fn flush_seq_and_check_size(&mut self, key: &(Arc<str>, i64)) {
+        self.flush(key, Space::Sequence);
+        // Seal at the size limit, and also when the open file's in-memory metadata
+        // (one entry per chunk, kept until the file is closed) grows past a quarter of
+        // the memtable budget: many series flushed often would otherwise grow without bound.
+        let meta_cap = (self.opts.memtable_bytes as u64 / 4).max(4 << 20);
+        let over = self
+            .groups
+            .get(key)
+            .and_then(|g| g.seq.file.as_ref())
+            .is_some_and(|f| {
+                f.writer.position() >= self.opts.file_max_bytes || f.metadata_bytes() >= meta_cap
+            });
+        if over {
+            self.seal_group(key, SealReason::Size);
+        }
+    }
+
+    fn next_version(&mut self, sg: &Arc<str>) -> i64 {
+        let v = self.versions.entry(sg.clone()).or_insert(0);
+        *v += 1;
+        *v
+    }
+
+    fn create_millis(&mut self) -> i64 {
+        let m = now_millis().max(self.last_create_millis + 1);
+        self.last_create_millis = m;
+        m
+    }
+
+    /// Flushes one memtable into its open file (creating it if needed).
+    fn flush(&mut self, key: &(Arc<str>, i64), space: Space) {
+        let started = Instant::now();
+        let Some(g) = self.groups.get_mut(key) else {
+            return;
+        };
+        let proc_ = match space {
+            Space::Sequence => &mut g.seq,
+            Space::Unsequence => &mut g.unseq,
+        };
+        if proc_.mem.is_empty() {
+            return;
+        }
+        let mem = std::mem::take(&mut proc_.mem);
+        let bytes = std::mem::take(&mut proc_.mem_bytes);
+        self.mem_total = self.mem_total.saturating_sub(bytes);
+        let sg = g.sg.clone();
+        let partition = g.partition;
+        let oldest = g.oldest_receive.take();
+        let need_file = g_proc(g, space).file.is_none();
+        let (version_for_file, millis) = if need_file {
+            (Some(self.next_version(&sg)), self.create_millis())
+        } else {
+            (None, 0)
+        };
+        let flush_version = self.next_version(&sg);
+        let data_dir = self.opts.data_dir.clone();
+        let props = self.opts.writer.clone();
+        let Some(g) = self.groups.get_mut(key) else {
+            return;
+        };
+        let result = (|| -> Result<u64, String> {
+            let proc_ = g_proc(g, space);
+            if let Some(v) = version_for_file {
+                proc_.file = Some(open_file(
+                    &data_dir, space, &sg, partition, millis, v, props,
+                )?);
+            }
+            let file = proc_.file.as_mut().ok_or("no open file")?;
+            let mut series: Vec<(SeriesKey, SeriesBuf)> = mem.into_iter().collect();
+            series.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut points = 0u64;
+            let mut device_max: HashMap<Arc<str>, i64> = HashMap::new();
+            for ((device, measurement), buf) in series {
+                let (times, values) = if buf.sorted {
+                    (buf.times, buf.values)
+                } else {
+                    sort_dedup(buf.times, buf.values)
+                };
+                let Some(&last) = times.last() else { continue };
+                let key = (device.clone(), measurement.clone());
+                if !file.registered.contains(&key) {
+                    file.writer
+                        .register(
+                            &device,
+                            MeasurementSchema::new(
+                                &*measurement,
+                                buf.ty.data_type,
+                                buf.ty.encoding,
+                                buf.ty.compression,
+                            ),
+                        )
+                        .map_err(|e| e.to_string())?;
+                    file.registered.insert(key);
+                }
+                file.writer
+                    .write_tablet(&device, &times, &[(&measurement, &values)])
+                    .map_err(|e| e.to_string())?;
+                points += times.len() as u64;
+                file.chunks += 1;
+                let e = device_max.entry(device).or_insert(last);
+                *e = (*e).max(last);
+            }
+            file.writer
+                .write_version(flush_version)
+                .map_err(|e| e.to_string())?;
+            file.points += points;
+            if space == Space::Sequence {
+                for (d, t) in device_max {
+                    let e = g.latest_flushed.entry(d).or_insert(t);
+                    *e = (*e).max(t);
+                }
+            }
+            Ok(points)
+        })();
+        match result {
+            Ok(points) => {
+                let pl = [self.opts.pipeline.as_str()];
+                self.metrics
+                    .points_written
+                    .with_label_values(&pl)
+                    .inc_by(points);
+                self.metrics
+                    .flush_seconds
+                    .with_label_values(&pl)
+                    .observe(started.elapsed().as_secs_f64());
+                if let Some(o) = oldest {
+                    self.metrics
+                        .end_to_end_seconds
+                        .with_label_values(&pl)
+                        .observe(o.elapsed().as_secs_f64());
+                }
+                if let Some(f) = g_proc(g, space).file.as_mut() {
+                    let pos = f.writer.position();
+                    self.metrics
+                        .bytes_written
+                        .with_label_values(&pl)
+                        .inc_by(pos.saturating_sub(f.written_reported));
+                    f.written_reported = pos;
+                }
+            }
+            Err(e) => {
+                tracing::error!(storage_group = %sg, partition, error = %e, "flush failed; the points stay in the write-ahead log until restart");
+                g.failed = true;
+                if let Some(f) = g_proc(g, space).file.take() {
+                    let _ = fs::remove_file(&f.tmp_path);
+                }
+            }
+        }
+        self.update_open_files();
+    }
+
+    fn update_open_files(&self) {
+        let n: usize = self
+            .groups
+            .values()
+            .map(|g| g.seq.file.is_some() as usize + g.unseq.file.is_some() as usize)
+            .sum::<usize>()
+            + self.pending.values().map(|p| p.1).sum::<usize>();
+        self.metrics
+            .open_files
+            .with_label_values(&[&self.opts.pipeline])
+            .set(n as i64);
+    }
+
+    /// Flushes a partition's memtables and hands its files to the sealer (closing,
+    /// fsync, `.resource`, journal commit and renames happen there, off the intake path).
+    fn seal_group(&mut self, key: &(Arc<str>, i64), reason: SealReason) {
+        let started = Instant::now();
+        self.flush(key, Space::Sequence);
+        self.flush(key, Space::Unsequence);
+        let covered = self.last_lsn.map_or(0, |l| l + 1);
+        let Some(g) = self.groups.get_mut(key) else {
+            return;
+        };
+        if g.failed {
+            return;
+        }
+        let files: Vec<OpenFile> = [Space::Sequence, Space::Unsequence]
+            .into_iter()
+            .filter_map(|space| g_proc(g, space).file.take())
+            .collect();
+        let pin = g.first_lsn.take().unwrap_or(covered);
+        g.first_at = None;
+        if files.is_empty() {
+            return;
+        }
+        let sg = g.sg.clone();
+        let partition = g.partition;
+        let job = SealJob {
+            id: self.next_job,
+            sg: sg.to_string(),
+            partition,
+            covered,
+            max_version: self.versions.get(&sg).copied().unwrap_or(0),
+            files,
+            reason,
+            started,
+        };
+        self.next_job += 1;
+        self.pending.insert(job.id, (pin, job.files.len()));
+        // Bound the work (and open files) queued behind the sealer.
+        while self.sealer.is_some() && self.pending.len() > 4 {
+            let done = self.sealer.as_ref().and_then(|s| s.done.recv().ok());
+            match done {
+                Some(d) => self.seal_done(d),
+                None => break,
+            }
+        }
+        if let Some(s) = &self.sealer {
+            if let Err(mpsc::SendError(job)) = s.jobs.send(job) {
+                let d = SealDone::failed(&job, "the sealer thread is gone".into());
+                self.seal_done(d);
+            }
+        } else if let Some(j) = self.journal.as_mut() {
+            let d = j.complete(job);
+            self.seal_done(d);
+        }
+        self.update_open_files();
+    }
+
+    /// Takes note of a finished seal.
+    fn seal_done(&mut self, d: SealDone) {
+        let Some((pin, _)) = self.pending.remove(&d.id) else {
+            return;
+        };
+        let pl = [self.opts.pipeline.as_str(), d.reason.label()];
+        match &d.error {
+            None => {
+                self.metrics
+                    .files_sealed
+                    .with_label_values(&pl)
+                    .inc_by(d.files as u64);
+                self.metrics
+                    .seal_seconds
+                    .with_label_values(&pl[..1])
+                    .observe(d.started.elapsed().as_secs_f64());
+            }
+            Some(e) => {
+                tracing::error!(storage_group = %d.sg, partition = d.partition, error = %e, "sealing failed; the points stay in the write-ahead log until restart");
+                self.failed_pins.push(pin);
+            }
+        }
+        self.update_open_files();
+        self.publish_watermark();
+    }
+
+    /// Takes note of every seal the sealer finished so far.
+    fn poll_sealer(&mut self) {
+        loop {
+            let d = self.sealer.as_ref().and_then(|s| s.done.try_recv().ok());
+            match d {
+                Some(d) => self.seal_done(d),
+                None => return,
+            }
+        }
+    }
+
+    /// Waits until every handed-off seal is done.
+    fn drain_sealer(&mut self) {
+        while !self.pending.is_empty() {
+            let d = self.sealer.as_ref().and_then(|s| s.done.recv().ok());
+            match d {
+                Some(d) => self.seal_done(d),
+                None => {
+                    // The sealer is gone: nothing more will complete.
+                    let pins: Vec<Lsn> = self.pending.drain().map(|(_, (p, _))| p).collect();
+                    self.failed_pins.extend(pins);
+                }
+            }
+        }
+    }
+
+    /// Starts the sealer thread (sealing then runs beside intake).
+    fn start_sealer(&mut self) -> io::Result<()> {
+        let Some(mut journal) = self.journal.take() else {
+            return Ok(());
+        };
+        let (jobs, jobs_rx) = mpsc::channel::<SealJob>();
+        let (done_tx, done) = mpsc::channel::<SealDone>();
+        let thread = std::thread::Builder::new()
+            .name(format!("tsfiled-seal-{}", self.opts.pipeline))
+            .spawn(move || {
+                for job in jobs_rx {
+                    if done_tx.send(journal.complete(job)).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        self.sealer = Some(Sealer { jobs, done, thread });
+        Ok(())
+    }
+
+    fn stop_sealer(&mut self) {
+        self.drain_sealer();
+        if let Some(Sealer { jobs, done, thread }) = self.sealer.take() {
+            drop(jobs);
+            drop(done);
+            let _ = thread.join();
+        }
+    }
+
+    /// Raises the WAL low watermark to the oldest unsealed point.
+    fn publish_watermark(&mut self) {
+        let Some(wal) = &self.wal else { return };
+        let pinned = self
+            .groups
+            .values()
+            .filter_map(|g| g.first_lsn)
+            .chain(self.pending.values().map(|p| p.0))
+            .chain(self.failed_pins.iter().copied())
+            .min();
+        let wm = match pinned {
+            Some(l) => l,
+            None => self.last_lsn.map_or(0, |l| l + 1),
+        };
+        if let Ok(mut r) = self.registry.lock() {
+            if let Err(e) = r.sync() {
+                tracing::error!(error = %e, "schema journal sync failed; not trimming the write-ahead log");
+                return;
+            }
+        }
+        wal.watermark.fetch_max(wm, Ordering::Relaxed);
+    }
+
+    /// Time-based and WAL-pressure sealing; call periodically.
+    pub fn tick(&mut self) {
+        let now = Instant::now();
+        let due: Vec<((Arc<str>, i64), SealReason)> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| g.has_data() && !g.failed)
+            .filter_map(|(k, g)| {
+                if g.first_at
+                    .is_some_and(|t| now.duration_since(t) >= self.opts.file_max_age)
+                {
+                    Some((k.clone(), SealReason::Age))
+                } else if now.duration_since(g.last_write) >= self.opts.file_idle {
+                    Some((k.clone(), SealReason::Idle))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        for (k, r) in due {
+            self.seal_group(&k, r);
+        }
+        if let Some(wal) = &self.wal {
+            let used = wal.stats.disk_bytes.load(Ordering::Relaxed);
+            if used > wal.max_bytes / 2 {
+                let oldest = self
+                    .groups
+                    .iter()
+                    .filter(|(_, g)| !g.failed)
+                    .filter_map(|(k, g)| g.first_lsn.map(|l| (l, k.clone())))
+                    .min();
+                if let Some((_, k)) = oldest {
+                    self.seal_group(&k, SealReason::Wal);
+                }
+            }
+        }
+        self.publish_watermark();
+    }
+
+    /// Seals every partition with data.
+    pub fn seal_all(&mut self, reason: SealReason) {
+        let keys: Vec<_> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| g.has_data() || g.seq.file.is_some() || g.unseq.file.is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in keys {
+            self.seal_group(&k, reason);
+        }
+        self.publish_watermark();
+    }
+
+    /// The engine thread's loop.
+    pub fn run(mut self, rx: Receiver<EngineMsg>) {
+        if let Err(e) = self.start_sealer() {
+            tracing::warn!(error = %e, "cannot start the sealer thread; sealing inline");
+        }
+        let tick = self.opts.tick;
+        let mut last_tick = Instant::now();
+        loop {
+            let msg = rx.recv_timeout(tick);
+            self.poll_sealer();
+            match msg {
+                Ok(EngineMsg::Write {
+                    lsn,
+                    batch,
+                    received,
+                }) => self.apply(lsn, batch, received, false),
+                Ok(EngineMsg::SealAll { reason, done }) => {
+                    self.seal_all(reason);
+                    self.drain_sealer();
+                    let _ = done.send(());
+                }
+                Ok(EngineMsg::Abandon { done }) => {
+                    // Seals already handed off finish (as if the crash came after them).
+                    self.stop_sealer();
+                    let _ = done.send(());
+                    return;
+                }
+                Ok(EngineMsg::Stop { done }) => {
+                    // Drain what the WAL already delivered.
+                    while let Ok(m) = rx.try_recv() {
+                        match m {
+                            EngineMsg::Write {
+                                lsn,
+                                batch,
+                                received,
+                            } => self.apply(lsn, batch, received, false),
+                            EngineMsg::SealAll { done, .. }
+                            | EngineMsg::Stop { done }
+                            | EngineMsg::Abandon { done } => {
+                                let _ = done.send(());
+                            }
+                        }
+                    }
+                    self.seal_all(SealReason::Shutdown);
+                    self.stop_sealer();
+                    self.publish_watermark();
+                    let _ = done.send(());
+                    return;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.seal_all(SealReason::Shutdown);
+                    self.stop_sealer();
+                    return;
+                }
+            }
+            if last_tick.elapsed() >= tick {
+                last_tick = Instant::now();
+                self.tick();
+            }
+        }
+    }
+}
+
+/// The sealer thread's handle.
+struct Sealer {
+    jobs: mpsc::Sender<SealJob>,
+    done: mpsc::Receiver<SealDone>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// A partition's files to seal.
+struct SealJob {
+    id: u64,
+    sg: String,
+    partition: i64,
+    covered: Lsn,
+    max_version: i64,
+    files: Vec<OpenFile>,
+    reason: SealReason,
+    started: Instant,
+}
+
+/// The outcome of a [`SealJob`].
+struct SealDone {
+    id: u64,
+    sg: String,
+    partition: i64,
+    reason: SealReason,
+    started: Instant,
+    files: usize,
+    error: Option<String>,
+}
+
+impl SealDone {
+    fn failed(job: &SealJob, error: String) -> SealDone {
+        SealDone {
+            id: job.id,
+            sg: job.sg.clone(),
+            partition: job.partition,
+            reason: job.reason,
+            started: job.started,
+            files: 0,
+            error: Some(error),
+        }
+    }
+}
+
+/// The seal journal and what its compaction keeps.
+struct JournalState {
+    journal: SealJournal,
+    entries: usize,
+    last_by_group: HashMap<(String, i64), SealEntry>,
+    data_dir: PathBuf,
+}
+
+impl JournalState {
+    /// Closes and fsyncs the files, writes their `.resource`, commits the seal in the
+    /// journal and renames the files into place (the TsFile last).
+    fn complete(&mut self, job: SealJob) -> SealDone {
+        let mut done = SealDone::failed(&job, String::new());
+        let mut prepared: Vec<(PathBuf, PathBuf, u64)> = Vec::new();
+        let mut error = None;
+        for f in job.files {
+            match finish_file(f) {
+                Ok(p) => prepared.push(p),
+                Err((e, tmp)) => {
+                    let _ = fs::remove_file(tmp);
+                    error = Some(e);
+                }
+            }
+        }
+        if let Some(e) = error {
+            for (fin, tmp, _) in &prepared {
+                let _ = fs::remove_file(tmp);
+                let _ = fs::remove_file(files::with_suffix(fin, ".resource.tmp"));
+            }
+            done.error = Some(e);
+            return done;
+        }
+        let entry = SealEntry {
+            sg: job.sg.clone(),
+            partition: job.partition,
+            covered: job.covered,
+            max_version: job.max_version,
+            files: prepared
+                .iter()
+                .map(|(fin, _, _)| {
+                    fin.strip_prefix(&self.data_dir)
+                        .unwrap_or(fin)
+                        .to_string_lossy()
+                        .to_string()
+                })
+                .collect(),
+        };
+        if let Err(e) = self.journal.commit(&entry) {
+            done.error = Some(format!("seal journal write failed: {e}"));
+            return done;
+        }
+        for f in &entry.files {
+            if let Err(e) = files::roll_forward(&self.data_dir, f) {
+                tracing::error!(file = %f, error = %e, "renaming a sealed file failed (recovery will retry)");
+            }
+        }
+        for (fin, _, points) in &prepared {
+            tracing::debug!(file = %fin.display(), points, reason = job.reason.label(), "sealed");
+        }
+        done.files = prepared.len();
+        done.error = None;
+        self.last_by_group
+            .insert((entry.sg.clone(), entry.partition), entry);
+        self.entries += 1;
+        if self.entries > 1000 + 2 * self.last_by_group.len() {
+            let keep: Vec<SealEntry> = self.last_by_group.values().cloned().collect();
+            if self.journal.compact(&keep).is_ok() {
+                self.entries = keep.len();
+            }
+        }
+        done
+    }
+}
+
+fn g_proc(g: &mut Group, space: Space) -> &mut Proc {
+    match space {
+        Space::Sequence => &mut g.seq,
+        Space::Unsequence => &mut g.unseq,
+    }
+}
+
+fn open_file(
+    data: &Path,
+    space: Space,
+    sg: &str,
+    partition: i64,
+    millis: i64,
+    version: i64,
+    props: WriterProperties,
+) -> Result<OpenFile, String> {
+    let final_path = files::tsfile_path(data, space, sg, partition, millis, version);
+    let tmp_path = files::with_suffix(&final_path, ".tmp");
+    if let Some(dir) = final_path.parent() {
+        fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    }
+    let f = File::create(&tmp_path).map_err(|e| format!("creating {}: {e}", tmp_path.display()))?;
+    let writer = TsFileWriter::new(BufWriter::with_capacity(256 * 1024, f), props)
+        .map_err(|e| e.to_string())?;
+    Ok(OpenFile {
+        writer,
+        final_path,
+        tmp_path,
+        version,
+        registered: HashSet::new(),
+        points: 0,
+        chunks: 0,
+        written_reported: 0,
+    })
+}
+
+/// Closes a file, fsyncs it and writes its `.resource` temporary. Returns
+/// (final path, tmp path, points), or the error and the tmp path.
+fn finish_file(f: OpenFile) -> Result<(PathBuf, PathBuf, u64), (String, PathBuf)> {
+    let tmp = f.tmp_path.clone();
+    let fail = |e: String| (e, tmp.clone());
+    let (out, summary) = f.writer.close().map_err(|e| fail(e.to_string()))?;
+    let file = out.into_inner().map_err(|e| fail(e.error().to_string()))?;
+    file.sync_all().map_err(|e| fail(e.to_string()))?;
+    drop(file);
+    let res_tmp = files::with_suffix(&f.final_path, ".resource.tmp");
+    files::write_synced(
+        &res_tmp,
+        &files::resource_bytes(&summary.devices, f.version),
+    )
+    .map_err(|e| fail(e.to_string()))?;
+    Ok((f.final_path, f.tmp_path, f.points))
+}

@@ -1,0 +1,529 @@
+//! Series schemas: path validation, storage groups, schema rules, typing on first
+//! sight, and the registry that freezes a series' type once it is known.
+//!
+//! The registry is journaled to `schema.tsv` (one `device\tmeasurement\tTYPE\tENCODING\tCOMPRESSION`
+//! line per series, in the order the series appeared) so types survive restarts after
+//! the write-ahead log has been trimmed.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tsfile::{Compression, DataType, Encoding};
+use tsfiled_connectors::FieldValue;
+
+/// Type, encoding and compression of a series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SeriesType {
+    /// Data type.
+    pub data_type: DataType,
+    /// Value encoding.
+    pub encoding: Encoding,
+    /// Page compression.
+    pub compression: Compression,
+}
+
+impl SeriesType {
+    /// The default encoding for a data type (INT TS_2DIFF, FLOAT/DOUBLE GORILLA,
+    /// BOOLEAN RLE, TEXT PLAIN) with SNAPPY.
+    pub fn default_for(data_type: DataType) -> SeriesType {
+        TypeDefaults::default().series_type(data_type)
+    }
+}
+
+/// How series are typed on first sight when no rule pins them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypeDefaults {
+    /// Type of integer values (INT64 or INT32).
+    pub integer: DataType,
+    /// Type of decimal values (DOUBLE or FLOAT).
+    pub float: DataType,
+    /// Encoding of BOOLEAN series.
+    pub boolean_encoding: Encoding,
+    /// Encoding of INT32 series.
+    pub int32_encoding: Encoding,
+    /// Encoding of INT64 series.
+    pub int64_encoding: Encoding,
+    /// Encoding of FLOAT series.
+    pub float_encoding: Encoding,
+    /// Encoding of DOUBLE series.
+    pub double_encoding: Encoding,
+    /// Encoding of TEXT series.
+    pub text_encoding: Encoding,
+    /// Compression of every series.
+    pub compression: Compression,
+}
+
+impl Default for TypeDefaults {
+    /// INT64/DOUBLE; INT TS_2DIFF, FLOAT/DOUBLE GORILLA, BOOLEAN RLE, TEXT PLAIN; SNAPPY.
+    fn default() -> Self {
+        TypeDefaults {
+            integer: DataType::INT64,
+            float: DataType::DOUBLE,
+            boolean_encoding: Encoding::RLE,
+            int32_encoding: Encoding::TS_2DIFF,
+            int64_encoding: Encoding::TS_2DIFF,
+            float_encoding: Encoding::GORILLA,
+            double_encoding: Encoding::GORILLA,
+            text_encoding: Encoding::PLAIN,
+            compression: Compression::SNAPPY,
+        }
+    }
+}
+
+impl TypeDefaults {
+    /// The data type a value gets when its series is first seen and no rule pins one.
+    pub fn inferred_type(&self, v: &FieldValue) -> DataType {
+        match v {
+            FieldValue::Int(_) => self.integer,
+            FieldValue::Float(_) => self.float,
+            FieldValue::Bool(_) => DataType::BOOLEAN,
+            FieldValue::Text(_) => DataType::TEXT,
+        }
+    }
+
+    /// The default type, encoding and compression of a data type.
+    pub fn series_type(&self, data_type: DataType) -> SeriesType {
+        let encoding = match data_type {
+            DataType::BOOLEAN => self.boolean_encoding,
+            DataType::INT32 => self.int32_encoding,
+            DataType::INT64 => self.int64_encoding,
+            DataType::FLOAT => self.float_encoding,
+            DataType::DOUBLE => self.double_encoding,
+            DataType::TEXT => self.text_encoding,
+        };
+        SeriesType {
+            data_type,
+            encoding,
+            compression: self.compression,
+        }
+    }
+}
+
+/// A path pattern: dot-separated nodes, `*` matches one node, `**` any number (also zero).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathPattern {
+    nodes: Vec<String>,
+    text: String,
+}
+
+impl PathPattern {
+    /// Parses a pattern such as `root.plant.*.temperature` or `root.**.status`.
+    pub fn parse(s: &str) -> Result<PathPattern, String> {
+        let nodes: Vec<String> = s.split('.').map(str::to_string).collect();
+        if nodes.iter().any(|n| n.is_empty()) {
+            return Err(format!("pattern {s:?} has an empty node"));
+        }
+        if nodes.first().map(String::as_str) != Some("root") {
+            return Err(format!("pattern {s:?} must start with \"root\""));
+        }
+        Ok(PathPattern {
+            nodes,
+            text: s.to_string(),
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether `device`.`measurement` matches.
+    pub fn matches(&self, device: &str, measurement: &str) -> bool {
+        let path: Vec<&str> = device
+            .split('.')
+            .chain(std::iter::once(measurement))
+            .collect();
+        let pat: Vec<&str> = self.nodes.iter().map(String::as_str).collect();
+        match_nodes(&pat, &path)
+    }
+}
+
+fn match_nodes(pat: &[&str], path: &[&str]) -> bool {
+    match pat.split_first() {
+        None => path.is_empty(),
+        Some((&"**", rest)) => (0..=path.len()).any(|i| match_nodes(rest, &path[i..])),
+        Some((p, rest)) => match path.split_first() {
+            Some((n, prest)) => (*p == "*" || p == n) && match_nodes(rest, prest),
+            None => false,
+        },
+    }
+}
+
+/// A schema rule: series matching `pattern` get the pinned parts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaRule {
+    /// Which series.
+    pub pattern: PathPattern,
+    /// Pinned data type (else typed on first sight).
+    pub data_type: Option<DataType>,
+    /// Pinned encoding (else the type's default).
+    pub encoding: Option<Encoding>,
+    /// Pinned compression (else SNAPPY).
+    pub compression: Option<Compression>,
+}
+
+/// Validates a device path (IoTDB 0.10 rules, as the parsers apply them): `root`
+/// then at least `sg_level + 1` more nodes (storage group nodes plus a device node).
+pub fn validate_device(device: &str, sg_level: usize) -> Result<(), String> {
+    tsfiled_connectors::path::validate_device(device)
+        .map_err(|e| format!("device {device:?} {e}"))?;
+    let n = device.split('.').count() - 1;
+    if n < sg_level + 1 {
+        return Err(format!(
+            "device {device:?} needs at least {} nodes after root (storage group level {sg_level} plus a device)",
+            sg_level + 1
+        ));
+    }
+    Ok(())
+}
+
+/// Validates a measurement name (IoTDB 0.10 rules, as the parsers apply them).
+pub fn validate_measurement(m: &str) -> Result<(), String> {
+    tsfiled_connectors::path::validate_measurement(m).map_err(|e| format!("measurement {m:?} {e}"))
+}
+
+/// The storage group of a valid device: `root` plus `level` nodes.
+pub fn storage_group(device: &str, level: usize) -> &str {
+    let mut end = 0;
+    for (i, (pos, _)) in device.match_indices('.').enumerate() {
+        if i == level {
+            end = pos;
+            break;
+        }
+    }
+    if end == 0 {
+        device
+    } else {
+        &device[..end]
+    }
+}
+
+/// Converts a value into a series of `data_type`, or says why not.
+pub fn convert(v: &FieldValue, data_type: DataType) -> Result<tsfile::Value, &'static str> {
+    use tsfile::Value as V;
+    Ok(match (v, data_type) {
+        (FieldValue::Int(i), DataType::INT64) => V::Int64(*i),
+        (FieldValue::Int(i), DataType::INT32) => {
+            V::Int32(i32::try_from(*i).map_err(|_| "integer out of INT32 range")?)
+        }
+        (FieldValue::Int(i), DataType::DOUBLE) => V::Double(*i as f64),
+        (FieldValue::Int(i), DataType::FLOAT) => V::Float(*i as f32),
+        (FieldValue::Float(f), DataType::DOUBLE) => V::Double(*f),
+        (FieldValue::Float(f), DataType::FLOAT) => V::Float(*f as f32),
+        (FieldValue::Bool(b), DataType::BOOLEAN) => V::Boolean(*b),
+        (FieldValue::Text(s), DataType::TEXT) => V::Text(s.as_bytes().to_vec()),
+        (FieldValue::Float(_), _) => return Err("a float does not fit this series' type"),
+        (FieldValue::Int(_), _) => return Err("an integer does not fit this series' type"),
+        (FieldValue::Bool(_), _) => return Err("a boolean does not fit this series' type"),
+        (FieldValue::Text(_), _) => return Err("a string does not fit this series' type"),
+    })
+}
+
+/// A known series: interned names and its frozen type.
+#[derive(Debug, Clone)]
+pub struct SeriesInfo {
+    /// Device path (interned).
+    pub device: Arc<str>,
+    /// Measurement (interned).
+    pub measurement: Arc<str>,
+    /// Frozen type.
+    pub ty: SeriesType,
+}
+
+#[derive(Debug, Default)]
+struct DeviceEntry {
+    device: Arc<str>,
+    series: HashMap<Box<str>, (Arc<str>, SeriesType)>,
+}
+
+/// All series of a pipeline with their frozen types, plus the rules for new ones.
+pub struct Registry {
+    devices: HashMap<Box<str>, DeviceEntry>,
+    rules: Vec<SchemaRule>,
+    defaults: TypeDefaults,
+    journal: Option<BufWriter<File>>,
+    journal_path: Option<PathBuf>,
+    count: usize,
+    dirty: bool,
+}
+
+impl Registry {
+    /// An empty registry without a journal (tests).
+    pub fn in_memory(rules: Vec<SchemaRule>) -> Registry {
+        Registry {
+            devices: HashMap::new(),
+            rules,
+            defaults: TypeDefaults::default(),
+            journal: None,
+            journal_path: None,
+            count: 0,
+            dirty: false,
+        }
+    }
+
+    /// Loads `path` (ignoring a torn last line) and appends to it from then on.
+    pub fn open(path: &Path, rules: Vec<SchemaRule>) -> io::Result<Registry> {
+        let mut reg = Registry::in_memory(rules);
+        let mut good_len = 0u64;
+        if let Ok(f) = File::open(path) {
+            let mut r = BufReader::new(f);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                let n = r.read_line(&mut line)?;
+                if n == 0 || !line.ends_with('\n') {
+                    break;
+                }
+                let cols: Vec<&str> = line.trim_end_matches('\n').split('\t').collect();
+                let parsed = match cols.as_slice() {
+                    [d, m, t, e, c] => (|| {
+                        Some(SeriesType {
+                            data_type: t.parse().ok()?,
+                            encoding: e.parse().ok()?,
+                            compression: c.parse().ok()?,
+                        })
+                    })()
+                    .map(|ty| (d.to_string(), m.to_string(), ty)),
+                    _ => None,
+                };
+                let Some((d, m, ty)) = parsed else { break };
+                reg.insert(&d, &m, ty);
+                good_len += n as u64;
+            }
+        }
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        f.set_len(good_len)?;
+        let mut w = BufWriter::new(f);
+        std::io::Seek::seek(&mut w, std::io::SeekFrom::Start(good_len))?;
+        reg.journal = Some(w);
+        reg.journal_path = Some(path.to_path_buf());
+        reg.dirty = false;
+        Ok(reg)
+    }
+
+    /// Replaces the rules and defaults (they apply to series not seen yet).
+    pub fn set_rules(&mut self, rules: Vec<SchemaRule>, defaults: TypeDefaults) {
+        self.rules = rules;
+        self.defaults = defaults;
+    }
+
+    /// Number of series.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether no series is known.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn insert(&mut self, device: &str, measurement: &str, ty: SeriesType) -> SeriesInfo {
+        let entry = self
+            .devices
+            .entry(device.into())
+            .or_insert_with(|| DeviceEntry {
+                device: Arc::from(device),
+                series: HashMap::new(),
+            });
+        let dev = entry.device.clone();
+        let (m, ty) = entry
+            .series
+            .entry(measurement.into())
+            .or_insert_with(|| {
+                self.count += 1;
+                (Arc::from(measurement), ty)
+            })
+            .clone();
+        SeriesInfo {
+            device: dev,
+            measurement: m,
+            ty,
+        }
+    }
+
+    /// Whether a device is known (and so valid).
+    pub fn knows_device(&self, device: &str) -> bool {
+        self.devices.contains_key(device)
+    }
+
+    /// The known series, if any.
+    pub fn get(&self, device: &str, measurement: &str) -> Option<SeriesInfo> {
+        let e = self.devices.get(device)?;
+        let (m, ty) = e.series.get(measurement)?;
+        Some(SeriesInfo {
+            device: e.device.clone(),
+            measurement: m.clone(),
+            ty: *ty,
+        })
+    }
+
+    /// The type a new series gets from the rules and its first value.
+    pub fn type_for_new(&self, device: &str, measurement: &str, first: &FieldValue) -> SeriesType {
+        let rule = self
+            .rules
+            .iter()
+            .find(|r| r.pattern.matches(device, measurement));
+        let data_type = rule
+            .and_then(|r| r.data_type)
+            .unwrap_or_else(|| self.defaults.inferred_type(first));
+        let mut ty = self.defaults.series_type(data_type);
+        if let Some(r) = rule {
+            if let Some(e) = r.encoding {
+                if e.supports(data_type) {
+                    ty.encoding = e;
+                }
+            }
+            if let Some(c) = r.compression {
+                ty.compression = c;
+            }
+        }
+        ty
+    }
+
+    /// The series' frozen type, typing and journaling it on first sight.
+    pub fn resolve(&mut self, device: &str, measurement: &str, first: &FieldValue) -> SeriesInfo {
+        if let Some(s) = self.get(device, measurement) {
+            return s;
+        }
+        let ty = self.type_for_new(device, measurement, first);
+        self.define(device, measurement, ty)
+    }
+
+    /// Records a series with a known type (replay); keeps an existing one.
+    pub fn define(&mut self, device: &str, measurement: &str, ty: SeriesType) -> SeriesInfo {
+        if let Some(s) = self.get(device, measurement) {
+            return s;
+        }
+        let info = self.insert(device, measurement, ty);
+        if let Some(j) = self.journal.as_mut() {
+            let line = format!(
+                "{device}\t{measurement}\t{}\t{}\t{}\n",
+                ty.data_type, ty.encoding, ty.compression
+            );
+            if let Err(e) = j.write_all(line.as_bytes()) {
+                tracing::error!(error = %e, "schema journal write failed");
+            }
+            self.dirty = true;
+        }
+        info
+    }
+
+    /// Makes the journal durable (before the write-ahead log is trimmed).
+    pub fn sync(&mut self) -> io::Result<()> {
+        if !self.dirty {
+            return Ok(());
+        }
+        if let Some(j) = self.journal.as_mut() {
+            j.flush()?;
+            j.get_ref().sync_data()?;
+        }
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// The journal file, if any.
+    pub fn journal_path(&self) -> Option<&Path> {
+        self.journal_path.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns() {
+        let p = PathPattern::parse("root.sg.*.temp").unwrap();
+        assert!(p.matches("root.sg.d1", "temp"));
+        assert!(!p.matches("root.sg.d1.x", "temp"));
+        assert!(!p.matches("root.sg.d1", "hum"));
+        let p = PathPattern::parse("root.**.status").unwrap();
+        assert!(p.matches("root.a", "status"));
+        assert!(p.matches("root.a.b.c", "status"));
+        assert!(!p.matches("root.a.b", "state"));
+        let p = PathPattern::parse("root.**").unwrap();
+        assert!(p.matches("root.x.y", "z"));
+        assert!(PathPattern::parse("sg.*").is_err());
+        assert!(PathPattern::parse("root..a").is_err());
+    }
+
+    #[test]
+    fn devices_and_groups() {
+        assert!(validate_device("root.sg.d1", 1).is_ok());
+        assert!(validate_device("root.sg", 1).is_err());
+        assert!(validate_device("sg.d1", 1).is_err());
+        assert!(validate_device("root.sg.d 1", 1).is_err());
+        assert!(validate_device("root.sg..d1", 1).is_err());
+        assert!(validate_device("root.a.b.c", 2).is_ok());
+        assert!(validate_measurement("s1").is_ok());
+        assert!(validate_measurement("time").is_err());
+        assert!(validate_measurement("a.b").is_err());
+        assert_eq!(storage_group("root.sg.d1", 1), "root.sg");
+        assert_eq!(storage_group("root.a.b.c.d", 2), "root.a.b");
+    }
+
+    #[test]
+    fn conversions() {
+        use tsfile::Value as V;
+        assert_eq!(
+            convert(&FieldValue::Int(3), DataType::DOUBLE),
+            Ok(V::Double(3.0))
+        );
+        assert!(convert(&FieldValue::Float(3.5), DataType::INT64).is_err());
+        assert!(convert(&FieldValue::Int(1 << 40), DataType::INT32).is_err());
+        assert!(convert(&FieldValue::Bool(true), DataType::INT64).is_err());
+        assert!(convert(&FieldValue::Text("a".into()), DataType::TEXT).is_ok());
+    }
+
+    #[test]
+    fn first_sight_then_frozen_and_journaled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("schema.tsv");
+        let rules = vec![SchemaRule {
+            pattern: PathPattern::parse("root.sg.*.pinned").unwrap(),
+            data_type: Some(DataType::FLOAT),
+            encoding: Some(Encoding::RLE),
+            compression: Some(Compression::UNCOMPRESSED),
+        }];
+        {
+            let mut r = Registry::open(&path, rules.clone()).unwrap();
+            let s = r.resolve("root.sg.d1", "a", &FieldValue::Int(1));
+            assert_eq!(s.ty, SeriesType::default_for(DataType::INT64));
+            assert_eq!(s.ty.encoding, Encoding::TS_2DIFF);
+            let s = r.resolve("root.sg.d1", "a", &FieldValue::Float(1.5));
+            assert_eq!(s.ty.data_type, DataType::INT64, "frozen");
+            let s = r.resolve("root.sg.d1", "pinned", &FieldValue::Int(1));
+            assert_eq!(s.ty.data_type, DataType::FLOAT);
+            assert_eq!(s.ty.encoding, Encoding::RLE);
+            assert_eq!(s.ty.compression, Compression::UNCOMPRESSED);
+            r.resolve("root.sg.d2", "b", &FieldValue::Text("x".into()));
+            r.sync().unwrap();
+        }
+        // A torn last line is ignored and cut.
+        let mut data = std::fs::read(&path).unwrap();
+        data.extend_from_slice(b"root.sg.d3\tc\tINT");
+        std::fs::write(&path, &data).unwrap();
+        let mut r = Registry::open(&path, rules).unwrap();
+        assert_eq!(r.len(), 3);
+        assert_eq!(
+            r.get("root.sg.d2", "b").unwrap().ty.data_type,
+            DataType::TEXT
+        );
+        assert!(r.get("root.sg.d3", "c").is_none());
+        r.resolve("root.sg.d3", "c", &FieldValue::Bool(true));
+        r.sync().unwrap();
+        let r = Registry::open(&path, vec![]).unwrap();
+        assert_eq!(r.len(), 4);
+        assert_eq!(
+            r.get("root.sg.d3", "c").unwrap().ty.data_type,
+            DataType::BOOLEAN
+        );
+    }
+}

@@ -1,0 +1,596 @@
+//! HTTP push source and service endpoints (axum on tokio).
+//!
+//! * `POST /ingest/iotdb-json` — IoTDB JSON (single record, batch form, arrays).
+//! * `POST /write` (InfluxDB 1.x) and `POST /api/v2/write` (2.x) — line protocol with
+//!   `precision` (`db`, `org`, `bucket` and `rp` are accepted and ignored: the source's
+//!   device template names devices).
+//!
+//! Each HTTP source of a pipeline serves these below its `base_path`.
+//! * `GET /health`, `GET /ready`, `GET /metrics`; `GET /ping` and `POST /query` answer
+//!   like InfluxDB so Telegraf's influxdb output starts without complaint.
+//!
+//! A 2xx answer means the accepted points are durable. Rejections give 400 with counts
+//! and the first errors; a full buffer gives 429 (queue) or 503 (disk budget) with
+//! `Retry-After`; bodies over the raw or decompressed limit give 413.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use tokio_util::sync::CancellationToken;
+use tsfiled_connectors::{Batch, RejectReason, TimeUnit};
+
+use crate::metrics::Metrics;
+use crate::parse::Parsers;
+use crate::pipeline::{Pipeline, SubmitError, SubmitOutcome};
+use crate::settings::{HttpSettings, HttpSourceSettings};
+
+/// Shared state of the HTTP server.
+pub struct HttpState {
+    /// All pipelines (for readiness).
+    pub pipelines: Vec<Arc<Pipeline>>,
+    /// Settings (replaced on reload).
+    pub settings: RwLock<HttpSettings>,
+    /// Accepted tokens: the configured ones plus the token file's (replaced on reload).
+    pub tokens: RwLock<Vec<String>>,
+    /// Payload parsers.
+    pub parsers: Arc<dyn Parsers>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Whether `/metrics` is served on this listener, and where.
+    pub metrics_path: Option<String>,
+    /// Set once start-up is complete.
+    pub ready: AtomicBool,
+}
+
+/// One HTTP push source's routes.
+#[derive(Clone)]
+pub struct SourceRoute {
+    /// The pipeline it feeds.
+    pub pipeline: Arc<Pipeline>,
+    /// The pipeline's stored precision.
+    pub stored: TimeUnit,
+    /// The source settings.
+    pub source: HttpSourceSettings,
+}
+
+struct RouteState {
+    shared: Shared,
+    route: SourceRoute,
+}
+
+type Shared = Arc<HttpState>;
+type RouteRef = Arc<RouteState>;
+
+/// Reads the token file (one token per line, `#` comments and blank lines ignored).
+pub fn load_tokens(settings: &HttpSettings) -> std::io::Result<Vec<String>> {
+    let mut tokens = settings.tokens.clone();
+    if let Some(f) = &settings.token_file {
+        let text = std::fs::read_to_string(f)?;
+        tokens.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string),
+        );
+    }
+    Ok(tokens)
+}
+
+/// The router (without a listener), for tests and for [`run`].
+pub fn router(state: Shared, sources: Vec<SourceRoute>) -> Router {
+    let limit = state
+        .settings
+        .read()
+        .map(|s| s.max_body_bytes)
+        .unwrap_or(16 << 20);
+    let mut app = Router::new()
+        .route("/health", get(|| async { "ok\n" }))
+        .route("/ready", get(ready))
+        .route("/ping", get(ping).head(ping))
+        .route("/query", post(query).get(query));
+    if let Some(path) = state.metrics_path.clone() {
+        app = app.route(&path, get(metrics));
+    }
+    let mut app = app.with_state(state.clone());
+    for route in sources {
+        let base = route.source.base_path.clone();
+        let rs = Arc::new(RouteState {
+            shared: state.clone(),
+            route: route.clone(),
+        });
+        let mut r = Router::new();
+        if route.source.iotdb_json {
+            r = r.route(&format!("{base}/ingest/iotdb-json"), post(ingest_json));
+        }
+        if route.source.line_protocol {
+            r = r
+                .route(&format!("{base}/write"), post(write_v1))
+                .route(&format!("{base}/api/v2/write"), post(write_v2));
+        }
+        app = app.merge(r.with_state(rs));
+    }
+    app.layer(DefaultBodyLimit::max(limit))
+}
+
+/// A router serving only metrics (for a separate metrics listener).
+pub fn metrics_router(state: Shared, path: &str) -> Router {
+    Router::new().route(path, get(metrics)).with_state(state)
+}
+
+/// Serves on `listener` until `shutdown` is cancelled; then waits at most `grace` for
+/// open connections (axum's graceful shutdown would wait for idle keep-alive
+/// connections indefinitely).
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: CancellationToken,
+    grace: Duration,
+) -> std::io::Result<()> {
+    let token = shutdown.clone();
+    let server =
+        axum::serve(listener, app).with_graceful_shutdown(async move { token.cancelled().await });
+    let mut server = tokio::spawn(std::future::IntoFuture::into_future(server));
+    tokio::select! {
+        r = &mut server => return r.map_err(std::io::Error::other)?,
+        _ = shutdown.cancelled() => {}
+    }
+    match tokio::time::timeout(grace, &mut server).await {
+        Ok(r) => r.map_err(std::io::Error::other)?,
+        Err(_) => {
+            tracing::warn!(
+                grace_ms = grace.as_millis() as u64,
+                "HTTP connections still open at the shutdown deadline; closing them"
+            );
+            server.abort();
+            Ok(())
+        }
+    }
+}
+
+fn count(state: &HttpState, code: StatusCode) {
+    state
+        .metrics
+        .http_requests
+        .with_label_values(&[code.as_str()])
+        .inc();
+}
+
+fn json_response(state: &HttpState, code: StatusCode, body: serde_json::Value) -> Response {
+    count(state, code);
+    let mut r = (code, body.to_string()).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn error(state: &HttpState, code: StatusCode, msg: &str) -> Response {
+    json_response(
+        state,
+        code,
+        serde_json::json!({"code": code.canonical_reason().unwrap_or("error").to_lowercase().replace(' ', "_"), "message": msg}),
+    )
+}
+
+/// Checks `Authorization: Bearer|Token <t>` (or Basic with the token as password, or
+/// InfluxDB 1.x `?p=`).
+fn authorized(tokens: &[String], headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
+    if tokens.is_empty() {
+        return true;
+    }
+    let ok = |t: &str| {
+        tokens
+            .iter()
+            .any(|k| constant_time_eq(k.as_bytes(), t.trim().as_bytes()))
+    };
+    if let Some(v) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        if let Some(t) = v
+            .strip_prefix("Bearer ")
+            .or_else(|| v.strip_prefix("Token "))
+        {
+            return ok(t);
+        }
+        if let Some(b) = v.strip_prefix("Basic ") {
+            if let Some(decoded) = base64_decode(b.trim()) {
+                if let Some((_, pass)) = String::from_utf8_lossy(&decoded).split_once(':') {
+                    return ok(pass);
+                }
+            }
+            return false;
+        }
+    }
+    query.get("p").is_some_and(|p| ok(p))
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let bytes: Vec<u8> = s.bytes().filter(|&c| c != b'=').collect();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= val(c)? << (18 - 6 * i);
+        }
+        let n = match chunk.len() {
+            4 => 3,
+            3 => 2,
+            2 => 1,
+            _ => return None,
+        };
+        for i in 0..n {
+            out.push((acc >> (16 - 8 * i)) as u8);
+        }
+    }
+    Some(out)
+}
+
+enum BodyError {
+    TooLarge(String),
+    Bad(String),
+}
+
+/// The request body, gunzipped if `Content-Encoding: gzip`, within the limits.
+fn body_bytes(
+    settings: &HttpSettings,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Vec<u8>, BodyError> {
+    if body.len() > settings.max_body_bytes {
+        return Err(BodyError::TooLarge(format!(
+            "request body of {} bytes exceeds the limit of {} bytes",
+            body.len(),
+            settings.max_body_bytes
+        )));
+    }
+    let enc = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match enc.as_str() {
+        "" | "identity" => Ok(body.to_vec()),
+        "gzip" | "x-gzip" => {
+            let limit = settings.max_decompressed_bytes;
+            let mut out = Vec::with_capacity((body.len() * 4).min(limit));
+            let mut dec = flate2::read::MultiGzDecoder::new(&body[..]).take(limit as u64 + 1);
+            dec.read_to_end(&mut out)
+                .map_err(|e| BodyError::Bad(format!("invalid gzip body: {e}")))?;
+            if out.len() > limit {
+                return Err(BodyError::TooLarge(format!(
+                    "decompressed body exceeds the limit of {limit} bytes"
+                )));
+            }
+            Ok(out)
+        }
+        other => Err(BodyError::Bad(format!(
+            "unsupported Content-Encoding {other:?} (use gzip or none)"
+        ))),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Style {
+    Json,
+    Influx,
+}
+
+async fn ingest(
+    rs: RouteRef,
+    headers: HeaderMap,
+    query: HashMap<String, String>,
+    body: Bytes,
+    style: Style,
+    parse: impl FnOnce(&HttpState, &HttpSettings, &[u8], TimeUnit) -> Result<Batch, String>,
+) -> Response {
+    let received = Instant::now();
+    let state = &*rs.shared;
+    let settings = match state.settings.read() {
+        Ok(s) => s.clone(),
+        Err(_) => {
+            return error(
+                state,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "settings lock poisoned",
+            )
+        }
+    };
+    let allowed = state
+        .tokens
+        .read()
+        .map(|t| authorized(&t, &headers, &query))
+        .unwrap_or(false);
+    if !allowed {
+        let mut r = error(state, StatusCode::UNAUTHORIZED, "missing or invalid token");
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return r;
+    }
+    let pipeline = &rs.route.pipeline;
+    let source = rs.route.source.name.as_str();
+    let data = match body_bytes(&settings, &headers, body) {
+        Ok(d) => d,
+        Err(BodyError::TooLarge(m)) => {
+            state
+                .metrics
+                .points_rejected
+                .with_label_values(&[pipeline.name(), source, RejectReason::TooLarge.label()])
+                .inc();
+            return error(state, StatusCode::PAYLOAD_TOO_LARGE, &m);
+        }
+        Err(BodyError::Bad(m)) => return error(state, StatusCode::BAD_REQUEST, &m),
+    };
+    let batch = match parse(state, &settings, &data, rs.route.stored) {
+        Ok(b) => b,
+        Err(m) => return error(state, StatusCode::BAD_REQUEST, &m),
+    };
+    drop(data);
+    let submitted = tokio::time::timeout(
+        settings.request_timeout,
+        pipeline.submit(source, batch, received),
+    )
+    .await;
+    match submitted {
+        Ok(Ok(outcome)) => outcome_response(state, outcome, style),
+        Ok(Err(SubmitError::Full {
+            reason,
+            retry_after,
+        })) => {
+            let code = if reason == "queue" {
+                StatusCode::TOO_MANY_REQUESTS
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            };
+            let mut r = error(
+                state,
+                code,
+                &format!(
+                    "buffer full ({reason}); nothing of this request was accepted, retry later"
+                ),
+            );
+            r.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(retry_after.as_secs().max(1)),
+            );
+            r
+        }
+        Ok(Err(SubmitError::Closed)) => {
+            let mut r = error(
+                state,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting down; retry later",
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(5u64));
+            r
+        }
+        Ok(Err(SubmitError::Io(m))) => error(state, StatusCode::INTERNAL_SERVER_ERROR, &m),
+        Err(_) => {
+            let mut r = error(
+                state,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the points did not become durable within the request timeout; retry later",
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(1u64));
+            r
+        }
+    }
+}
+
+fn outcome_response(state: &HttpState, o: SubmitOutcome, style: Style) -> Response {
+    if o.rejections.is_empty() {
+        return match style {
+            Style::Json => json_response(
+                state,
+                StatusCode::OK,
+                serde_json::json!({"accepted": o.accepted, "rejected": 0}),
+            ),
+            Style::Influx => {
+                count(state, StatusCode::NO_CONTENT);
+                StatusCode::NO_CONTENT.into_response()
+            }
+        };
+    }
+    let errors: Vec<serde_json::Value> = o
+        .rejections
+        .iter()
+        .take(20)
+        .map(|r| serde_json::json!({"location": r.location, "reason": r.reason.label(), "message": r.message, "points": r.points}))
+        .collect();
+    let first = &o.rejections[0];
+    let message = format!(
+        "{}: {} ({}); {} points accepted, {} rejected",
+        first.location,
+        first.message,
+        first.reason.label(),
+        o.accepted,
+        o.rejected
+    );
+    json_response(
+        state,
+        StatusCode::BAD_REQUEST,
+        serde_json::json!({
+            "code": "invalid",
+            "message": message,
+            "accepted": o.accepted,
+            "rejected": o.rejected,
+            "errors": errors,
+        }),
+    )
+}
+
+fn precision_param(query: &HashMap<String, String>, default: TimeUnit) -> Result<TimeUnit, String> {
+    match query.get("precision") {
+        None => Ok(default),
+        Some(p) => TimeUnit::parse(p)
+            .ok_or_else(|| format!("unknown precision {p:?} (expected ns, us, ms or s)")),
+    }
+}
+
+fn now_nanos() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+async fn ingest_json(
+    State(rs): State<RouteRef>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let q = query.clone();
+    ingest(
+        rs,
+        headers,
+        query,
+        body,
+        Style::Json,
+        move |st, settings, data, stored| {
+            let unit = precision_param(&q, settings.json_time_unit)?;
+            Ok(st.parsers.iotdb_json(data, unit, stored))
+        },
+    )
+    .await
+}
+
+async fn write_line(
+    rs: RouteRef,
+    query: HashMap<String, String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let q = query.clone();
+    let template = rs.route.source.device_template.clone();
+    let default_precision = rs.route.source.line_precision;
+    ingest(
+        rs,
+        headers,
+        query,
+        body,
+        Style::Influx,
+        move |st, _settings, data, stored| {
+            let precision = precision_param(&q, default_precision)?;
+            let now = TimeUnit::Nanos.convert(now_nanos(), stored).unwrap_or(0);
+            Ok(st
+                .parsers
+                .line_protocol(data, precision, stored, &template, now))
+        },
+    )
+    .await
+}
+
+async fn write_v1(
+    State(rs): State<RouteRef>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    write_line(rs, query, headers, body).await
+}
+
+async fn write_v2(
+    State(rs): State<RouteRef>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    write_line(rs, query, headers, body).await
+}
+
+async fn ready(State(state): State<Shared>) -> Response {
+    let ok = state.ready.load(Ordering::Relaxed)
+        && state
+            .pipelines
+            .iter()
+            .all(|p| p.is_accepting() && p.wal_fill() < 0.95);
+    let code = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, if ok { "ready\n" } else { "not ready\n" }).into_response()
+}
+
+async fn metrics(State(state): State<Shared>) -> Response {
+    let mut r = state.metrics.render().into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    r
+}
+
+async fn ping() -> Response {
+    let mut r = StatusCode::NO_CONTENT.into_response();
+    r.headers_mut()
+        .insert("X-Influxdb-Version", HeaderValue::from_static("1.8.10"));
+    r
+}
+
+async fn query() -> Response {
+    let mut r = r#"{"results":[{"statement_id":0}]}"#.into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_auth_decoding() {
+        assert_eq!(base64_decode("dXNlcjpzZWNyZXQ=").unwrap(), b"user:secret");
+        assert!(base64_decode("!!").is_none());
+        let s = vec!["secret".to_string()];
+        let mut h = HeaderMap::new();
+        let q = HashMap::new();
+        assert!(!authorized(&s, &h, &q));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Token secret"),
+        );
+        assert!(authorized(&s, &h, &q));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer nope"),
+        );
+        assert!(!authorized(&s, &h, &q));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Basic dXNlcjpzZWNyZXQ="),
+        );
+        assert!(authorized(&s, &h, &q));
+    }
+}

@@ -1,0 +1,220 @@
+//! Prometheus metrics, prefix `tsfiled_`. Labels are bounded: `pipeline`, `source`,
+//! `reason`, `code` — never device or file names.
+
+use std::sync::{Arc, Mutex};
+
+use prometheus::{
+    exponential_buckets, Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
+
+type Refresher = Box<dyn Fn() + Send + Sync>;
+
+/// Every metric the daemon exports.
+pub struct Metrics {
+    registry: Registry,
+    refreshers: Mutex<Vec<Refresher>>,
+    /// Points received (accepted or not), by pipeline and source.
+    pub points_received: IntCounterVec,
+    /// Points rejected, by pipeline, source and reason.
+    pub points_rejected: IntCounterVec,
+    /// Points written into flushed chunk groups.
+    pub points_written: IntCounterVec,
+    /// TsFile bytes written.
+    pub bytes_written: IntCounterVec,
+    /// Files sealed, by reason.
+    pub files_sealed: IntCounterVec,
+    /// Open (unsealed) files.
+    pub open_files: IntGaugeVec,
+    /// Bytes held in memtables.
+    pub memtable_bytes: IntGaugeVec,
+    /// Bytes in write-ahead-log segments.
+    pub wal_bytes: IntGaugeVec,
+    /// Write-ahead-log fsyncs.
+    pub wal_syncs: IntGaugeVec,
+    /// Known series.
+    pub series: IntGaugeVec,
+    /// Memtable flush durations.
+    pub flush_seconds: HistogramVec,
+    /// Seal durations.
+    pub seal_seconds: HistogramVec,
+    /// From receipt of a payload to its points being durable (acknowledged).
+    pub ack_seconds: HistogramVec,
+    /// From receipt of the oldest point of a memtable to its flush into a TsFile.
+    pub end_to_end_seconds: HistogramVec,
+    /// Appends refused because the buffer is full.
+    pub backpressure: IntCounterVec,
+    /// HTTP requests by status code.
+    pub http_requests: IntCounterVec,
+}
+
+impl Metrics {
+    /// Creates and registers every metric.
+    pub fn new() -> Arc<Metrics> {
+        let registry = Registry::new();
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
+            registry
+                .register(Box::new(c.clone()))
+                .expect("unique metric");
+            c
+        };
+        let gauge = |name: &str, help: &str, labels: &[&str]| {
+            let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
+            registry
+                .register(Box::new(g.clone()))
+                .expect("unique metric");
+            g
+        };
+        let hist = |name: &str, help: &str, labels: &[&str], start: f64| {
+            let h = HistogramVec::new(
+                HistogramOpts::new(name, help)
+                    .buckets(exponential_buckets(start, 2.0, 18).expect("valid buckets")),
+                labels,
+            )
+            .expect("valid metric");
+            registry
+                .register(Box::new(h.clone()))
+                .expect("unique metric");
+            h
+        };
+        let build = gauge(
+            "tsfiled_build_info",
+            "Build information (always 1).",
+            &["version"],
+        );
+        build.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        Arc::new(Metrics {
+            points_received: counter(
+                "tsfiled_points_received_total",
+                "Points received by sources, accepted or not.",
+                &["pipeline", "source"],
+            ),
+            points_rejected: counter(
+                "tsfiled_points_rejected_total",
+                "Points rejected, by reason.",
+                &["pipeline", "source", "reason"],
+            ),
+            points_written: counter(
+                "tsfiled_points_written_total",
+                "Points written into flushed chunk groups of TsFiles.",
+                &["pipeline"],
+            ),
+            bytes_written: counter(
+                "tsfiled_tsfile_bytes_written_total",
+                "Bytes written to TsFiles.",
+                &["pipeline"],
+            ),
+            files_sealed: counter(
+                "tsfiled_files_sealed_total",
+                "TsFiles sealed, by reason (size, age, idle, partition, shutdown, wal, reload).",
+                &["pipeline", "reason"],
+            ),
+            open_files: gauge(
+                "tsfiled_open_files",
+                "TsFiles open for writing.",
+                &["pipeline"],
+            ),
+            memtable_bytes: gauge(
+                "tsfiled_memtable_bytes",
+                "Bytes of points held in memtables.",
+                &["pipeline"],
+            ),
+            wal_bytes: gauge(
+                "tsfiled_wal_bytes",
+                "Bytes in write-ahead-log segments on disk.",
+                &["pipeline"],
+            ),
+            wal_syncs: gauge(
+                "tsfiled_wal_fsyncs",
+                "Write-ahead-log fsync calls since start.",
+                &["pipeline"],
+            ),
+            series: gauge(
+                "tsfiled_series",
+                "Distinct series known to the pipeline.",
+                &["pipeline"],
+            ),
+            flush_seconds: hist(
+                "tsfiled_flush_duration_seconds",
+                "Duration of memtable flushes into TsFiles.",
+                &["pipeline"],
+                0.0001,
+            ),
+            seal_seconds: hist(
+                "tsfiled_seal_duration_seconds",
+                "Duration of sealing a storage group partition's files.",
+                &["pipeline"],
+                0.0001,
+            ),
+            ack_seconds: hist(
+                "tsfiled_ack_latency_seconds",
+                "From receipt of a payload until its points are durable.",
+                &["pipeline", "source"],
+                0.00005,
+            ),
+            end_to_end_seconds: hist(
+                "tsfiled_end_to_end_latency_seconds",
+                "From receipt of the oldest point of a memtable until it is written to a TsFile.",
+                &["pipeline"],
+                0.001,
+            ),
+            backpressure: counter(
+                "tsfiled_backpressure_total",
+                "Submissions refused because the write-ahead log or queue was full.",
+                &["pipeline", "source"],
+            ),
+            http_requests: counter(
+                "tsfiled_http_requests_total",
+                "HTTP requests, by status code.",
+                &["code"],
+            ),
+            registry,
+            refreshers: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Adds a function that updates gauges just before each scrape.
+    pub fn on_scrape(&self, f: impl Fn() + Send + Sync + 'static) {
+        if let Ok(mut r) = self.refreshers.lock() {
+            r.push(Box::new(f));
+        }
+    }
+
+    /// Renders the Prometheus text format.
+    pub fn render(&self) -> String {
+        if let Ok(r) = self.refreshers.lock() {
+            for f in r.iter() {
+                f();
+            }
+        }
+        let mut buf = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_named_metrics() {
+        let m = Metrics::new();
+        m.points_received
+            .with_label_values(&["p", "http"])
+            .inc_by(5);
+        m.points_rejected
+            .with_label_values(&["p", "http", "type_mismatch"])
+            .inc();
+        m.on_scrape({
+            let g = m.wal_bytes.clone();
+            move || g.with_label_values(&["p"]).set(42)
+        });
+        let text = m.render();
+        assert!(text.contains("tsfiled_points_received_total{pipeline=\"p\",source=\"http\"} 5"));
+        assert!(text.contains("reason=\"type_mismatch\""));
+        assert!(text.contains("tsfiled_wal_bytes{pipeline=\"p\"} 42"));
+        assert!(text.contains("tsfiled_build_info{version="));
+    }
+}

@@ -1,0 +1,243 @@
+//! Every rejection path: each answers with the right status and counts, never blocks
+//! the good points of its request, and is counted in the metrics.
+
+use std::io::Write;
+use std::time::Duration;
+
+use crate::harness::*;
+
+fn gzip(b: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(b).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn every_rejection_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let d = DaemonProc::start(&data, &["--http-token", "s3cret"]);
+    let a = d.addr;
+    let auth: &[(&str, &str)] = &[("Authorization", "Bearer s3cret")];
+
+    // Authentication.
+    let r = post(
+        a,
+        "/ingest/iotdb-json",
+        &[],
+        br#"{"device":"root.sg.d1","timestamp":1,"measurements":["a"],"values":[1]}"#,
+    );
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    let r = post(a, "/write", &[("Authorization", "Token wrong")], b"m f=1 1");
+    assert_eq!(r.status, 401);
+    let r = post(
+        a,
+        "/write?precision=ms",
+        &[("Authorization", "Token s3cret")],
+        b"m,host=h f=1 1",
+    );
+    assert_eq!(r.status, 204, "{}", r.body);
+
+    // Malformed JSON: position named, nothing accepted.
+    let r = post(
+        a,
+        "/ingest/iotdb-json",
+        auth,
+        b"{\"device\": \"root.sg.d1\",\n \"timestamp\": }",
+    );
+    assert_eq!(r.status, 400);
+    let j = r.json();
+    assert_eq!(j["accepted"], 0);
+    assert_eq!(j["errors"][0]["reason"], "parse");
+    assert!(
+        j["errors"][0]["location"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 2, column"),
+        "{j}"
+    );
+
+    // Missing field: JSON path named.
+    let r = post(a, "/ingest/iotdb-json", auth, br#"[{"device":"root.sg.d1","timestamp":1,"measurements":["a"],"values":[1]},{"device":"root.sg.d1","timestamp":2}]"#);
+    assert_eq!(r.status, 400);
+    let j = r.json();
+    assert_eq!(j["accepted"], 1);
+    assert_eq!(j["errors"][0]["location"], "$[1]");
+
+    // Line protocol: the bad line is named, the good ones are written.
+    let r = post(
+        a,
+        "/write?precision=ms",
+        auth,
+        b"m,host=h f=2 2\nthis is not line protocol at all\nm,host=h f=3 3\n",
+    );
+    assert_eq!(r.status, 400);
+    let j = r.json();
+    assert_eq!(
+        (j["accepted"].as_u64(), j["rejected"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(j["errors"][0]["location"], "line 2, column 8");
+    assert!(j["message"].as_str().unwrap().contains("line 2"));
+
+    // Invalid paths: device and reserved measurement; type mismatch; good points kept.
+    let r = post(
+        a,
+        "/ingest/iotdb-json",
+        auth,
+        br#"[{"device":"root.sg.d1","timestamp":10,"measurements":["a","time"],"values":[10,1]},
+            {"device":"nope.d1","timestamp":10,"measurements":["a"],"values":[1]},
+            {"device":"root.sg.bad device","timestamp":10,"measurements":["a"],"values":[1]},
+            {"device":"root.sg.d1","timestamp":11,"measurements":["a","c"],"values":[1.5,"x"]}]"#,
+    );
+    assert_eq!(r.status, 400);
+    let j = r.json();
+    assert_eq!(
+        (j["accepted"].as_u64(), j["rejected"].as_u64()),
+        (Some(2), Some(4)),
+        "{j}"
+    );
+    let reasons: Vec<&str> = j["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            "invalid_path",
+            "invalid_path",
+            "invalid_path",
+            "type_mismatch"
+        ]
+    );
+
+    // Times: not an integer, overflowing after conversion, unknown precision.
+    let r = post(
+        a,
+        "/ingest/iotdb-json",
+        auth,
+        br#"{"device":"root.sg.d1","timestamp":"soon","measurements":["a"],"values":[1]}"#,
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["errors"][0]["reason"], "invalid_time");
+    let r = post(
+        a,
+        "/write?precision=s",
+        auth,
+        b"m,host=h f=1 9223372036854776\n",
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["errors"][0]["reason"], "invalid_time");
+    let r = post(a, "/write?precision=fortnights", auth, b"m,host=h f=1 1\n");
+    assert_eq!(r.status, 400);
+    assert!(r.body.contains("precision"));
+
+    // Bodies: bad gzip, unknown encoding, too large raw, too large decompressed.
+    let r = post(
+        a,
+        "/write",
+        &[auth[0], ("Content-Encoding", "gzip")],
+        b"not gzip",
+    );
+    assert_eq!(r.status, 400);
+    let r = post(
+        a,
+        "/write",
+        &[auth[0], ("Content-Encoding", "br")],
+        b"m f=1 1",
+    );
+    assert_eq!(r.status, 400);
+    let big = vec![b' '; 17 * 1024 * 1024];
+    let r = Conn::new(a).unwrap().request("POST", "/write", auth, &big);
+    if let Ok(r) = r {
+        assert_eq!(r.status, 413);
+    } // (the server may also close the connection while the body is still coming)
+    let bomb = gzip(&vec![b'\n'; 65 * 1024 * 1024]);
+    let r = post(a, "/write", &[auth[0], ("Content-Encoding", "gzip")], &bomb);
+    assert_eq!(r.status, 413, "{}", r.body);
+
+    let m = get(a, "/metrics").body;
+    let rejected = |reason: &str| {
+        metric(
+            &m,
+            &format!(
+                r#"tsfiled_points_rejected_total{{pipeline="default",reason="{reason}",source="http"}}"#
+            ),
+        )
+    };
+    assert_eq!(rejected("parse"), Some(3.0), "{m}");
+    assert_eq!(rejected("invalid_path"), Some(3.0));
+    assert_eq!(rejected("type_mismatch"), Some(1.0));
+    assert_eq!(rejected("invalid_time"), Some(2.0));
+    assert!(rejected("too_large").is_some());
+    assert_eq!(
+        metric(&m, r#"tsfiled_http_requests_total{code="401"}"#),
+        Some(2.0)
+    );
+
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let (points, _) = read_all(&data);
+    let keys: Vec<String> = points
+        .keys()
+        .map(|(d, m, t)| format!("{d}.{m}@{t}"))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "root.lp.m.h.f@1",
+            "root.lp.m.h.f@2",
+            "root.lp.m.h.f@3",
+            "root.sg.d1.a@1",
+            "root.sg.d1.a@10",
+            "root.sg.d1.c@11",
+        ]
+    );
+}
+
+#[test]
+fn full_buffer_answers_503_with_retry_after() {
+    use tsfiled::settings::Settings;
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut s = Settings::embedded_with(&tmp.path().join("data"), "127.0.0.1:0");
+        s.pipelines[0].options.wal.max_bytes = 2048;
+        s.pipelines[0].options.retry_after = Duration::from_secs(3);
+        let d = tsfiled::app::Daemon::start(s, None).await.unwrap();
+        let addr = d.http_addr;
+        let body: String = (0..200).map(|i| format!("m,host=h f={i} {i}\n")).collect();
+        let r = tokio::task::spawn_blocking(move || {
+            post(addr, "/write?precision=ms", &[], body.as_bytes())
+        })
+        .await
+        .unwrap();
+        assert_eq!(r.status, 503, "{}", r.body);
+        assert_eq!(r.header("retry-after"), Some("3"));
+        // A small request still fits.
+        let r = tokio::task::spawn_blocking(move || {
+            post(addr, "/write?precision=ms", &[], b"m,host=h f=1 1\n")
+        })
+        .await
+        .unwrap();
+        assert_eq!(r.status, 204, "{}", r.body);
+        let m = d.metrics.render();
+        assert_eq!(
+            metric(
+                &m,
+                r#"tsfiled_backpressure_total{pipeline="default",source="http"}"#
+            ),
+            Some(1.0)
+        );
+        d.shutdown().await.unwrap();
+    });
+    let (points, _) = read_all(&tmp.path().join("data"));
+    assert_eq!(points.len(), 1);
+}

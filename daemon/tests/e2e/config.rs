@@ -1,0 +1,166 @@
+//! Configuration files: `check-config`, `run --config`, and SIGHUP reloads (a valid
+//! file takes effect, an invalid one is refused and the old configuration kept).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tsfile::file::reader::TsFileReader;
+use tsfile::DataType;
+
+use crate::harness::*;
+
+fn config(data: &Path, token: &str) -> String {
+    format!(
+        r#"
+data_dir = "{}"
+shutdown_timeout = "20s"
+
+[http]
+listen = "127.0.0.1:0"
+tokens = ["{token}"]
+
+[[pipeline]]
+name = "main"
+
+[pipeline.storage]
+storage_group_level = 1
+
+[[pipeline.schema]]
+pattern = "root.plant.*.pinned"
+type = "INT32"
+encoding = "RLE"
+
+[[pipeline.source]]
+type = "http"
+name = "push"
+path_prefix = "root.tele"
+device_template = "{{measurement}}.{{host}}"
+precision = "s"
+"#,
+        data.display()
+    )
+}
+
+fn until(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn check_config_run_and_reload() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let file = tmp.path().join("tsfiled.toml");
+    std::fs::write(&file, config(&data, "t1")).unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+        .arg("check-config")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[[pipeline]]") && text.contains("main"),
+        "{text}"
+    );
+    assert!(!text.contains("\"t1\""), "tokens are redacted: {text}");
+
+    let bad = tmp.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        config(&data, "t1").replace("[http]", "[http]\nlisten_port = 3"),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+        .arg("check-config")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml:6:1: http.listen_port"),
+        "file, line and key named: {err}"
+    );
+
+    // `run --config`: no --data-dir (the file's), port 0.
+    let d = DaemonProc::start_with(&["run", "--config", file.to_str().unwrap()]);
+    let a = d.addr;
+    let t1: &[(&str, &str)] = &[("Authorization", "Bearer t1")];
+    let t2: &[(&str, &str)] = &[("Authorization", "Bearer t2")];
+    let r = post(a, "/ingest/iotdb-json", t1, br#"{"device":"root.plant.p1","timestamp":1,"measurements":["pinned","free"],"values":[7,7]}"#);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = post(a, "/write", t1, b"cpu,host=gw1 usage=0.5 2\n");
+    assert_eq!(r.status, 204, "{}", r.body);
+
+    // A valid new file: t2 replaces t1.
+    std::fs::write(&file, config(&data, "t2")).unwrap();
+    d.signal(libc::SIGHUP);
+    until("t2 accepted", || {
+        post(a, "/write", t2, b"cpu,host=gw1 usage=0.75 3\n").status == 204
+    });
+    assert_eq!(
+        post(a, "/write", t1, b"cpu,host=gw1 usage=1 4\n").status,
+        401
+    );
+
+    // An invalid file is refused; t2 keeps working.
+    std::fs::write(&file, "this is = not [valid").unwrap();
+    d.signal(libc::SIGHUP);
+    until("reload refusal logged", || {
+        d.log.lock().unwrap().contains("reload failed")
+    });
+    assert_eq!(
+        post(a, "/write", t2, b"cpu,host=gw1 usage=1.25 5\n").status,
+        204
+    );
+
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let (points, files) = read_all(&data);
+    let keys: Vec<String> = points
+        .keys()
+        .map(|(d, m, t)| format!("{d}.{m}@{t}"))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "root.plant.p1.free@1",
+            "root.plant.p1.pinned@1",
+            "root.tele.cpu.gw1.usage@2000",
+            "root.tele.cpu.gw1.usage@3000",
+            "root.tele.cpu.gw1.usage@5000",
+        ]
+    );
+    // The rule pinned INT32; the free series was typed on first sight (INT64).
+    let plant = files
+        .iter()
+        .find(|f| f.to_string_lossy().contains("root.plant"))
+        .unwrap();
+    let r = TsFileReader::open_path(plant).unwrap();
+    let types: Vec<(String, DataType)> = r
+        .all_series()
+        .unwrap()
+        .into_iter()
+        .map(|(_, ts)| (ts.measurement, ts.data_type))
+        .collect();
+    assert_eq!(
+        types,
+        vec![
+            ("free".to_string(), DataType::INT64),
+            ("pinned".to_string(), DataType::INT32)
+        ]
+    );
+}

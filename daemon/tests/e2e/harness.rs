@@ -1,0 +1,380 @@
+//! Test harness: run the real `tsfiled` binary on a temporary directory, a minimal
+//! HTTP/1.1 client, and a reader for every sealed file.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tsfile::file::reader::TsFileReader;
+use tsfile::Value;
+
+/// A running daemon process.
+pub struct DaemonProc {
+    child: Child,
+    /// Its HTTP address.
+    pub addr: SocketAddr,
+    /// Everything it logged so far.
+    pub log: Arc<Mutex<String>>,
+}
+
+impl DaemonProc {
+    /// Starts `tsfiled run --data-dir <data> --http-listen 127.0.0.1:0 <extra>` and waits
+    /// for its bound address.
+    pub fn start(data: &Path, extra: &[&str]) -> DaemonProc {
+        let data = data.to_str().expect("UTF-8 path");
+        let mut args = vec!["run", "--data-dir", data, "--http-listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        DaemonProc::start_with(&args)
+    }
+
+    /// Starts `tsfiled <args>` and waits for its bound address.
+    pub fn start_with(args: &[&str]) -> DaemonProc {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+            .args(args)
+            .env("TSFILED_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn tsfiled");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut tx = Some(tx);
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    if let Some(i) = line.find("HTTP listening on http://") {
+                        let addr = line[i + 25..]
+                            .split_whitespace()
+                            .next()
+                            .unwrap_or("")
+                            .to_string();
+                        if let Some(tx) = tx.take() {
+                            let _ = tx.send(addr);
+                        }
+                    }
+                    let mut l = log.lock().unwrap();
+                    l.push_str(&line);
+                    l.push('\n');
+                }
+            });
+        }
+        let addr = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(a) => a.parse().expect("address"),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("daemon did not start:\n{}", log.lock().unwrap());
+            }
+        };
+        DaemonProc { child, addr, log }
+    }
+
+    /// Sends a signal.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+
+    /// SIGTERM, then waits; returns the exit code.
+    pub fn stop(mut self) -> (i32, String) {
+        self.signal(libc::SIGTERM);
+        let status = wait_timeout(&mut self.child, Duration::from_secs(60));
+        let log = self.log.lock().unwrap().clone();
+        (status, log)
+    }
+
+    /// SIGKILL, then waits.
+    pub fn kill(mut self) {
+        self.signal(libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for DaemonProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_timeout(child: &mut Child, d: Duration) -> i32 {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s.code().unwrap_or(-1);
+        }
+        if start.elapsed() > d {
+            let _ = child.kill();
+            panic!("daemon did not exit within {d:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+pub struct Resp {
+    /// Status code.
+    pub status: u16,
+    /// Headers, lower-case names.
+    pub headers: Vec<(String, String)>,
+    /// Body.
+    pub body: String,
+}
+
+impl Resp {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|h| h.0 == name)
+            .map(|h| h.1.as_str())
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// A keep-alive HTTP/1.1 connection.
+pub struct Conn {
+    stream: BufReader<TcpStream>,
+}
+
+impl Conn {
+    /// Connects.
+    pub fn new(addr: SocketAddr) -> std::io::Result<Conn> {
+        let s = TcpStream::connect(addr)?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(Conn {
+            stream: BufReader::new(s),
+        })
+    }
+
+    /// Sends a request and reads the answer.
+    pub fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::io::Result<Resp> {
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        let s = self.stream.get_mut();
+        s.write_all(req.as_bytes())?;
+        s.write_all(body)?;
+        let mut line = String::new();
+        self.stream.read_line(&mut line)?;
+        if line.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "connection closed",
+            ));
+        }
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
+        let mut headers = Vec::new();
+        let mut len = 0usize;
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line)?;
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':') {
+                let k = k.trim().to_ascii_lowercase();
+                let v = v.trim().to_string();
+                if k == "content-length" {
+                    len = v.parse().unwrap_or(0);
+                }
+                headers.push((k, v));
+            }
+        }
+        let mut b = vec![0; len];
+        self.stream.read_exact(&mut b)?;
+        Ok(Resp {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&b).to_string(),
+        })
+    }
+}
+
+/// One request on a fresh connection.
+pub fn post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    Conn::new(addr)
+        .unwrap()
+        .request("POST", path, headers, body)
+        .unwrap()
+}
+
+/// One GET on a fresh connection.
+pub fn get(addr: SocketAddr, path: &str) -> Resp {
+    Conn::new(addr)
+        .unwrap()
+        .request("GET", path, &[], b"")
+        .unwrap()
+}
+
+/// A point as read back: (device, measurement, time) → values (more than one: duplicates).
+pub type PointMap = BTreeMap<(String, String, i64), Vec<Value>>;
+
+/// Sealed files under `data` (final names only), sorted.
+pub fn sealed_files(data: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![data.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if !p.ends_with("state") && !p.ends_with("wal") {
+                    stack.push(p);
+                }
+            } else if p.extension().is_some_and(|x| x == "tsfile") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Files whose name ends in `.tmp` under `data` (outside `state/` and `wal/`).
+pub fn temporaries(data: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![data.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if !p.ends_with("state") && !p.ends_with("wal") {
+                    stack.push(p);
+                }
+            } else if p.to_string_lossy().ends_with(".tmp") {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Parses a `.resource` file: (device, start, end).
+pub fn parse_resource(b: &[u8]) -> Vec<(String, i64, i64)> {
+    let mut pos = 0;
+    let mut i32_at = |b: &[u8]| {
+        let v = i32::from_be_bytes(b[pos..pos + 4].try_into().unwrap());
+        pos += 4;
+        v
+    };
+    let n = i32_at(b) as usize;
+    let mut out = Vec::new();
+    let mut p = pos;
+    for _ in 0..n {
+        let len = i32::from_be_bytes(b[p..p + 4].try_into().unwrap()) as usize;
+        p += 4;
+        let dev = String::from_utf8(b[p..p + len].to_vec()).unwrap();
+        p += len;
+        let start = i64::from_be_bytes(b[p..p + 8].try_into().unwrap());
+        p += 8;
+        out.push((dev, start, 0));
+    }
+    let n2 = i32::from_be_bytes(b[p..p + 4].try_into().unwrap()) as usize;
+    assert_eq!(n, n2);
+    p += 4;
+    for d in out.iter_mut() {
+        let len = i32::from_be_bytes(b[p..p + 4].try_into().unwrap()) as usize;
+        p += 4 + len;
+        d.2 = i64::from_be_bytes(b[p..p + 8].try_into().unwrap());
+        p += 8;
+    }
+    let h = i32::from_be_bytes(b[p..p + 4].try_into().unwrap());
+    assert_eq!(h, 1);
+    assert_eq!(b.len(), p + 12, "resource length");
+    out
+}
+
+/// Reads every point of every sealed file; checks each file opens (complete tail),
+/// that its `.resource` matches its device time ranges, and that every series is
+/// strictly increasing within a sequence file.
+pub fn read_all(data: &Path) -> (PointMap, Vec<PathBuf>) {
+    let files = sealed_files(data);
+    let mut map = PointMap::new();
+    for f in &files {
+        let r = TsFileReader::open_path(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let mut ranges: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+        let seq = f.to_string_lossy().contains("/sequence/");
+        for (dev, ts) in r.all_series().unwrap() {
+            let sr = r.series_reader_for(&dev, &ts).unwrap();
+            let mut last = None;
+            for p in sr.points() {
+                let (t, v) = p.unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+                if seq {
+                    assert!(
+                        last.is_none_or(|l| t > l),
+                        "{}: {dev}.{} not increasing at {t}",
+                        f.display(),
+                        ts.measurement
+                    );
+                }
+                last = Some(t);
+                let e = ranges.entry(dev.clone()).or_insert((t, t));
+                e.0 = e.0.min(t);
+                e.1 = e.1.max(t);
+                map.entry((dev.clone(), ts.measurement.clone(), t))
+                    .or_default()
+                    .push(v);
+            }
+        }
+        let mut res_path = f.as_os_str().to_owned();
+        res_path.push(".resource");
+        let res = std::fs::read(&res_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", Path::new(&res_path).display()));
+        let got: BTreeMap<String, (i64, i64)> = parse_resource(&res)
+            .into_iter()
+            .map(|(d, s, e)| (d, (s, e)))
+            .collect();
+        assert_eq!(
+            got,
+            ranges,
+            "{}: .resource differs from the file's device time ranges",
+            f.display()
+        );
+    }
+    (map, files)
+}
+
+/// Extracts a metric sample's value from Prometheus text.
+pub fn metric(text: &str, name_and_labels: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name_and_labels) && l[name_and_labels.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}

@@ -1,0 +1,10 @@
+//! End-to-end tests of tsfiled: the real binary on temporary directories, pushed to
+//! over HTTP, stopped with SIGTERM or killed with SIGKILL, and every sealed file read
+//! back with the format library.
+
+mod harness;
+
+mod bad_input;
+mod config;
+mod crash;
+mod push;
