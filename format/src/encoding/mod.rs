@@ -82,11 +82,9 @@ pub fn get_encoder(
         (Encoding::PLAIN, t) => Box::new(plain::PlainEncoder::new(t)),
         (Encoding::RLE, BOOLEAN | INT32) => Box::new(rle::IntRleEncoder::new()),
         (Encoding::RLE, INT64) => Box::new(rle::LongRleEncoder::new()),
-        (Encoding::RLE | Encoding::TS_2DIFF, FLOAT | DOUBLE) => Box::new(float::FloatEncoder::new(
-            encoding,
-            data_type,
-            float_precision,
-        )?),
+        (Encoding::RLE | Encoding::TS_2DIFF, FLOAT | DOUBLE) => {
+            float::encoder(encoding, data_type, float_precision)?
+        }
         (Encoding::GORILLA, FLOAT) => Box::new(gorilla::GorillaEncoder::single()),
         (Encoding::GORILLA, DOUBLE) => Box::new(gorilla::GorillaEncoder::double()),
         (Encoding::REGULAR, INT32) => Box::new(regular::IntRegularEncoder::new()),
@@ -203,6 +201,25 @@ mod tests {
             back,
             [1_593_302_400_000, 1_593_302_401_003, 1_593_302_402_017]
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_decoder_survives_random_bytes(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+            count in 0usize..200,
+        ) {
+            for e in Encoding::ALL {
+                for t in DataType::ALL {
+                    let mut c = Column::new(*t);
+                    let r = decode_values(*e, *t, &data, count, &mut c);
+                    if r.is_ok() {
+                        proptest::prop_assert_eq!(c.len(), count);
+                    }
+                }
+            }
+            let _ = decode_times(&data, &mut Vec::new());
+        }
     }
 
     #[test]
