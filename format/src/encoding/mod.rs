@@ -71,6 +71,11 @@ pub trait Encoder: Send {
 ///
 /// `float_precision` is `max_point_number` for FLOAT/DOUBLE under RLE or TS_2DIFF.
 /// Combinations the 0.10 writer refuses give [`Error::Unsupported`].
+///
+/// Two encoders refuse individual values with [`Error::InvalidInput`], leaving their
+/// state unchanged: GORILLA refuses NaN (its end-of-page marker, see [`gorilla`]) and
+/// REGULAR refuses any value after which the block would not decode back exactly with
+/// Java's reader (see [`regular`]).
 pub fn get_encoder(
     encoding: Encoding,
     data_type: DataType,
@@ -117,7 +122,10 @@ pub fn decode_times(data: &[u8], out: &mut Vec<i64>) -> Result<()> {
 /// a column of `data_type`.
 ///
 /// Bytes after the `count`-th value are ignored, as the Java reader (driven by the
-/// time column) never reads them.
+/// time column) never reads them. Values are those the Java 0.10 reader returns, also
+/// in its odd corners: GORILLA past an end marker (a NaN) and REGULAR bitmaps are
+/// emulated exactly (see [`gorilla`], [`regular`]). Malformed streams give
+/// [`Error::Decode`] with the offset inside `data`.
 pub fn decode_values(
     encoding: Encoding,
     data_type: DataType,
