@@ -3,6 +3,17 @@
 
 use crate::path::{PathError, TemplateError};
 
+impl Error {
+    /// An [`Error::Io`] from an I/O error and what was being done.
+    pub fn io(context: impl Into<String>, e: &std::io::Error) -> Error {
+        Error::Io {
+            context: context.into(),
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}
+
 /// Errors of `tsfiled-connectors`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -18,6 +29,38 @@ pub enum Error {
     /// A device template does not parse.
     #[error(transparent)]
     DeviceTemplate(#[from] TemplateError),
+    /// An invalid CSV parser or source option.
+    #[error("csv option `{key}`: {message}")]
+    CsvOption {
+        /// The option (the configuration key it comes from).
+        key: &'static str,
+        /// What is wrong / what was expected.
+        message: String,
+    },
+    /// A CSV file cannot be used as a whole (missing or invalid header, unusable device).
+    #[error("line {line}: {message}")]
+    CsvFile {
+        /// 1-based line of the problem (0 when the file is empty).
+        line: u64,
+        /// What is wrong / what was expected.
+        message: String,
+    },
+    /// An I/O error, with what was being done.
+    #[error("{context}: {message}")]
+    Io {
+        /// What was being done, e.g. `reading /srv/drop/a.csv at byte 1024`.
+        context: String,
+        /// The error kind.
+        kind: std::io::ErrorKind,
+        /// The error message.
+        message: String,
+    },
+    /// The sink closed (the pipeline is shutting down).
+    #[error("the sink closed")]
+    SinkClosed,
+    /// The file watcher failed.
+    #[error("file watcher: {0}")]
+    Watch(String),
     /// A topic template does not parse.
     #[error("topic template {template:?}, level {level}: {message}")]
     TopicTemplate {

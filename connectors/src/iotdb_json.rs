@@ -669,10 +669,7 @@ impl<'de> Ctx<'de> {
         for (k, (name, v)) in names.iter().zip(values.iter_mut()).enumerate() {
             let Some(name) = name else { continue };
             match take_value(v) {
-                Value::Point(value) => fields.push(Field {
-                    measurement: (*name).to_owned(),
-                    value,
-                }),
+                Value::Point(value) => fields.push(Field::new(*name, value)),
                 Value::Absent => {}
                 Value::Bad(m) => reject(
                     &mut self.batch,
@@ -753,10 +750,7 @@ impl<'de> Ctx<'de> {
             for (k, name, col) in cols.iter_mut() {
                 let Some(v) = col.get_mut(t) else { continue };
                 match take_value(v) {
-                    Value::Point(value) => fields.push(Field {
-                        measurement: (*name).to_owned(),
-                        value,
-                    }),
+                    Value::Point(value) => fields.push(Field::new(*name, value)),
                     Value::Absent => {}
                     Value::Bad(m) => {
                         let k = *k;

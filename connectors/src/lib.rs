@@ -7,17 +7,20 @@
 
 #![warn(missing_docs)]
 
+pub mod csv;
 pub mod error;
 pub mod iotdb_json;
 pub mod line_protocol;
 pub mod model;
+pub mod mqtt;
 pub mod path;
 pub mod reject;
+pub mod sink;
 pub mod topic_value;
 
 pub use error::Error;
 pub use iotdb_json::{parse_iotdb_json, JsonOptions};
 pub use line_protocol::{parse_line_protocol, LineProtocolOptions};
-pub use model::{Batch, Field, FieldValue, Record, RejectReason, Rejection, TimeUnit};
+pub use model::{Batch, Field, FieldValue, Record, RejectReason, Rejection, TimeUnit, TypeHint};
 pub use path::{DeviceTemplate, PathError};
 pub use topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};

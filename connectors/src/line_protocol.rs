@@ -596,7 +596,7 @@ impl<'a> Parser<'a, '_> {
             sanitize_measurement(&utf8(unescape(raw_key, KEY_ESCAPES), i, "a field key")?)
         };
         match value {
-            Ok(value) => fields.push(Field { measurement, value }),
+            Ok(value) => fields.push(Field::new(measurement, value)),
             Err((reason, message)) => self.field_rejects.push((
                 v_start,
                 reason,

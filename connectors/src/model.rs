@@ -83,6 +83,65 @@ pub enum FieldValue {
     Text(String),
 }
 
+/// A data type declared by the input for a series, e.g. the `(INT32)` suffix of an IoTDB CSV
+/// export header (`root.sg.d1.s1(INT32)`). Names follow TsFile's data types.
+///
+/// A hint is advice for the daemon's schema: it is the type a *new* series should get when no
+/// schema rule pins one (instead of inferring it from the first value). A series whose type is
+/// already known keeps it, and the value is converted or rejected as usual.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TypeHint {
+    /// `BOOLEAN`.
+    Boolean,
+    /// `INT32`.
+    Int32,
+    /// `INT64`.
+    Int64,
+    /// `FLOAT`.
+    Float,
+    /// `DOUBLE`.
+    Double,
+    /// `TEXT` (newer IoTDB's `STRING` is read as TEXT).
+    Text,
+}
+
+impl TypeHint {
+    /// The TsFile/IoTDB name: `BOOLEAN`, `INT32`, `INT64`, `FLOAT`, `DOUBLE`, `TEXT`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TypeHint::Boolean => "BOOLEAN",
+            TypeHint::Int32 => "INT32",
+            TypeHint::Int64 => "INT64",
+            TypeHint::Float => "FLOAT",
+            TypeHint::Double => "DOUBLE",
+            TypeHint::Text => "TEXT",
+        }
+    }
+
+    /// Parses an IoTDB type name (ASCII case-insensitive); `STRING` maps to [`TypeHint::Text`].
+    pub fn parse(s: &str) -> Option<TypeHint> {
+        const NAMES: [(&str, TypeHint); 7] = [
+            ("BOOLEAN", TypeHint::Boolean),
+            ("INT32", TypeHint::Int32),
+            ("INT64", TypeHint::Int64),
+            ("FLOAT", TypeHint::Float),
+            ("DOUBLE", TypeHint::Double),
+            ("TEXT", TypeHint::Text),
+            ("STRING", TypeHint::Text),
+        ];
+        NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+            .map(|(_, t)| *t)
+    }
+}
+
+impl fmt::Display for TypeHint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One measurement value of a record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Field {
@@ -90,6 +149,20 @@ pub struct Field {
     pub measurement: String,
     /// Its value.
     pub value: FieldValue,
+    /// The type the input declared for this series, if any (see [`TypeHint`]); `None` for
+    /// inputs without declared types (JSON, line protocol, plain CSV).
+    pub type_hint: Option<TypeHint>,
+}
+
+impl Field {
+    /// A field without a type hint.
+    pub fn new(measurement: impl Into<String>, value: FieldValue) -> Field {
+        Field {
+            measurement: measurement.into(),
+            value,
+            type_hint: None,
+        }
+    }
 }
 
 /// All fields of one device at one timestamp.

@@ -265,7 +265,7 @@ pub fn parse_topic_value(
         Ok(Some((time, value))) => batch.records.push(Record {
             device,
             time,
-            fields: vec![Field { measurement, value }],
+            fields: vec![Field::new(measurement, value)],
         }),
         Err((location, reason, m)) => reject(&mut batch, reason, 1, || location, || m),
     }
@@ -469,13 +469,7 @@ mod tests {
         let r = one(&tt, "plant/press-7/temp", "21.5").unwrap();
         assert_eq!(r.device, "root.plant.press_7");
         assert_eq!(r.time, 42);
-        assert_eq!(
-            r.fields,
-            vec![Field {
-                measurement: "temp".into(),
-                value: Float(21.5)
-            }]
-        );
+        assert_eq!(r.fields, vec![Field::new("temp", Float(21.5))]);
         assert_eq!(tt.subscription_filter(), "plant/+/+");
 
         let tt = t("site/{device+}/{measurement}", "root.sg");

@@ -597,10 +597,7 @@ mod tests {
             time,
             fields: fields
                 .iter()
-                .map(|(m, v)| Field {
-                    measurement: m.to_string(),
-                    value: v.clone(),
-                })
+                .map(|(m, v)| Field::new(*m, v.clone()))
                 .collect(),
         }
     }

@@ -7,29 +7,57 @@ mod golden_common;
 
 use golden_common::fixture;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use tsfile::file::reader::{recover, PageData, SequentialWalk, TsFileReader, WalkEvent};
 
-/// Records the largest single allocation, so tests can bound it by the input size.
+/// Records the largest single allocation of the current thread, so each test can bound
+/// it by its input size (tests run in parallel threads; a process-wide maximum would
+/// mix them up).
 struct Tracking;
 
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static LARGEST_HERE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The current thread's largest allocation since the last reset.
+struct Largest;
+
+impl Largest {
+    fn record(size: usize) {
+        let _ = LARGEST_HERE.try_with(|c| {
+            if size > c.get() {
+                c.set(size);
+            }
+        });
+    }
+
+    fn store(&self, v: usize, _: Ordering) {
+        LARGEST_HERE.with(|c| c.set(v));
+    }
+
+    fn load(&self, _: Ordering) -> usize {
+        LARGEST_HERE.with(Cell::get)
+    }
+}
+
+static LARGEST: Largest = Largest;
 
 unsafe impl GlobalAlloc for Tracking {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LARGEST.fetch_max(l.size(), Ordering::Relaxed);
+        Largest::record(l.size());
         unsafe { System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        LARGEST.fetch_max(l.size(), Ordering::Relaxed);
+        Largest::record(l.size());
         unsafe { System.alloc_zeroed(l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LARGEST.fetch_max(new, Ordering::Relaxed);
+        Largest::record(new);
         unsafe { System.realloc(p, l, new) }
     }
 }

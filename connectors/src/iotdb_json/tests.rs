@@ -12,10 +12,7 @@ fn rec(device: &str, time: i64, fields: &[(&str, FieldValue)]) -> Record {
         time,
         fields: fields
             .iter()
-            .map(|(m, v)| Field {
-                measurement: (*m).into(),
-                value: v.clone(),
-            })
+            .map(|(m, v)| Field::new(*m, v.clone()))
             .collect(),
     }
 }
@@ -497,7 +494,7 @@ fn arb_record() -> impl Strategy<Value = Record> {
             time,
             fields: fields
                 .into_iter()
-                .map(|(measurement, value)| Field { measurement, value })
+                .map(|(measurement, value)| Field::new(measurement, value))
                 .collect(),
         })
 }
@@ -545,7 +542,7 @@ proptest! {
         let mut expected = Vec::new();
         for (t, &time) in times.iter().enumerate() {
             let fields: Vec<Field> = names.iter().zip(&cols)
-                .filter_map(|(m, c)| c[t].clone().map(|value| Field { measurement: (*m).into(), value }))
+                .filter_map(|(m, c)| c[t].clone().map(|value| Field::new(*m, value)))
                 .collect();
             if !fields.is_empty() {
                 expected.push(Record { device: device.clone(), time, fields });

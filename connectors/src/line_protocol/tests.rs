@@ -444,10 +444,7 @@ proptest! {
             expected.push(Record {
                 device,
                 time: l.time.unwrap_or(now),
-                fields: l.fields.iter().map(|(k, v)| Field {
-                    measurement: sanitize_measurement(k),
-                    value: v.clone(),
-                }).collect(),
+                fields: l.fields.iter().map(|(k, v)| Field::new(sanitize_measurement(k), v.clone())).collect(),
             });
         }
         let b = parse_line_protocol(text.as_bytes(), &o);

@@ -19,11 +19,20 @@ use crate::util::io::put_uvarint;
 /// Java `Math.round(double)`: nearest `long`, ties toward +∞, NaN → 0, saturating.
 #[inline]
 pub fn java_round(x: f64) -> i64 {
-    let f = x.floor();
-    // x - floor(x) is exact for every finite double.
-    let r = if x - f >= 0.5 { f + 1.0 } else { f };
-    // `as` saturates at i64::MIN/MAX and maps NaN to 0, like Java.
-    r as i64
+    // From 2^52 on every double is an integer (and NaN/±∞ land here too): `as`
+    // saturates at i64::MIN/MAX and maps NaN to 0, like Java.
+    if x.is_nan() || x.abs() >= 4_503_599_627_370_496.0 {
+        return x as i64;
+    }
+    // floor(x) without libm: truncate, then step down for negative non-integers.
+    let t = x as i64;
+    let floor = if (t as f64) > x { t - 1 } else { t };
+    // x - floor(x) is exact here.
+    if x - floor as f64 >= 0.5 {
+        floor + 1
+    } else {
+        floor
+    }
 }
 
 /// `Math.pow(10, n)` as Java computes it for the scale (`n <= 0` gives 1).
@@ -40,50 +49,33 @@ pub fn scale_for(max_point_number: i32) -> f64 {
     }
 }
 
+/// Java `FloatEncoder`: FLOAT or DOUBLE values, scaled to integers by
+/// `10^max_point_number`, encoded by the inner integer codec `I`
+/// ([`IntRleEncoder`] / [`IntDeltaEncoder`] for FLOAT, [`LongRleEncoder`] /
+/// [`LongDeltaEncoder`] for DOUBLE).
 #[derive(Debug, Clone)]
-enum Inner {
-    IntRle(IntRleEncoder),
-    LongRle(LongRleEncoder),
-    IntDelta(IntDeltaEncoder),
-    LongDelta(LongDeltaEncoder),
-}
-
-/// Java `FloatEncoder`: FLOAT or DOUBLE values, scaled to integers, under RLE or TS_2DIFF.
-#[derive(Debug, Clone)]
-pub struct FloatEncoder {
-    inner: Inner,
+pub struct FloatEncoder<I> {
+    inner: I,
     max_point_number: u32,
     scale: f64,
     saved: bool,
 }
 
-impl FloatEncoder {
-    /// A FloatEncoder for `data_type` (FLOAT or DOUBLE) under `encoding` (RLE or TS_2DIFF)
-    /// with `max_point_number` decimals.
-    pub fn new(encoding: Encoding, data_type: DataType, max_point_number: u32) -> Result<Self> {
-        let inner = match (encoding, data_type) {
-            (Encoding::RLE, DataType::FLOAT) => Inner::IntRle(IntRleEncoder::new()),
-            (Encoding::RLE, DataType::DOUBLE) => Inner::LongRle(LongRleEncoder::new()),
-            (Encoding::TS_2DIFF, DataType::FLOAT) => Inner::IntDelta(IntDeltaEncoder::new()),
-            (Encoding::TS_2DIFF, DataType::DOUBLE) => Inner::LongDelta(LongDeltaEncoder::new()),
-            (e, t) => {
-                return Err(Error::unsupported(format!(
-                    "FloatEncoder takes FLOAT or DOUBLE under RLE or TS_2DIFF, not {e} {t}"
-                )))
-            }
-        };
+impl<I> FloatEncoder<I> {
+    /// Wraps `inner` with `max_point_number` decimals.
+    pub fn with_inner(inner: I, max_point_number: u32) -> Self {
         // Java stores an int; values that do not fit are negative there, hence 0.
         let mpn = if max_point_number > i32::MAX as u32 {
             0
         } else {
             max_point_number
         };
-        Ok(FloatEncoder {
+        FloatEncoder {
             inner,
             max_point_number: mpn,
             scale: scale_for(mpn as i32),
             saved: false,
-        })
+        }
     }
 
     #[inline]
@@ -95,60 +87,101 @@ impl FloatEncoder {
     }
 }
 
-impl Encoder for FloatEncoder {
-    fn encode_f32(&mut self, v: f32, out: &mut Vec<u8>) -> Result<()> {
-        if !matches!(self.inner, Inner::IntRle(_) | Inner::IntDelta(_)) {
-            return Err(Error::unsupported(
-                "this FloatEncoder takes DOUBLE values, not FLOAT",
-            ));
+/// The FloatEncoder for `data_type` (FLOAT or DOUBLE) under `encoding` (RLE or TS_2DIFF).
+pub fn encoder(
+    encoding: Encoding,
+    data_type: DataType,
+    max_point_number: u32,
+) -> Result<Box<dyn Encoder>> {
+    let mpn = max_point_number;
+    Ok(match (encoding, data_type) {
+        (Encoding::RLE, DataType::FLOAT) => {
+            Box::new(FloatEncoder::with_inner(IntRleEncoder::new(), mpn))
         }
-        // Java: `(int) Math.round((double) v * maxPointValue)`, narrowing by wrapping.
-        let q = java_round(v as f64 * self.scale) as i32;
-        self.save_header(out);
-        match &mut self.inner {
-            Inner::IntRle(e) => e.encode(q),
-            Inner::IntDelta(e) => e.encode(q, out),
-            Inner::LongRle(_) | Inner::LongDelta(_) => {}
+        (Encoding::RLE, DataType::DOUBLE) => {
+            Box::new(FloatEncoder::with_inner(LongRleEncoder::new(), mpn))
         }
-        Ok(())
-    }
-
-    fn encode_f64(&mut self, v: f64, out: &mut Vec<u8>) -> Result<()> {
-        if !matches!(self.inner, Inner::LongRle(_) | Inner::LongDelta(_)) {
-            return Err(Error::unsupported(
-                "this FloatEncoder takes FLOAT values, not DOUBLE",
-            ));
+        (Encoding::TS_2DIFF, DataType::FLOAT) => {
+            Box::new(FloatEncoder::with_inner(IntDeltaEncoder::new(), mpn))
         }
-        let q = java_round(v * self.scale);
-        self.save_header(out);
-        match &mut self.inner {
-            Inner::LongRle(e) => e.encode(q),
-            Inner::LongDelta(e) => e.encode(q, out),
-            Inner::IntRle(_) | Inner::IntDelta(_) => {}
+        (Encoding::TS_2DIFF, DataType::DOUBLE) => {
+            Box::new(FloatEncoder::with_inner(LongDeltaEncoder::new(), mpn))
         }
-        Ok(())
-    }
-
-    fn flush(&mut self, out: &mut Vec<u8>) -> Result<()> {
-        match &mut self.inner {
-            Inner::IntRle(e) => e.flush_frame(out),
-            Inner::LongRle(e) => e.flush_frame(out),
-            Inner::IntDelta(e) => e.flush_block(out),
-            Inner::LongDelta(e) => e.flush_block(out),
+        (e, t) => {
+            return Err(Error::unsupported(format!(
+                "FloatEncoder takes FLOAT or DOUBLE under RLE or TS_2DIFF, not {e} {t}"
+            )))
         }
-        self.saved = false;
-        Ok(())
-    }
-
-    fn max_byte_size(&self) -> usize {
-        match &self.inner {
-            Inner::IntRle(e) => e.max_byte_size(),
-            Inner::LongRle(e) => e.max_byte_size(),
-            Inner::IntDelta(e) => e.max_byte_size(),
-            Inner::LongDelta(e) => e.max_byte_size(),
-        }
-    }
+    })
 }
+
+macro_rules! float_encoder {
+    ($inner:ty, $method:ident, $ty:ty, $q:ident, $convert:expr, $push:expr, $flush:ident) => {
+        impl Encoder for FloatEncoder<$inner> {
+            #[inline]
+            fn $method(&mut self, v: $ty, out: &mut Vec<u8>) -> Result<()> {
+                let $q = $convert(v, self.scale);
+                self.save_header(out);
+                $push(&mut self.inner, $q, out);
+                Ok(())
+            }
+            fn flush(&mut self, out: &mut Vec<u8>) -> Result<()> {
+                self.inner.$flush(out);
+                self.saved = false;
+                Ok(())
+            }
+            fn max_byte_size(&self) -> usize {
+                self.inner.max_byte_size()
+            }
+        }
+    };
+}
+
+// Java: `(int) Math.round((double) v * maxPointValue)`, narrowing by wrapping.
+fn scale_f32(v: f32, scale: f64) -> i32 {
+    java_round(v as f64 * scale) as i32
+}
+
+fn scale_f64(v: f64, scale: f64) -> i64 {
+    java_round(v * scale)
+}
+
+float_encoder!(
+    IntRleEncoder,
+    encode_f32,
+    f32,
+    q,
+    scale_f32,
+    |e: &mut IntRleEncoder, q, _out: &mut Vec<u8>| e.encode(q),
+    flush_frame
+);
+float_encoder!(
+    LongRleEncoder,
+    encode_f64,
+    f64,
+    q,
+    scale_f64,
+    |e: &mut LongRleEncoder, q, _out: &mut Vec<u8>| e.encode(q),
+    flush_frame
+);
+float_encoder!(
+    IntDeltaEncoder,
+    encode_f32,
+    f32,
+    q,
+    scale_f32,
+    |e: &mut IntDeltaEncoder, q, out: &mut Vec<u8>| e.encode(q, out),
+    flush_block
+);
+float_encoder!(
+    LongDeltaEncoder,
+    encode_f64,
+    f64,
+    q,
+    scale_f64,
+    |e: &mut LongDeltaEncoder, q, out: &mut Vec<u8>| e.encode(q, out),
+    flush_block
+);
 
 /// Reads the leading `max_point_number` var-int (Java's lenient ByteBuffer reader, but a
 /// var-int cut off by the end of the stream is an error here) and returns
@@ -266,7 +299,7 @@ mod tests {
     }
 
     fn enc(e: Encoding, t: DataType, mpn: u32, v: &[f64]) -> Vec<u8> {
-        let mut enc = FloatEncoder::new(e, t, mpn).unwrap();
+        let mut enc = encoder(e, t, mpn).unwrap();
         let mut out = Vec::new();
         for x in v {
             if t == DataType::FLOAT {
@@ -305,7 +338,7 @@ mod tests {
 
     #[test]
     fn header_written_at_first_value_of_every_page() {
-        let mut e = FloatEncoder::new(Encoding::RLE, DataType::DOUBLE, 3).unwrap();
+        let mut e = encoder(Encoding::RLE, DataType::DOUBLE, 3).unwrap();
         let mut out = Vec::new();
         e.encode_f64(1.0, &mut out).unwrap();
         assert_eq!(out, [3]);
@@ -384,8 +417,8 @@ mod tests {
                                          cut in any::<usize>()) {
             let e = if rle_enc { Encoding::RLE } else { Encoding::TS_2DIFF };
             let cut = cut % (v.len() + 1);
-            let mut fe = FloatEncoder::new(e, DataType::FLOAT, mpn).unwrap();
-            let mut de = FloatEncoder::new(e, DataType::DOUBLE, mpn).unwrap();
+            let mut fe = encoder(e, DataType::FLOAT, mpn).unwrap();
+            let mut de = encoder(e, DataType::DOUBLE, mpn).unwrap();
             for page in [&v[..cut], &v[cut..]] {
                 let (mut fo, mut dout) = (Vec::new(), Vec::new());
                 for x in page {
@@ -401,6 +434,17 @@ mod tests {
                 let dw: Vec<u64> = page.iter().map(|x| model_f64(mpn, *x).to_bits()).collect();
                 prop_assert_eq!(fd.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), fw);
                 prop_assert_eq!(dd.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), dw);
+            }
+        }
+
+        #[test]
+        fn java_round_matches_floor_definition(bits in any::<u64>(), small in -1e6f64..1e6, k in -100000i64..100000) {
+            let reference = |x: f64| -> i64 {
+                let f = x.floor();
+                (if x - f >= 0.5 { f + 1.0 } else { f }) as i64
+            };
+            for x in [f64::from_bits(bits), small, k as f64 / 2.0, k as f64 / 100.0] {
+                prop_assert_eq!(java_round(x), reference(x), "{}", x);
             }
         }
 

@@ -127,26 +127,28 @@ impl GorillaEncoder {
         }
     }
 
+    /// Appends an `n`-bit code and writes every completed byte, keeping fewer than 8
+    /// pending bits (as Java's `writeBit` writes each byte as soon as it is full).
     #[inline]
-    fn push(&mut self, v: u64, n: u32) {
-        if n == 0 {
-            return;
-        }
-        let v = if n == 64 { v } else { v & ((1u64 << n) - 1) };
-        self.acc = (self.acc << n) | v as u128;
-        self.nbits += n;
-    }
-
-    /// Writes every completed byte, keeping fewer than 8 pending bits.
-    #[inline]
-    fn drain(&mut self, out: &mut Vec<u8>) {
-        let full = self.nbits / 8;
-        if full > 0 {
-            let rest = self.nbits % 8;
-            let bytes = (self.acc >> rest).to_be_bytes();
-            out.extend_from_slice(&bytes[16 - full as usize..]);
-            self.nbits = rest;
-            self.acc &= (1u128 << rest) - 1;
+    fn emit(&mut self, code: u128, n: u32, out: &mut Vec<u8>) {
+        let total = self.nbits + n;
+        let len = out.len();
+        if total < 64 {
+            // Common case: everything fits a u64 (n < 64 here).
+            let acc = ((self.acc as u64) << n) | code as u64;
+            let full = (total / 8) as usize;
+            // Fixed-size copy, then cut back to the completed bytes.
+            out.extend_from_slice(&(acc << (64 - total)).to_be_bytes());
+            out.truncate(len + full);
+            self.nbits = total % 8;
+            self.acc = (acc & ((1u64 << self.nbits) - 1)) as u128;
+        } else {
+            let acc = (self.acc << n) | code;
+            let full = (total / 8) as usize;
+            out.extend_from_slice(&(acc << (128 - total)).to_be_bytes());
+            out.truncate(len + full);
+            self.nbits = total % 8;
+            self.acc = acc & ((1u128 << self.nbits) - 1);
         }
     }
 
@@ -159,23 +161,28 @@ impl GorillaEncoder {
             return;
         }
         let x = bits ^ self.prev;
-        if x == 0 {
-            self.push(0, 1);
+        // The whole code as one bit string (at most 2 + 6 + 7 + 64 = 79 bits).
+        let (code, n): (u128, u32) = if x == 0 {
+            (0, 1)
         } else {
             let l = V::lz(x);
             let t = V::tz(x);
             if l >= self.lead && t >= self.trail {
-                self.push(0b10, 2);
-                self.push(x >> self.trail, V::W - self.lead - self.trail);
+                let m = V::W - self.lead - self.trail;
+                ((0b10u128 << m) | (x >> self.trail) as u128, 2 + m)
             } else {
-                self.push(0b11, 2);
-                self.push(l as u64, V::LEAD_BITS);
-                self.push((V::W - l - t) as u64, V::LEN_BITS);
-                self.push(x >> t, V::W - l - t);
+                let m = V::W - l - t;
+                let head = (0b11u128 << (V::LEAD_BITS + V::LEN_BITS))
+                    | ((l as u128) << V::LEN_BITS)
+                    | m as u128;
+                (
+                    (head << m) | (x >> t) as u128,
+                    2 + V::LEAD_BITS + V::LEN_BITS + m,
+                )
             }
-        }
+        };
+        self.emit(code, n, out);
         self.set_prev::<V>(bits);
-        self.drain(out);
     }
 
     #[inline]
@@ -266,24 +273,46 @@ struct Dec<'a> {
 }
 
 impl Dec<'_> {
+    /// The next 64 bits from `pos`, zero-padded past the end of the stream.
+    #[inline]
+    fn peek(&self) -> u64 {
+        let byte = self.pos / 8;
+        let shift = (self.pos % 8) as u32;
+        let word = match self.bits.get(byte..byte + 9) {
+            Some(s) => {
+                let mut a = [0u8; 16];
+                a[..9].copy_from_slice(s);
+                u128::from_be_bytes(a)
+            }
+            None => {
+                let mut a = [0u8; 16];
+                let rest = self.bits.get(byte..).unwrap_or(&[]);
+                a[..rest.len()].copy_from_slice(rest);
+                u128::from_be_bytes(a)
+            }
+        };
+        ((word << shift) >> 64) as u64
+    }
+
+    /// Consumes `n` bits, or `None` if the stream holds fewer.
+    #[inline]
+    fn skip(&mut self, n: usize) -> Option<()> {
+        if self.pos + n > self.bits.len() * 8 {
+            return None;
+        }
+        self.pos += n;
+        Some(())
+    }
+
     /// Reads `n <= 64` bits MSB-first; `None` if the stream ends first.
     #[inline]
     fn read(&mut self, n: u32) -> Option<u64> {
         if n == 0 {
             return Some(0);
         }
-        let total = self.bits.len() * 8;
-        if self.pos + n as usize > total {
-            return None;
-        }
-        let byte = self.pos / 8;
-        let shift = (self.pos % 8) as u32;
-        let mut a = [0u8; 16];
-        let end = (byte + 16).min(self.bits.len());
-        a[..end - byte].copy_from_slice(&self.bits[byte..end]);
-        let word = u128::from_be_bytes(a);
-        self.pos += n as usize;
-        Some(((word << shift) >> (128 - n)) as u64)
+        let v = self.peek() >> (64 - n);
+        self.skip(n as usize)?;
+        Some(v)
     }
 
     /// Java `readBit` once `isEnd` is set: no refill, shift counts masked by 31.
@@ -318,26 +347,28 @@ impl Dec<'_> {
     #[inline]
     fn next<V: Variant>(&mut self) -> Result<()> {
         let code_at = self.pos;
-        let eof = |pos: usize| {
+        let eof = || {
             Error::decode(
                 V::NAME,
-                (V::W / 8) as usize + pos / 8,
+                (V::W / 8) as usize + code_at / 8,
                 "another GORILLA code (the end-of-page NaN marker is missing)",
             )
         };
-        let Some(f1) = self.read(1) else {
-            return Err(eof(code_at));
-        };
-        if f1 == 0 {
-            return Ok(());
+        let p = self.peek();
+        if p >> 63 == 0 {
+            return self.skip(1).ok_or_else(eof);
         }
-        let Some(f2) = self.read(1) else {
-            return Err(eof(code_at));
-        };
-        let x = if f2 == 0 {
+        let x = if p >> 62 == 0b10 {
             let n = V::W.saturating_sub(self.lead + self.trail);
-            let Some(v) = self.read(n) else {
-                return Err(eof(code_at));
+            let v = if n == 0 {
+                self.skip(2).ok_or_else(eof)?;
+                0
+            } else if n <= 62 {
+                self.skip(2 + n as usize).ok_or_else(eof)?;
+                (p << 2) >> (64 - n)
+            } else {
+                self.skip(2).ok_or_else(eof)?;
+                self.read(n).ok_or_else(eof)?
             };
             if n == 0 {
                 0
@@ -345,11 +376,11 @@ impl Dec<'_> {
                 v << self.trail
             }
         } else {
-            let (Some(l), Some(len)) = (self.read(V::LEAD_BITS), self.read(V::LEN_BITS)) else {
-                return Err(eof(code_at));
-            };
-            let (l, len) = (l as u32, len as u32);
+            let head = 2 + V::LEAD_BITS + V::LEN_BITS;
+            let l = ((p << 2) >> (64 - V::LEAD_BITS)) as u32;
+            let len = ((p << (2 + V::LEAD_BITS)) >> (64 - V::LEN_BITS)) as u32;
             if l + len > V::W {
+                self.skip(head as usize).ok_or_else(eof)?;
                 return Err(Error::decode(
                     V::NAME,
                     (V::W / 8) as usize + code_at / 8,
@@ -359,8 +390,15 @@ impl Dec<'_> {
                     ),
                 ));
             }
-            let Some(v) = self.read(len) else {
-                return Err(eof(code_at));
+            let v = if len == 0 {
+                self.skip(head as usize).ok_or_else(eof)?;
+                0
+            } else if head + len <= 64 {
+                self.skip((head + len) as usize).ok_or_else(eof)?;
+                (p << head) >> (64 - len)
+            } else {
+                self.skip(head as usize).ok_or_else(eof)?;
+                self.read(len).ok_or_else(eof)?
             };
             if len == 0 {
                 0

@@ -65,10 +65,10 @@ struct Stats<T> {
     equal: bool,
     /// Minimum delta.
     min: T,
-    /// Exact sum of the deltas.
+    /// Exact sum of the deltas (only kept once they differ).
     sum: i128,
-    /// gcd of the absolute deltas.
-    gcd: u128,
+    /// gcd of the absolute deltas (only kept once they differ).
+    gcd: u64,
 }
 
 /// Java `RegularDataEncoder` over `i32` or `i64`, refusing values Java cannot round-trip.
@@ -84,7 +84,7 @@ impl<T: JavaInt> Default for RegularEncoder<T> {
     }
 }
 
-fn gcd(mut a: u128, mut b: u128) -> u128 {
+fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         (a, b) = (b, a % b);
     }
@@ -111,15 +111,30 @@ impl<T: JavaInt> RegularEncoder<T> {
                 d1: d,
                 equal: true,
                 min: d,
-                sum: d.to_i128(),
-                gcd: d.to_i128().unsigned_abs(),
+                sum: 0,
+                gcd: 0,
             },
+            // Fast path: the block stays an exact progression.
+            Some(s) if s.equal && d == s.d1 => return Ok(Some(s)),
+            Some(s) if s.equal => {
+                // First differing delta: all earlier ones were d1.
+                let earlier = (self.data.len() - 1) as i128;
+                let a = d.to_i128().unsigned_abs() as u64;
+                let b = s.d1.to_i128().unsigned_abs() as u64;
+                Stats {
+                    d1: s.d1,
+                    equal: false,
+                    min: s.d1.min(d),
+                    sum: s.d1.to_i128() * earlier + d.to_i128(),
+                    gcd: gcd(a, b),
+                }
+            }
             Some(s) => Stats {
                 d1: s.d1,
-                equal: s.equal && d == s.d1,
+                equal: false,
                 min: s.min.min(d),
                 sum: s.sum + d.to_i128(),
-                gcd: gcd(s.gcd, d.to_i128().unsigned_abs()),
+                gcd: gcd(s.gcd, d.to_i128().unsigned_abs() as u64),
             },
         };
         if s.equal {
@@ -137,7 +152,7 @@ impl<T: JavaInt> RegularEncoder<T> {
                 )
             });
         }
-        if s.gcd != m as u128 {
+        if s.gcd as i128 != m {
             return Err(format!(
                 "the step {} is not a whole multiple of the minimum step {m}",
                 d.to_i128()

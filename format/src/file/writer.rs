@@ -36,7 +36,7 @@ use crate::file::properties::{MeasurementSchema, WriterProperties};
 use crate::file::{marker, HEADER_LEN, MAGIC, VERSION};
 use crate::statistics::Statistics;
 use crate::util::io;
-use chunk::ChunkWriter;
+use chunk::{ChunkWriter, Scratch};
 use index::Sink;
 use order::{java_string_hash, JavaHashOrder};
 use std::collections::HashMap;
@@ -186,6 +186,42 @@ impl DeviceState {
         true
     }
 
+    /// Stages a row of the cached layout if its names, types and values pass (one
+    /// pass, nothing kept otherwise). Only for layouts without directly written slots.
+    #[inline]
+    fn try_stage_row(&mut self, values: &[(&str, Value)], time: i64) -> bool {
+        if values.len() != self.layout_slots.len() {
+            return false;
+        }
+        let base = self.stage_vals.len();
+        self.stage_vals.reserve(values.len());
+        let names = self.layout_names.as_bytes();
+        let mut start = 0usize;
+        let mut ok = true;
+        for (((m, v), slot), &end) in values.iter().zip(&self.layout_slots).zip(&self.layout_ends) {
+            let end = end as usize;
+            let m = m.as_bytes();
+            ok &= end - start == m.len() && short_eq(&names[start..end], m);
+            start = end;
+            let (data_type, bits, nan) = match v {
+                Value::Boolean(b) => (DataType::BOOLEAN, *b as u64, false),
+                Value::Int32(x) => (DataType::INT32, *x as u32 as u64, false),
+                Value::Int64(x) => (DataType::INT64, *x as u64, false),
+                Value::Float(x) => (DataType::FLOAT, x.to_bits() as u64, x.is_nan()),
+                Value::Double(x) => (DataType::DOUBLE, x.to_bits(), x.is_nan()),
+                Value::Text(_) => (DataType::TEXT, 0, false),
+            };
+            ok &= data_type == slot.data_type && !(nan && slot.checked);
+            self.stage_vals.push(bits);
+        }
+        if ok {
+            self.stage_times.push(time);
+        } else {
+            self.stage_vals.truncate(base);
+        }
+        ok
+    }
+
     /// Forgets the cached layout (its staged rows must have been drained).
     fn invalidate_layout(&mut self) {
         self.layout.clear();
@@ -249,7 +285,7 @@ impl DeviceState {
     }
 
     /// Encodes the staged rows, column by column.
-    fn drain_stage(&mut self, scratch: &mut Vec<u8>) -> Result<()> {
+    fn drain_stage(&mut self, scratch: &mut Scratch) -> Result<()> {
         let Some(&last) = self.stage_times.last() else {
             return Ok(());
         };
@@ -311,7 +347,7 @@ impl DeviceState {
 
     /// The precise error for a row that failed the fast checks.
     #[cold]
-    fn refusal(&mut self, values: &[(&str, Value)], time: i64, scratch: &mut Vec<u8>) -> Error {
+    fn refusal(&mut self, values: &[(&str, Value)], time: i64, scratch: &mut Scratch) -> Error {
         if let Err(e) = self.drain_stage(scratch) {
             return e;
         }
@@ -341,7 +377,7 @@ impl DeviceState {
         &mut self,
         values: &[(&str, Value)],
         time: i64,
-        scratch: &mut Vec<u8>,
+        scratch: &mut Scratch,
     ) -> Result<()> {
         for regular_pass in [true, false] {
             if regular_pass && !self.layout_regular {
@@ -497,8 +533,8 @@ pub struct TsFileWriter<W: Write> {
     record_count: i64,
     /// Java's `recordCountForNextMemCheck`.
     next_memory_check: i64,
-    /// Reused buffer: page bodies before compression.
-    scratch: Vec<u8>,
+    /// Reused page-body buffer and compressor.
+    scratch: Scratch,
     /// Reused buffer: chunk headers and footers.
     head: Vec<u8>,
     total_chunks: u64,
@@ -522,7 +558,7 @@ impl<W: Write> TsFileWriter<W> {
             flush_devices: JavaHashOrder::new(),
             record_count: 0,
             next_memory_check: FIRST_MEMORY_CHECK,
-            scratch: Vec::new(),
+            scratch: Scratch::default(),
             head: Vec::new(),
             total_chunks: 0,
             chunk_groups: 0,
@@ -683,6 +719,19 @@ impl<W: Write> TsFileWriter<W> {
             ..
         } = self;
         let dev = &mut devices[d as usize];
+        // Fast path: the cached layout, every value staged, all checks in one pass.
+        if dev.layout_ready
+            && !dev.layout_direct
+            && dev.layout_last.is_none_or(|last| time >= last)
+            && dev.try_stage_row(values, time)
+        {
+            dev.layout_last = Some(time);
+            if dev.stage_times.len() >= STAGE_ROWS {
+                dev.drain_stage(scratch)?;
+            }
+            self.record_count += 1;
+            return self.check_memory();
+        }
         if !dev.layout_matches(values) {
             dev.drain_stage(scratch)?;
             dev.rebuild_layout(values, time)?;

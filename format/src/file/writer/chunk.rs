@@ -8,6 +8,7 @@
 
 use crate::basic::{Column, Compression, DataType, Encoding, Value};
 use crate::compression;
+use crate::encoding::ts2diff::LongDeltaEncoder;
 use crate::encoding::{self, Encoder};
 use crate::errors::{Error, Result};
 use crate::file::properties::MeasurementSchema;
@@ -41,13 +42,32 @@ pub(crate) fn stage_bits(v: &Value) -> Option<u64> {
     })
 }
 
+/// Buffers shared by the chunk writers of one file writer.
+pub(crate) struct Scratch {
+    /// A page body before compression.
+    body: Vec<u8>,
+    /// The Snappy compressor, reused across pages.
+    snappy: snap::raw::Encoder,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            body: Vec::new(),
+            snappy: snap::raw::Encoder::new(),
+        }
+    }
+}
+
 /// Writer of one chunk: the open page and the sealed pages of the chunk.
 pub(crate) struct ChunkWriter {
     data_type: DataType,
     encoding: Encoding,
     compression: Compression,
     float_precision: u32,
-    time_enc: Box<dyn Encoder>,
+    /// The time column is always TS_2DIFF INT64 (`encoding::time_encoder`); held by
+    /// value so the per-point call is static and inlined.
+    time_enc: LongDeltaEncoder,
     value_enc: Box<dyn Encoder>,
     time_out: Vec<u8>,
     value_out: Vec<u8>,
@@ -82,7 +102,7 @@ impl ChunkWriter {
             encoding: schema.encoding,
             compression: schema.compression,
             float_precision,
-            time_enc: encoding::time_encoder(),
+            time_enc: LongDeltaEncoder::new(),
             value_enc,
             time_out: Vec::new(),
             value_out: Vec::new(),
@@ -167,7 +187,7 @@ impl ChunkWriter {
 
     /// Writes one point. The value's type was checked by the caller.
     #[inline]
-    pub(crate) fn write_value(&mut self, t: i64, v: &Value, scratch: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn write_value(&mut self, t: i64, v: &Value, scratch: &mut Scratch) -> Result<()> {
         match v {
             Value::Boolean(x) => {
                 self.value_enc.encode_bool(*x, &mut self.value_out)?;
@@ -194,7 +214,7 @@ impl ChunkWriter {
                 self.page_stats.update_text(t, x);
             }
         }
-        self.time_enc.encode_i64(t, &mut self.time_out)?;
+        self.time_enc.encode(t, &mut self.time_out);
         self.check_page(scratch)
     }
 
@@ -207,7 +227,7 @@ impl ChunkWriter {
         vals: &[u64],
         width: usize,
         col: usize,
-        scratch: &mut Vec<u8>,
+        scratch: &mut Scratch,
     ) -> Result<()> {
         let bits = vals.iter().skip(col).step_by(width.max(1));
         macro_rules! each {
@@ -215,7 +235,7 @@ impl ChunkWriter {
                 for (&t, &$b) in times.iter().zip(bits) {
                     let v = $conv;
                     self.value_enc.$enc(v, &mut self.value_out)?;
-                    self.time_enc.encode_i64(t, &mut self.time_out)?;
+                    self.time_enc.encode(t, &mut self.time_out);
                     self.page_stats.$upd(t, v);
                     self.check_page(scratch)?;
                 }
@@ -243,18 +263,15 @@ impl ChunkWriter {
         &mut self,
         times: &[i64],
         values: &Column,
-        scratch: &mut Vec<u8>,
+        scratch: &mut Scratch,
     ) -> std::result::Result<(), (usize, Error)> {
         macro_rules! batch {
             ($vals:expr, $enc:ident, $upd:ident, |$x:ident| $arg:expr) => {{
                 for (k, (t, $x)) in times.iter().zip($vals.iter()).enumerate() {
-                    let step = self
-                        .value_enc
-                        .$enc($arg, &mut self.value_out)
-                        .and_then(|()| self.time_enc.encode_i64(*t, &mut self.time_out));
-                    if let Err(e) = step {
+                    if let Err(e) = self.value_enc.$enc($arg, &mut self.value_out) {
                         return Err((k, e));
                     }
+                    self.time_enc.encode(*t, &mut self.time_out);
                     self.page_stats.$upd(*t, $arg);
                 }
             }};
@@ -272,7 +289,7 @@ impl ChunkWriter {
 
     /// Java's `checkPageSizeAndMayOpenANewPage` (spec §7.2).
     #[inline]
-    fn check_page(&mut self, scratch: &mut Vec<u8>) -> Result<()> {
+    fn check_page(&mut self, scratch: &mut Scratch) -> Result<()> {
         let points = self.page_stats.count;
         if points == self.max_points || points >= self.next_check {
             self.check_page_slow(scratch)
@@ -283,7 +300,7 @@ impl ChunkWriter {
 
     #[cold]
     #[inline(never)]
-    fn check_page_slow(&mut self, scratch: &mut Vec<u8>) -> Result<()> {
+    fn check_page_slow(&mut self, scratch: &mut Scratch) -> Result<()> {
         let points = self.page_stats.count;
         if points == self.max_points {
             self.seal_page(scratch)
@@ -305,7 +322,7 @@ impl ChunkWriter {
     }
 
     /// Seals the open page if it holds points (`sealCurrentPage`).
-    pub(crate) fn seal_current_page(&mut self, scratch: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn seal_current_page(&mut self, scratch: &mut Scratch) -> Result<()> {
         if self.page_stats.count > 0 {
             self.seal_page(scratch)
         } else {
@@ -316,14 +333,14 @@ impl ChunkWriter {
     /// Seals the open page into the page buffer. The open page is reset whatever
     /// happens; on failure its points are dropped, the encoders are replaced by fresh
     /// ones and the page buffer is left as it was.
-    fn seal_page(&mut self, scratch: &mut Vec<u8>) -> Result<()> {
+    fn seal_page(&mut self, scratch: &mut Scratch) -> Result<()> {
         let r = self.seal_page_inner(scratch);
         let dropped = self.page_stats.count;
         self.time_out.clear();
         self.value_out.clear();
         self.page_stats = Statistics::new(self.data_type);
         if let Err(e) = r {
-            self.time_enc = encoding::time_encoder();
+            self.time_enc = LongDeltaEncoder::new();
             if let Ok(enc) =
                 encoding::get_encoder(self.encoding, self.data_type, self.float_precision)
             {
@@ -336,11 +353,11 @@ impl ChunkWriter {
         Ok(())
     }
 
-    fn seal_page_inner(&mut self, scratch: &mut Vec<u8>) -> Result<()> {
+    fn seal_page_inner(&mut self, scratch: &mut Scratch) -> Result<()> {
         if self.page_stats.count == 0 {
             return Ok(());
         }
-        self.time_enc.flush(&mut self.time_out)?;
+        self.time_enc.flush_block(&mut self.time_out);
         self.value_enc.flush(&mut self.value_out)?;
         let tlen = self.time_out.len();
         let body_len = u32::try_from(tlen)
@@ -384,16 +401,32 @@ impl ChunkWriter {
                 self.pages_len += header_len + body_len;
             }
             codec => {
-                scratch.clear();
-                scratch.reserve(body_len);
-                io::put_uvarint(scratch, tlen as u32);
-                scratch.extend_from_slice(&self.time_out);
-                scratch.extend_from_slice(&self.value_out);
+                let body = &mut scratch.body;
+                body.clear();
+                body.reserve(body_len);
+                io::put_uvarint(body, tlen as u32);
+                body.extend_from_slice(&self.time_out);
+                body.extend_from_slice(&self.value_out);
                 io::put_i32(&mut self.pages, body_len as i32);
                 io::put_i32(&mut self.pages, 0);
                 self.page_stats.serialize(&mut self.pages);
                 let body_start = self.pages.len();
-                if let Err(e) = compression::compress(codec, scratch, &mut self.pages) {
+                let r = if codec == Compression::SNAPPY {
+                    // Raw Snappy block, with the writer's reusable compressor (its hash
+                    // table is allocated once, not per page).
+                    self.pages
+                        .resize(body_start + snap::raw::max_compress_len(body.len()), 0);
+                    match scratch.snappy.compress(body, &mut self.pages[body_start..]) {
+                        Ok(n) => {
+                            self.pages.truncate(body_start + n);
+                            Ok(())
+                        }
+                        Err(e) => Err(Error::invalid(format!("snappy compression failed: {e}"))),
+                    }
+                } else {
+                    compression::compress(codec, body, &mut self.pages)
+                };
+                if let Err(e) = r {
                     self.pages.truncate(start);
                     return Err(e);
                 }
@@ -442,7 +475,7 @@ mod tests {
         // §7.2 worked example: INT64 PLAIN, times 0,1,2,...: pages of 7989, 7989, 4022.
         let s = schema(DataType::INT64, Encoding::PLAIN, Compression::UNCOMPRESSED);
         let mut w = ChunkWriter::new(&s, 65536, 1_048_576, 2).unwrap();
-        let mut scratch = Vec::new();
+        let mut scratch = Scratch::default();
         for t in 0..20000i64 {
             w.write_value(t, &Value::Int64(t * 3), &mut scratch)
                 .unwrap();
@@ -460,7 +493,7 @@ mod tests {
         // §7.2: TEXT PLAIN "x"+t gets 7381, 6813, 5806.
         let s = schema(DataType::TEXT, Encoding::PLAIN, Compression::SNAPPY);
         let mut w = ChunkWriter::new(&s, 65536, 1_048_576, 2).unwrap();
-        let mut scratch = Vec::new();
+        let mut scratch = Scratch::default();
         for t in 0..20000i64 {
             let v = Value::Text(format!("x{t}").into_bytes());
             w.write_value(t, &v, &mut scratch).unwrap();
@@ -474,7 +507,7 @@ mod tests {
     fn point_limit_is_an_equality_check_per_call() {
         let s = schema(DataType::INT32, Encoding::PLAIN, Compression::UNCOMPRESSED);
         let mut w = ChunkWriter::new(&s, 65536, 200, 2).unwrap();
-        let mut scratch = Vec::new();
+        let mut scratch = Scratch::default();
         let times: Vec<i64> = (0..500).collect();
         let vals = Column::Int32((0..500).collect());
         w.write_batch(&times, &vals, &mut scratch)
@@ -496,7 +529,7 @@ mod tests {
     fn memory_estimate_counts_pages_and_stats() {
         let s = schema(DataType::INT64, Encoding::PLAIN, Compression::UNCOMPRESSED);
         let mut w = ChunkWriter::new(&s, 65536, 3, 2).unwrap();
-        let mut scratch = Vec::new();
+        let mut scratch = Scratch::default();
         // Empty: TS_2DIFF INT64 estimate 16 (empty block) + PLAIN 0 + 8 + 64 stats.
         assert_eq!(w.memory_estimate(), 16 + 8 + 64);
         for t in 0..3 {

@@ -1,0 +1,289 @@
+//! Per-file checkpoints and durable small-file writes.
+//!
+//! A checkpoint (`<state_dir>/<key>.ckpt`, JSON with a `version`) records, for a file being
+//! ingested, the position after the last batch the sink made durable, the running counts, the
+//! length of the pending error report (`<key>.report`) that belongs to durable batches, and a
+//! fingerprint of the file (device, inode, size, mtime and a hash of its first KiB). It is
+//! written atomically after each durable batch: temporary file, `fsync`, rename, `fsync` of the
+//! directory. The key is a hash of the file's path; the path is stored too and checked.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Bytes hashed at the start of a file for its fingerprint.
+pub const HEAD_BYTES: u64 = 1024;
+
+/// FNV-1a, 64 bits.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Identity and state of a file at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// Bytes hashed (min(size, [`HEAD_BYTES`])).
+    pub head_len: u64,
+    /// FNV-1a of the first `head_len` bytes.
+    pub head_hash: u64,
+}
+
+impl Fingerprint {
+    /// Takes the fingerprint of an open file (reads its first KiB from the start).
+    pub fn of(file: &mut File) -> io::Result<Fingerprint> {
+        let m = file.metadata()?;
+        let head_len = m.len().min(HEAD_BYTES);
+        let head_hash = hash_head(file, head_len)?;
+        Ok(Fingerprint {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.len(),
+            mtime_ns: mtime_ns(&m),
+            head_len,
+            head_hash,
+        })
+    }
+
+    /// Whether `file` is still the file this fingerprint was taken of (same device, inode and
+    /// first bytes, not shorter); it may have grown.
+    pub fn same_file(&self, file: &mut File) -> io::Result<bool> {
+        let m = file.metadata()?;
+        if m.dev() != self.dev || m.ino() != self.ino || m.len() < self.head_len {
+            return Ok(false);
+        }
+        Ok(hash_head(file, self.head_len)? == self.head_hash)
+    }
+}
+
+/// Modification time in nanoseconds since the epoch.
+pub fn mtime_ns(m: &fs::Metadata) -> i64 {
+    m.mtime()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(m.mtime_nsec())
+}
+
+fn hash_head(file: &mut File, len: u64) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; len as usize];
+    file.read_exact_at(&mut buf, 0)?;
+    Ok(fnv1a(&buf))
+}
+
+/// The durable progress of one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Format version (1).
+    pub version: u32,
+    /// The file.
+    pub path: PathBuf,
+    /// The file when ingestion started.
+    pub fingerprint: Fingerprint,
+    /// Byte offset after the last durable batch (decompressed for gzip).
+    pub offset: u64,
+    /// Line number at `offset`.
+    pub line: u64,
+    /// Durable rows.
+    pub rows: u64,
+    /// Rejected rows.
+    pub rejected_rows: u64,
+    /// Durable points.
+    pub points: u64,
+    /// Points rejected by the parser or the sink.
+    pub rejected_points: u64,
+    /// Bytes of the pending report that belong to durable batches.
+    pub report_len: u64,
+}
+
+/// The checkpoint directory of one source.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// Opens (creates) the directory.
+    pub fn open(dir: &Path) -> io::Result<Store> {
+        fs::create_dir_all(dir)?;
+        Ok(Store {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn key(path: &Path) -> String {
+        use std::os::unix::ffi::OsStrExt;
+        format!("{:016x}", fnv1a(path.as_os_str().as_bytes()))
+    }
+
+    fn ckpt_path(&self, path: &Path) -> PathBuf {
+        self.dir.join(format!("{}.ckpt", Self::key(path)))
+    }
+
+    /// Where the pending report of `path` is kept.
+    pub fn report_path(&self, path: &Path) -> PathBuf {
+        self.dir.join(format!("{}.report", Self::key(path)))
+    }
+
+    /// The checkpoint of `path`, if any (an unreadable or foreign one counts as none).
+    pub fn load(&self, path: &Path) -> Option<Checkpoint> {
+        let bytes = fs::read(self.ckpt_path(path)).ok()?;
+        let ck: Checkpoint = serde_json::from_slice(&bytes).ok()?;
+        (ck.version == 1 && ck.path == path).then_some(ck)
+    }
+
+    /// Every readable checkpoint.
+    pub fn all(&self) -> io::Result<Vec<Checkpoint>> {
+        let mut out = Vec::new();
+        for e in fs::read_dir(&self.dir)? {
+            let p = e?.path();
+            if p.extension().is_some_and(|x| x == "ckpt") {
+                if let Some(ck) = fs::read(&p)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Checkpoint>(&b).ok())
+                {
+                    out.push(ck);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes the checkpoint atomically and durably.
+    pub fn save(&self, ck: &Checkpoint) -> io::Result<()> {
+        let bytes = serde_json::to_vec(ck).map_err(io::Error::other)?;
+        write_atomic(&self.ckpt_path(&ck.path), &bytes)
+    }
+
+    /// Removes the checkpoint and the pending report of `path`.
+    pub fn remove(&self, path: &Path) -> io::Result<()> {
+        for p in [self.ckpt_path(path), self.report_path(path)] {
+            match fs::remove_file(&p) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens the pending report of `path` for appending, cut back to `len` bytes (the part
+    /// that belongs to durable batches).
+    pub fn open_report(&self, path: &Path, len: u64) -> io::Result<File> {
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(self.report_path(path))?;
+        f.set_len(len)?;
+        let mut f = f;
+        use std::io::Seek;
+        f.seek(io::SeekFrom::Start(len))?;
+        Ok(f)
+    }
+
+    /// Reads the pending report of `path` (its first `len` bytes).
+    pub fn read_report(&self, path: &Path, len: u64) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        match File::open(self.report_path(path)) {
+            Ok(f) => {
+                f.take(len).read_to_end(&mut out)?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        Ok(out)
+    }
+}
+
+/// Fsyncs a directory.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Writes `bytes` to `path` atomically and durably: `path.tmp`, fsync, rename, fsync of the
+/// directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path)?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn save_load_remove_and_report() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::open(&d.path().join("state")).unwrap();
+        let src = d.path().join("a.csv");
+        fs::write(&src, b"Time,root.a.b.c\n1,2\n").unwrap();
+        let fp = Fingerprint::of(&mut File::open(&src).unwrap()).unwrap();
+        assert_eq!(fp.size, 20);
+        assert_eq!(fp.head_len, 20);
+        let ck = Checkpoint {
+            version: 1,
+            path: src.clone(),
+            fingerprint: fp,
+            offset: 16,
+            line: 2,
+            rows: 0,
+            rejected_rows: 0,
+            points: 0,
+            rejected_points: 0,
+            report_len: 3,
+        };
+        assert_eq!(store.load(&src), None);
+        store.save(&ck).unwrap();
+        assert_eq!(store.load(&src), Some(ck.clone()));
+        assert_eq!(store.all().unwrap(), vec![ck.clone()]);
+        assert_eq!(store.load(&d.path().join("b.csv")), None);
+
+        let mut r = store.open_report(&src, 0).unwrap();
+        r.write_all(b"abcdef").unwrap();
+        drop(r);
+        let mut r = store.open_report(&src, 3).unwrap();
+        r.write_all(b"XY").unwrap();
+        drop(r);
+        assert_eq!(store.read_report(&src, 5).unwrap(), b"abcXY");
+
+        // Growing keeps the identity; replacing the content does not.
+        let mut f = OpenOptions::new().append(true).open(&src).unwrap();
+        f.write_all(b"2,3\n").unwrap();
+        assert!(fp.same_file(&mut File::open(&src).unwrap()).unwrap());
+        fs::write(&src, b"Time,root.a.b.d\n1,2\n").unwrap();
+        assert!(!fp.same_file(&mut File::open(&src).unwrap()).unwrap());
+
+        store.remove(&src).unwrap();
+        assert_eq!(store.load(&src), None);
+        assert!(store.read_report(&src, 5).unwrap().is_empty());
+        store.remove(&src).unwrap();
+    }
+}

@@ -1,0 +1,293 @@
+//! Value cells: typed by a declared [`TypeHint`], or inferred the way IoTDB's CSV import infers
+//! them (`true`/`false` → boolean, integers → integer, numbers → floating point, anything else
+//! → text).
+
+use crate::model::{FieldValue, RejectReason, TypeHint};
+
+/// A cell for messages: quoted, lossy UTF-8, at most 64 characters.
+pub(crate) fn show(cell: &[u8]) -> String {
+    let s = String::from_utf8_lossy(cell);
+    if s.chars().count() > 64 {
+        let cut: String = s.chars().take(64).collect();
+        format!("{cut:?}…")
+    } else {
+        format!("{s:?}")
+    }
+}
+
+/// Trims ASCII spaces and tabs.
+#[inline]
+pub(crate) fn trim(cell: &[u8]) -> &[u8] {
+    let mut a = 0;
+    let mut b = cell.len();
+    while a < b && matches!(cell[a], b' ' | b'\t') {
+        a += 1;
+    }
+    while b > a && matches!(cell[b - 1], b' ' | b'\t') {
+        b -= 1;
+    }
+    &cell[a..b]
+}
+
+/// An integer: optional sign and 1..=19 digits, fitting i64.
+#[inline]
+pub(crate) fn parse_int(cell: &[u8]) -> Option<i64> {
+    let (neg, digits) = match cell.first()? {
+        b'-' => (true, &cell[1..]),
+        b'+' => (false, &cell[1..]),
+        _ => (false, cell),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        let d = d.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?;
+        v = if neg {
+            v.checked_sub(i64::from(d))?
+        } else {
+            v.checked_add(i64::from(d))?
+        };
+    }
+    Some(v)
+}
+
+/// A number as Java's `Double.parseDouble` would read it (decimal forms plus `NaN`, `Infinity`),
+/// without its hexadecimal and `d`/`f` suffix forms.
+#[inline]
+pub(crate) fn parse_float(cell: &[u8]) -> Option<f64> {
+    if let Some(f) = fast_float(cell) {
+        return Some(f);
+    }
+    let s = std::str::from_utf8(cell).ok()?;
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if body
+        .bytes()
+        .any(|b| b.is_ascii_alphabetic() && b != b'e' && b != b'E')
+    {
+        return match s {
+            "NaN" => Some(f64::NAN),
+            "Infinity" | "+Infinity" => Some(f64::INFINITY),
+            "-Infinity" => Some(f64::NEG_INFINITY),
+            _ => None,
+        };
+    }
+    s.parse::<f64>().ok()
+}
+
+/// Exact powers of ten as f64 (all are representable up to 1e22).
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Clinger's fast path for plain decimals (`[+-]digits[.digits]`): when the digits form an
+/// integer below 2^53 and there are at most 22 decimals, `m / 10^k` of two exact doubles is
+/// the correctly rounded result. Anything else returns `None` (the caller falls back to the
+/// full parser).
+#[inline]
+fn fast_float(cell: &[u8]) -> Option<f64> {
+    let (neg, body) = match cell.first()? {
+        b'-' => (true, &cell[1..]),
+        b'+' => (false, &cell[1..]),
+        _ => (false, cell),
+    };
+    let mut m: u64 = 0;
+    let mut digits = 0usize;
+    let mut frac: Option<usize> = None;
+    for (i, &b) in body.iter().enumerate() {
+        match b {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(b - b'0');
+                digits += 1;
+                if digits > 15 {
+                    return None;
+                }
+            }
+            b'.' if frac.is_none() => frac = Some(i),
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    let k = match frac {
+        Some(i) => body.len() - i - 1,
+        None => 0,
+    };
+    let v = (m as f64) / *POW10.get(k)?;
+    Some(if neg { -v } else { v })
+}
+
+#[inline]
+fn parse_bool(cell: &[u8]) -> Option<bool> {
+    if cell.eq_ignore_ascii_case(b"true") {
+        Some(true)
+    } else if cell.eq_ignore_ascii_case(b"false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+fn text(raw: &[u8]) -> Result<FieldValue, (RejectReason, String)> {
+    match std::str::from_utf8(raw) {
+        Ok(s) => Ok(FieldValue::Text(s.to_owned())),
+        Err(e) => Err((
+            RejectReason::Parse,
+            format!(
+                "{} is not valid UTF-8 (byte {})",
+                show(raw),
+                e.valid_up_to()
+            ),
+        )),
+    }
+}
+
+/// Parses a value cell. `trimmed` is the cell without surrounding blanks (non-empty), `raw` the
+/// cell as written (text values keep it verbatim).
+#[inline]
+pub(crate) fn parse_value(
+    trimmed: &[u8],
+    raw: &[u8],
+    hint: Option<TypeHint>,
+) -> Result<FieldValue, (RejectReason, String)> {
+    let mismatch = |ty: &str| {
+        (
+            RejectReason::TypeMismatch,
+            format!("{} is not {ty}", show(trimmed)),
+        )
+    };
+    match hint {
+        None => {
+            if let Some(i) = parse_int(trimmed) {
+                return Ok(FieldValue::Int(i));
+            }
+            if let Some(b) = parse_bool(trimmed) {
+                return Ok(FieldValue::Bool(b));
+            }
+            if let Some(f) = parse_float(trimmed) {
+                return Ok(FieldValue::Float(f));
+            }
+            text(raw)
+        }
+        Some(TypeHint::Boolean) => parse_bool(trimmed)
+            .map(FieldValue::Bool)
+            .ok_or_else(|| mismatch("a BOOLEAN (true or false)")),
+        Some(TypeHint::Int32) => parse_int(trimmed)
+            .filter(|i| i32::try_from(*i).is_ok())
+            .map(FieldValue::Int)
+            .ok_or_else(|| mismatch("an INT32")),
+        Some(TypeHint::Int64) => parse_int(trimmed)
+            .map(FieldValue::Int)
+            .ok_or_else(|| mismatch("an INT64")),
+        Some(TypeHint::Float | TypeHint::Double) => parse_float(trimmed)
+            .map(FieldValue::Float)
+            .ok_or_else(|| mismatch("a number")),
+        Some(TypeHint::Text) => text(raw),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn infer(s: &str) -> FieldValue {
+        parse_value(trim(s.as_bytes()), s.as_bytes(), None).unwrap()
+    }
+
+    #[test]
+    fn inference_like_iotdb() {
+        assert_eq!(infer("42"), FieldValue::Int(42));
+        assert_eq!(infer("-9223372036854775808"), FieldValue::Int(i64::MIN));
+        assert_eq!(
+            infer("9223372036854775808"),
+            FieldValue::Float(9.223372036854776e18)
+        );
+        assert_eq!(infer("TRUE"), FieldValue::Bool(true));
+        assert_eq!(infer("false"), FieldValue::Bool(false));
+        assert_eq!(infer("1.5"), FieldValue::Float(1.5));
+        assert_eq!(infer("-2e3"), FieldValue::Float(-2000.0));
+        assert_eq!(infer(" 7 "), FieldValue::Int(7));
+        assert_eq!(infer("Infinity"), FieldValue::Float(f64::INFINITY));
+        assert!(matches!(infer("NaN"), FieldValue::Float(f) if f.is_nan()));
+        assert_eq!(infer("inf"), FieldValue::Text("inf".into()));
+        assert_eq!(infer("nan"), FieldValue::Text("nan".into()));
+        assert_eq!(
+            infer(" hello, world "),
+            FieldValue::Text(" hello, world ".into())
+        );
+        assert_eq!(infer("0x10"), FieldValue::Text("0x10".into()));
+        assert!(parse_value(b"\xff", b"\xff", None).is_err());
+    }
+
+    #[test]
+    fn declared_types() {
+        let v = |s: &str, t| parse_value(s.as_bytes(), s.as_bytes(), Some(t));
+        assert_eq!(v("12", TypeHint::Text), Ok(FieldValue::Text("12".into())));
+        assert_eq!(v("12", TypeHint::Double), Ok(FieldValue::Float(12.0)));
+        assert_eq!(v("12", TypeHint::Int32), Ok(FieldValue::Int(12)));
+        assert_eq!(v("true", TypeHint::Boolean), Ok(FieldValue::Bool(true)));
+        assert_eq!(
+            v("2147483648", TypeHint::Int64),
+            Ok(FieldValue::Int(2_147_483_648))
+        );
+        for (s, t) in [
+            ("2147483648", TypeHint::Int32),
+            ("1.5", TypeHint::Int64),
+            ("yes", TypeHint::Boolean),
+            ("abc", TypeHint::Float),
+        ] {
+            assert_eq!(
+                v(s, t).unwrap_err().0,
+                RejectReason::TypeMismatch,
+                "{s} {t}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ints_round_trip(i in proptest::prelude::any::<i64>()) {
+            proptest::prop_assert_eq!(parse_int(i.to_string().as_bytes()), Some(i));
+        }
+
+        #[test]
+        fn floats_round_trip(f in proptest::prelude::any::<f64>()) {
+            let s = format!("{f:?}");
+            let back = parse_float(s.as_bytes());
+            if f.is_nan() {
+                proptest::prop_assert!(back.is_none() || back.is_some_and(f64::is_nan));
+            } else if f.is_finite() {
+                proptest::prop_assert_eq!(back, Some(f));
+            }
+        }
+
+        #[test]
+        fn fast_path_agrees_with_std(m in 0u64..10_000_000_000_000_000, k in 0usize..20, neg in proptest::prelude::any::<bool>()) {
+            let digits = m.to_string();
+            let s = if k == 0 || k >= digits.len() {
+                format!("{}{digits}", if neg { "-" } else { "" })
+            } else {
+                let (a, b) = digits.split_at(digits.len() - k);
+                format!("{}{a}.{b}", if neg { "-" } else { "" })
+            };
+            let want: f64 = s.parse().unwrap();
+            proptest::prop_assert_eq!(parse_float(s.as_bytes()), Some(want), "{}", s);
+            if let Some(f) = fast_float(s.as_bytes()) {
+                proptest::prop_assert_eq!(f.to_bits(), want.to_bits(), "{}", s);
+            }
+        }
+
+        #[test]
+        fn never_panics(s in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..30)) {
+            for h in [None, Some(TypeHint::Int32), Some(TypeHint::Double), Some(TypeHint::Text)] {
+                let _ = parse_value(trim(&s), &s, h);
+            }
+        }
+    }
+}

@@ -1,0 +1,788 @@
+//! Settings of one MQTT source ([`MqttSourceOptions`]) and their validation.
+//!
+//! The TOML side lives in the config crate; this is the plain, typed runtime form.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::model::TimeUnit;
+
+use super::error::MqttError;
+
+/// MQTT protocol version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// MQTT 3.1.1.
+    #[default]
+    V311,
+    /// MQTT 5.
+    V5,
+}
+
+/// Quality of service of a subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Qos {
+    /// QoS 0: at most once (no acknowledgement, lost on any failure).
+    AtMostOnce,
+    /// QoS 1: at least once.
+    #[default]
+    AtLeastOnce,
+    /// QoS 2: exactly once between broker and connector.
+    ExactlyOnce,
+}
+
+impl Qos {
+    /// The numeric level (0, 1, 2).
+    pub fn level(self) -> u8 {
+        match self {
+            Qos::AtMostOnce => 0,
+            Qos::AtLeastOnce => 1,
+            Qos::ExactlyOnce => 2,
+        }
+    }
+
+    /// From a numeric level.
+    pub fn from_level(level: u8) -> Option<Qos> {
+        Some(match level {
+            0 => Qos::AtMostOnce,
+            1 => Qos::AtLeastOnce,
+            2 => Qos::ExactlyOnce,
+            _ => return None,
+        })
+    }
+}
+
+/// Where a secret (the password) comes from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Secret {
+    /// Given inline.
+    Inline(String),
+    /// Read from a file (a trailing newline is removed).
+    File(PathBuf),
+    /// Read from `$CREDENTIALS_DIRECTORY/<name>` (systemd `LoadCredential=`).
+    Credential(String),
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Secret::Inline(_) => f.write_str("Inline(***)"),
+            Secret::File(p) => f.debug_tuple("File").field(p).finish(),
+            Secret::Credential(n) => f.debug_tuple("Credential").field(n).finish(),
+        }
+    }
+}
+
+impl Secret {
+    /// Reads the secret's value.
+    pub fn resolve(&self) -> Result<String, MqttError> {
+        let path = match self {
+            Secret::Inline(s) => return Ok(s.clone()),
+            Secret::File(p) => p.clone(),
+            Secret::Credential(name) => {
+                if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+                    return Err(MqttError::invalid(
+                        "password",
+                        format!("credential name {name:?} must be a plain file name"),
+                    ));
+                }
+                let dir = std::env::var_os("CREDENTIALS_DIRECTORY").ok_or_else(|| {
+                    MqttError::invalid(
+                        "password",
+                        format!(
+                            "credential {name:?} needs $CREDENTIALS_DIRECTORY \
+                             (systemd LoadCredential=), which is not set"
+                        ),
+                    )
+                })?;
+                PathBuf::from(dir).join(name)
+            }
+        };
+        let mut s = std::fs::read_to_string(&path).map_err(|e| MqttError::File {
+            what: "password",
+            path: path.clone(),
+            source: e,
+        })?;
+        while s.ends_with('\n') || s.ends_with('\r') {
+            s.pop();
+        }
+        Ok(s)
+    }
+}
+
+/// TLS settings (used with `mqtts://`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// PEM file of the CA certificates to trust; default: the system bundle
+    /// (`/etc/ssl/certs/ca-certificates.crt`).
+    pub ca_file: Option<PathBuf>,
+    /// PEM client certificate chain (mutual TLS); needs `client_key`.
+    pub client_cert: Option<PathBuf>,
+    /// PEM private key of `client_cert` (PKCS#8, PKCS#1 or SEC1).
+    pub client_key: Option<PathBuf>,
+}
+
+/// How the payloads of a topic filter are parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PayloadFormat {
+    /// IoTDB's MQTT JSON (single record, batch form, or an array of them).
+    IotdbJson {
+        /// Unit of the payload's timestamps (IoTDB: milliseconds).
+        time_unit: TimeUnit,
+    },
+    /// InfluxDB line protocol.
+    LineProtocol {
+        /// Unit of the lines' timestamps (InfluxDB's default: nanoseconds).
+        precision: TimeUnit,
+        /// Device path prefix (default `root.lp`).
+        path_prefix: String,
+        /// Device template below the prefix (default `{measurement}.{tags}`; see
+        /// [`DeviceTemplate`](crate::path::DeviceTemplate)).
+        device_template: String,
+    },
+    /// A plain value (number, boolean, text, or `{"ts":..,"value":..}`); device and
+    /// measurement come from the topic (see [`crate::topic_value`]).
+    TopicValue {
+        /// Topic template, e.g. `plant/{device}/{measurement}`.
+        template: String,
+        /// Path prefix of the device, e.g. `root.plant`.
+        path_prefix: String,
+        /// Unit of `ts` in `{"ts":..,"value":..}` payloads (default ms).
+        time_unit: TimeUnit,
+    },
+}
+
+impl PayloadFormat {
+    /// Line protocol with the default device mapping (`root.lp.{measurement}.{tags}`).
+    pub fn line_protocol(precision: TimeUnit) -> PayloadFormat {
+        PayloadFormat::LineProtocol {
+            precision,
+            path_prefix: "root.lp".into(),
+            device_template: "{measurement}.{tags}".into(),
+        }
+    }
+
+    /// Plain values with `template` below `path_prefix` (`ts` in milliseconds).
+    pub fn topic_value(template: &str, path_prefix: &str) -> PayloadFormat {
+        PayloadFormat::TopicValue {
+            template: template.into(),
+            path_prefix: path_prefix.into(),
+            time_unit: TimeUnit::Millis,
+        }
+    }
+}
+
+impl Default for PayloadFormat {
+    fn default() -> Self {
+        PayloadFormat::IotdbJson {
+            time_unit: TimeUnit::Millis,
+        }
+    }
+}
+
+/// One subscription of a source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicFilter {
+    /// MQTT topic filter (`+`, `#` allowed); may itself start with `$share/<group>/`.
+    pub filter: String,
+    /// Requested QoS.
+    pub qos: Qos,
+    /// Payload format of the matching messages.
+    pub format: PayloadFormat,
+}
+
+impl TopicFilter {
+    /// A filter with the given QoS and format.
+    pub fn new(filter: impl Into<String>, qos: Qos, format: PayloadFormat) -> TopicFilter {
+        TopicFilter {
+            filter: filter.into(),
+            qos,
+            format,
+        }
+    }
+}
+
+/// Settings of one MQTT source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MqttSourceOptions {
+    /// Source name (logs; the daemon's metric label).
+    pub name: String,
+    /// Broker URL: `mqtt://host[:1883]` or `mqtts://host[:8883]` (`tcp://`, `ssl://` too).
+    pub url: String,
+    /// Protocol version.
+    pub protocol: Protocol,
+    /// Client identifier; must be stable and non-empty whenever a filter has QoS > 0.
+    pub client_id: String,
+    /// User name.
+    pub username: Option<String>,
+    /// Password (needs `username`).
+    pub password: Option<Secret>,
+    /// TLS settings for `mqtts://`.
+    pub tls: TlsOptions,
+    /// Keep-alive interval: zero (off) or 5 s to 65535 s, whole seconds.
+    pub keep_alive: Duration,
+    /// MQTT 3.1.1 clean session / MQTT 5 clean start. Must be off when a filter has QoS > 0.
+    pub clean_session: bool,
+    /// MQTT 5 session expiry (must be > 0 when a filter has QoS > 0); `u32::MAX` seconds or
+    /// more means "never".
+    pub session_expiry: Duration,
+    /// Subscriptions (at least one).
+    pub filters: Vec<TopicFilter>,
+    /// Shared-subscription group: every filter is subscribed as `$share/<group>/<filter>`, so
+    /// several daemons with the same group split one stream.
+    pub shared_group: Option<String>,
+    /// Largest payload accepted; larger ones are dead-lettered (default 1 MiB).
+    pub max_payload_bytes: usize,
+    /// Messages received but not yet durable at most (the in-flight window, default 1000).
+    /// Reading from the socket stops while it is full.
+    pub in_flight: usize,
+    /// First reconnect delay (doubled per failure, with jitter).
+    pub reconnect_initial_backoff: Duration,
+    /// Reconnect delay cap (default 30 s).
+    pub reconnect_max_backoff: Duration,
+    /// TCP/TLS/CONNACK timeout of one connection attempt (whole seconds, at least 1).
+    pub connect_timeout: Duration,
+    /// JSON-lines file receiving messages that cannot be parsed (`None`: log and count only).
+    pub dead_letter: Option<PathBuf>,
+    /// The pipeline's stored timestamp precision.
+    pub stored_unit: TimeUnit,
+    /// Messages gathered into one sink submission at most (what arrived while the previous
+    /// submissions were in progress).
+    pub max_batch_messages: usize,
+    /// Sink submissions in progress at once (acks still go out in arrival order).
+    pub max_concurrent_submits: usize,
+    /// On shutdown, how long to wait for durable messages' acknowledgements to go out.
+    pub drain_timeout: Duration,
+}
+
+/// Default largest payload: 1 MiB.
+pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
+/// Largest packet MQTT can carry (remaining length limit).
+pub const MQTT_MAX_PACKET: usize = 268_435_455;
+
+impl MqttSourceOptions {
+    /// Defaults for a source on `url` with `client_id` and no filters yet.
+    pub fn new(url: impl Into<String>, client_id: impl Into<String>) -> MqttSourceOptions {
+        MqttSourceOptions {
+            name: "mqtt".into(),
+            url: url.into(),
+            protocol: Protocol::V311,
+            client_id: client_id.into(),
+            username: None,
+            password: None,
+            tls: TlsOptions::default(),
+            keep_alive: Duration::from_secs(60),
+            clean_session: false,
+            session_expiry: Duration::from_secs(7 * 24 * 3600),
+            filters: Vec::new(),
+            shared_group: None,
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD,
+            in_flight: 1000,
+            reconnect_initial_backoff: Duration::from_millis(500),
+            reconnect_max_backoff: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            dead_letter: None,
+            stored_unit: TimeUnit::Millis,
+            max_batch_messages: 256,
+            max_concurrent_submits: 2,
+            drain_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// Adds a subscription (builder style).
+    pub fn filter(mut self, filter: impl Into<String>, qos: Qos, format: PayloadFormat) -> Self {
+        self.filters.push(TopicFilter::new(filter, qos, format));
+        self
+    }
+
+    /// The packet-size limit given to rumqttc: room for the largest accepted payload plus its
+    /// topic and headers, and more, so that a payload somewhat above the limit still arrives
+    /// and is dead-lettered instead of breaking the connection.
+    pub fn packet_limit(&self) -> usize {
+        self.max_payload_bytes
+            .saturating_mul(2)
+            .max(self.max_payload_bytes.saturating_add(64 * 1024))
+            .min(MQTT_MAX_PACKET)
+    }
+
+    /// The broker endpoint parsed from [`url`](Self::url).
+    pub fn endpoint(&self) -> Result<Endpoint, MqttError> {
+        Endpoint::parse(&self.url)
+    }
+
+    /// The filters as subscribed (with the shared-subscription prefix).
+    pub fn subscriptions(&self) -> Vec<(String, Qos)> {
+        self.filters
+            .iter()
+            .map(|f| match &self.shared_group {
+                Some(g) => (format!("$share/{g}/{}", f.filter), f.qos),
+                None => (f.filter.clone(), f.qos),
+            })
+            .collect()
+    }
+
+    /// Checks every rule; errors name the field and what was expected.
+    pub fn validate(&self) -> Result<(), MqttError> {
+        let ep = self.endpoint()?;
+        if self.filters.is_empty() {
+            return Err(MqttError::invalid(
+                "topics",
+                "at least one topic filter is required",
+            ));
+        }
+        if let Some(g) = &self.shared_group {
+            if g.is_empty() || g.contains(['/', '+', '#']) {
+                return Err(MqttError::invalid(
+                    "shared_group",
+                    format!("{g:?}: a group name is non-empty and has no '/', '+' or '#'"),
+                ));
+            }
+        }
+        for (i, f) in self.filters.iter().enumerate() {
+            let shared = f.filter.starts_with("$share/");
+            if shared && self.shared_group.is_some() {
+                return Err(MqttError::invalid(
+                    "topics",
+                    format!(
+                        "topic {i} ({:?}) is already a shared subscription and shared_group is set",
+                        f.filter
+                    ),
+                ));
+            }
+            let plain = if shared {
+                split_shared(&f.filter).map(|(_, p)| p).ok_or_else(|| {
+                    MqttError::invalid(
+                        "topics",
+                        format!(
+                            "topic {i} ({:?}): expected $share/<group>/<filter>",
+                            f.filter
+                        ),
+                    )
+                })?
+            } else {
+                f.filter.as_str()
+            };
+            validate_filter(plain).map_err(|m| {
+                MqttError::invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
+            })?;
+            super::parse::build_parser(&f.format, self.stored_unit).map_err(|m| {
+                MqttError::invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
+            })?;
+        }
+        let persistent_needed = self.filters.iter().any(|f| f.qos > Qos::AtMostOnce);
+        if persistent_needed {
+            if self.client_id.trim().is_empty() {
+                return Err(MqttError::invalid(
+                    "client_id",
+                    "QoS 1/2 needs a stable, non-empty client id (the broker keeps \
+                     unacknowledged messages for it)",
+                ));
+            }
+            if self.clean_session {
+                return Err(MqttError::invalid(
+                    "clean_session",
+                    "QoS 1/2 needs a persistent session: set clean_session = false",
+                ));
+            }
+            if self.protocol == Protocol::V5 && self.session_expiry.is_zero() {
+                return Err(MqttError::invalid(
+                    "session_expiry",
+                    "QoS 1/2 over MQTT 5 needs a session expiry > 0",
+                ));
+            }
+        }
+        if !self.clean_session && self.client_id.is_empty() {
+            return Err(MqttError::invalid(
+                "client_id",
+                "a persistent session needs a non-empty client id",
+            ));
+        }
+        if self.client_id.starts_with(' ') {
+            return Err(MqttError::invalid(
+                "client_id",
+                "must not start with a space",
+            ));
+        }
+        let ka = self.keep_alive;
+        if ka.subsec_nanos() != 0
+            || (!ka.is_zero() && ka < Duration::from_secs(5))
+            || ka > Duration::from_secs(65535)
+        {
+            return Err(MqttError::invalid(
+                "keep_alive",
+                format!("{ka:?}: expected 0 (off) or 5 s to 65535 s in whole seconds"),
+            ));
+        }
+        if self.connect_timeout.as_secs() == 0 || self.connect_timeout.subsec_nanos() != 0 {
+            return Err(MqttError::invalid(
+                "connect_timeout",
+                format!(
+                    "{:?}: expected whole seconds, at least 1",
+                    self.connect_timeout
+                ),
+            ));
+        }
+        if self.max_payload_bytes == 0 || self.max_payload_bytes > MQTT_MAX_PACKET {
+            return Err(MqttError::invalid(
+                "max_payload_bytes",
+                format!(
+                    "{}: expected 1 to {MQTT_MAX_PACKET}",
+                    self.max_payload_bytes
+                ),
+            ));
+        }
+        if self.in_flight == 0 || self.in_flight > 65535 {
+            return Err(MqttError::invalid(
+                "max_inflight",
+                format!("{}: expected 1 to 65535", self.in_flight),
+            ));
+        }
+        if self.reconnect_initial_backoff.is_zero()
+            || self.reconnect_max_backoff < self.reconnect_initial_backoff
+        {
+            return Err(MqttError::invalid(
+                "reconnect_max_backoff",
+                format!(
+                    "{:?}: expected at least the initial backoff {:?} (> 0)",
+                    self.reconnect_max_backoff, self.reconnect_initial_backoff
+                ),
+            ));
+        }
+        if self.max_batch_messages == 0 || self.max_concurrent_submits == 0 {
+            return Err(MqttError::invalid(
+                "max_batch_messages",
+                "max_batch_messages and max_concurrent_submits must be at least 1",
+            ));
+        }
+        if self.password.is_some() && self.username.is_none() {
+            return Err(MqttError::invalid(
+                "password",
+                "a password needs a username",
+            ));
+        }
+        let t = &self.tls;
+        if !ep.tls && (t.ca_file.is_some() || t.client_cert.is_some() || t.client_key.is_some()) {
+            return Err(MqttError::invalid(
+                "tls",
+                "TLS files are set but the URL is not mqtts://",
+            ));
+        }
+        if t.client_cert.is_some() != t.client_key.is_some() {
+            return Err(MqttError::invalid(
+                "tls",
+                "client_cert and client_key go together",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A broker endpoint parsed from a URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host name or IP address (without brackets).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// Whether TLS is used.
+    pub tls: bool,
+}
+
+impl Endpoint {
+    /// Parses `mqtt://host[:port]`, `tcp://…`, `mqtts://…`, `ssl://…` (IPv6 in brackets).
+    pub fn parse(url: &str) -> Result<Endpoint, MqttError> {
+        let bad = |m: &str| MqttError::invalid("url", format!("{url:?}: {m}"));
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| bad("expected mqtt://host:port or mqtts://host:port"))?;
+        let tls = match scheme.to_ascii_lowercase().as_str() {
+            "mqtt" | "tcp" => false,
+            "mqtts" | "ssl" | "tls" => true,
+            _ => return Err(bad("scheme must be mqtt:// or mqtts://")),
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.contains(['/', '?', '#', '@']) {
+            return Err(bad(
+                "only host and port are allowed (put user and password in their own settings)",
+            ));
+        }
+        let (host, port) = if let Some(r) = rest.strip_prefix('[') {
+            let (h, after) = r
+                .split_once(']')
+                .ok_or_else(|| bad("unclosed '[' in IPv6 host"))?;
+            let port = match after {
+                "" => None,
+                p => Some(
+                    p.strip_prefix(':')
+                        .ok_or_else(|| bad("expected ':' after ']'"))?,
+                ),
+            };
+            (h, port)
+        } else {
+            match rest.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (rest, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(bad("missing host"));
+        }
+        let port = match port {
+            None => {
+                if tls {
+                    8883
+                } else {
+                    1883
+                }
+            }
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|&p| p != 0)
+                .ok_or_else(|| bad("port must be 1 to 65535"))?,
+        };
+        Ok(Endpoint {
+            host: host.to_string(),
+            port,
+            tls,
+        })
+    }
+}
+
+/// Splits `$share/<group>/<filter>` into group and filter.
+pub fn split_shared(filter: &str) -> Option<(&str, &str)> {
+    let rest = filter.strip_prefix("$share/")?;
+    let (group, f) = rest.split_once('/')?;
+    if group.is_empty() || group.contains(['+', '#']) || f.is_empty() {
+        return None;
+    }
+    Some((group, f))
+}
+
+/// Checks MQTT topic-filter syntax: non-empty, `#` only as the whole last level, `+` only as
+/// a whole level, no NUL.
+pub fn validate_filter(filter: &str) -> Result<(), String> {
+    if filter.is_empty() {
+        return Err("a topic filter must not be empty".into());
+    }
+    if filter.len() > 65535 {
+        return Err("a topic filter is at most 65535 bytes".into());
+    }
+    if filter.contains('\0') {
+        return Err("a topic filter must not contain NUL".into());
+    }
+    let levels: Vec<&str> = filter.split('/').collect();
+    let last = levels.len() - 1;
+    for (i, level) in levels.iter().enumerate() {
+        if level.contains('#') && (*level != "#" || i != last) {
+            return Err("'#' must be the whole last level".into());
+        }
+        if level.contains('+') && *level != "+" {
+            return Err("'+' must be a whole level".into());
+        }
+    }
+    Ok(())
+}
+
+/// Whether `topic` matches the (non-shared) `filter`, with MQTT's rules: `+` is one level,
+/// `#` any number of trailing levels (including none), and wildcards at the first level do not
+/// match topics starting with `$`.
+pub fn topic_matches(filter: &str, topic: &str) -> bool {
+    if topic.starts_with('$') && (filter.starts_with('+') || filter.starts_with('#')) {
+        return false;
+    }
+    let mut f = filter.split('/');
+    let mut t = topic.split('/');
+    loop {
+        match (f.next(), t.next()) {
+            (Some("#"), _) => return true,
+            (Some("+"), Some(_)) => {}
+            (Some(a), Some(b)) if a == b => {}
+            (None, None) => return true,
+            _ => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> MqttSourceOptions {
+        MqttSourceOptions::new("mqtt://127.0.0.1:1883", "gw1").filter(
+            "plant/#",
+            Qos::AtLeastOnce,
+            PayloadFormat::default(),
+        )
+    }
+
+    fn invalid_field(o: &MqttSourceOptions) -> &'static str {
+        match o.validate() {
+            Err(MqttError::Invalid { field, .. }) => field,
+            other => panic!("expected an invalid field, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn endpoints() {
+        let e = Endpoint::parse("mqtt://broker.local").unwrap();
+        assert_eq!(
+            (e.host.as_str(), e.port, e.tls),
+            ("broker.local", 1883, false)
+        );
+        let e = Endpoint::parse("mqtts://10.0.0.1:18883/").unwrap();
+        assert_eq!((e.host.as_str(), e.port, e.tls), ("10.0.0.1", 18883, true));
+        let e = Endpoint::parse("ssl://[::1]").unwrap();
+        assert_eq!((e.host.as_str(), e.port, e.tls), ("::1", 8883, true));
+        let e = Endpoint::parse("tcp://[::1]:1884").unwrap();
+        assert_eq!((e.host.as_str(), e.port), ("::1", 1884));
+        for bad in [
+            "broker:1883",
+            "http://b",
+            "mqtt://",
+            "mqtt://b:0",
+            "mqtt://b:x",
+            "mqtt://u:p@b",
+            "mqtt://b/t",
+            "mqtt://[::1",
+        ] {
+            assert!(Endpoint::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn valid_defaults() {
+        opts().validate().unwrap();
+        let mut o = opts();
+        o.protocol = Protocol::V5;
+        o.shared_group = Some("tsfiled".into());
+        o.validate().unwrap();
+        assert_eq!(
+            o.subscriptions(),
+            vec![("$share/tsfiled/plant/#".to_string(), Qos::AtLeastOnce)]
+        );
+    }
+
+    #[test]
+    fn qos_needs_persistent_session_and_client_id() {
+        let mut o = opts();
+        o.client_id = String::new();
+        assert_eq!(invalid_field(&o), "client_id");
+        let mut o = opts();
+        o.client_id = "  ".into();
+        assert_eq!(invalid_field(&o), "client_id");
+        let mut o = opts();
+        o.clean_session = true;
+        assert_eq!(invalid_field(&o), "clean_session");
+        let mut o = opts();
+        o.protocol = Protocol::V5;
+        o.session_expiry = Duration::ZERO;
+        assert_eq!(invalid_field(&o), "session_expiry");
+        // QoS 0 with a clean session and no id is fine.
+        let mut o = MqttSourceOptions::new("mqtt://h", "").filter(
+            "a",
+            Qos::AtMostOnce,
+            PayloadFormat::default(),
+        );
+        o.clean_session = true;
+        o.validate().unwrap();
+        o.clean_session = false;
+        assert_eq!(invalid_field(&o), "client_id");
+    }
+
+    #[test]
+    fn other_rules() {
+        let mut o = opts();
+        o.filters.clear();
+        assert_eq!(invalid_field(&o), "topics");
+        for bad in ["", "a/#/b", "a#", "a/b+", "$share/g", "$share//x"] {
+            let mut o = opts();
+            o.filters[0].filter = bad.into();
+            assert_eq!(invalid_field(&o), "topics", "{bad}");
+        }
+        let mut o = opts();
+        o.filters[0].filter = "$share/g/a/+".into();
+        o.validate().unwrap();
+        o.shared_group = Some("h".into());
+        assert_eq!(invalid_field(&o), "topics");
+        let mut o = opts();
+        o.shared_group = Some("a/b".into());
+        assert_eq!(invalid_field(&o), "shared_group");
+        for ka in [Duration::from_secs(3), Duration::from_millis(5500)] {
+            let mut o = opts();
+            o.keep_alive = ka;
+            assert_eq!(invalid_field(&o), "keep_alive");
+        }
+        let mut o = opts();
+        o.keep_alive = Duration::ZERO;
+        o.validate().unwrap();
+        let mut o = opts();
+        o.in_flight = 0;
+        assert_eq!(invalid_field(&o), "max_inflight");
+        let mut o = opts();
+        o.max_payload_bytes = 0;
+        assert_eq!(invalid_field(&o), "max_payload_bytes");
+        let mut o = opts();
+        o.reconnect_max_backoff = Duration::from_millis(1);
+        assert_eq!(invalid_field(&o), "reconnect_max_backoff");
+        let mut o = opts();
+        o.password = Some(Secret::Inline("x".into()));
+        assert_eq!(invalid_field(&o), "password");
+        let mut o = opts();
+        o.tls.ca_file = Some("/ca.pem".into());
+        assert_eq!(invalid_field(&o), "tls");
+        o.url = "mqtts://h".into();
+        o.validate().unwrap();
+        o.tls.client_cert = Some("/c.pem".into());
+        assert_eq!(invalid_field(&o), "tls");
+    }
+
+    #[test]
+    fn packet_limit_has_room() {
+        let o = opts();
+        assert_eq!(o.packet_limit(), 2 << 20);
+        let mut o = opts();
+        o.max_payload_bytes = 1000;
+        assert_eq!(o.packet_limit(), 1000 + 65536);
+        o.max_payload_bytes = MQTT_MAX_PACKET;
+        assert_eq!(o.packet_limit(), MQTT_MAX_PACKET);
+    }
+
+    #[test]
+    fn matching() {
+        assert!(topic_matches("a/b", "a/b"));
+        assert!(!topic_matches("a/b", "a/b/c"));
+        assert!(topic_matches("a/+/c", "a/x/c"));
+        assert!(!topic_matches("a/+/c", "a/x/y/c"));
+        assert!(topic_matches("a/#", "a"));
+        assert!(topic_matches("a/#", "a/b/c"));
+        assert!(topic_matches("#", "a/b"));
+        assert!(!topic_matches("#", "$SYS/x"));
+        assert!(!topic_matches("+/x", "$SYS/x"));
+        assert!(topic_matches("$SYS/#", "$SYS/x"));
+        assert!(topic_matches("+", ""));
+        assert!(!topic_matches("a/b", "a"));
+    }
+
+    #[test]
+    fn secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("pw");
+        std::fs::write(&p, "s3cret\n").unwrap();
+        assert_eq!(Secret::File(p).resolve().unwrap(), "s3cret");
+        assert_eq!(Secret::Inline("x".into()).resolve().unwrap(), "x");
+        assert!(Secret::File(dir.path().join("missing")).resolve().is_err());
+        assert!(Secret::Credential("../x".into()).resolve().is_err());
+        // systemd LoadCredential=: the only test touching this variable.
+        std::fs::write(dir.path().join("mqtt.pw"), "from-systemd\n").unwrap();
+        std::env::set_var("CREDENTIALS_DIRECTORY", dir.path());
+        assert_eq!(
+            Secret::Credential("mqtt.pw".into()).resolve().unwrap(),
+            "from-systemd"
+        );
+        assert!(Secret::Credential("missing".into()).resolve().is_err());
+        std::env::remove_var("CREDENTIALS_DIRECTORY");
+        assert!(Secret::Credential("mqtt.pw".into()).resolve().is_err());
+        assert_eq!(format!("{:?}", Secret::Inline("pw".into())), "Inline(***)");
+    }
+}

@@ -1,0 +1,72 @@
+//! The rustls client configuration, with the ring crypto provider chosen explicitly (no
+//! process-wide default provider, no aws-lc-rs: cross-compiling for ARM gateways needs no C
+//! toolchain beyond what ring needs).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ClientConfig, RootCertStore};
+
+use super::error::MqttError;
+use super::options::TlsOptions;
+
+/// The system CA bundle used when no `ca_file` is given (Debian/Ubuntu path).
+pub const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+fn certs(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, MqttError> {
+    let bytes = std::fs::read(path).map_err(|e| MqttError::File {
+        what,
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| MqttError::Tls(format!("{what} {}: {e}", path.display())))?;
+    if certs.is_empty() {
+        return Err(MqttError::Tls(format!(
+            "{what} {}: no PEM certificate found",
+            path.display()
+        )));
+    }
+    Ok(certs)
+}
+
+/// Builds the client configuration: trusted CAs and, optionally, a client certificate.
+pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, MqttError> {
+    let ca_path = opts
+        .ca_file
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(SYSTEM_CA_BUNDLE));
+    let mut roots = RootCertStore::empty();
+    let (added, _ignored) = roots.add_parsable_certificates(certs("ca_file", &ca_path)?);
+    if added == 0 {
+        return Err(MqttError::Tls(format!(
+            "ca_file {}: no usable CA certificate",
+            ca_path.display()
+        )));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| MqttError::Tls(e.to_string()))?
+        .with_root_certificates(roots);
+    let config = match (&opts.client_cert, &opts.client_key) {
+        (Some(cert), Some(key)) => {
+            let chain = certs("client_cert", cert)?;
+            let key_bytes = std::fs::read(key).map_err(|e| MqttError::File {
+                what: "client_key",
+                path: key.clone(),
+                source: e,
+            })?;
+            let key_der = PrivateKeyDer::from_pem_slice(&key_bytes)
+                .map_err(|e| MqttError::Tls(format!("client_key {}: {e}", key.display())))?;
+            builder
+                .with_client_auth_cert(chain, key_der)
+                .map_err(|e| MqttError::Tls(format!("client certificate: {e}")))?
+        }
+        _ => builder.with_no_client_auth(),
+    };
+    Ok(Arc::new(config))
+}
