@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::http::{self, HttpState, SourceRoute};
 use crate::metrics::Metrics;
+use crate::notify::{self, Notifier, ProgressTracker, Watchdog};
 use crate::parse::{ConnectorParsers, Parsers};
 use crate::pipeline::Pipeline;
 use crate::settings::Settings;
@@ -24,9 +25,14 @@ pub struct Daemon {
     pub http_addr: std::net::SocketAddr,
     /// Metrics.
     pub metrics: Arc<Metrics>,
+    /// systemd notifications (a no-op when not run by systemd).
+    pub notifier: Notifier,
+    /// Liveness of the pipelines (and later the sources), for the watchdog.
+    pub tracker: ProgressTracker,
     settings: Settings,
     http_tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
     http_token: CancellationToken,
+    watchdog: Option<Watchdog>,
 }
 
 /// Why the daemon could not start or stop cleanly.
@@ -61,6 +67,15 @@ impl Daemon {
         listener: Option<TcpListener>,
     ) -> Result<Daemon, DaemonError> {
         let metrics = Metrics::new();
+        let notifier = Notifier::from_env().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "NOTIFY_SOCKET is unusable; not notifying systemd");
+            Notifier::disabled()
+        });
+        let tracker = ProgressTracker::new();
+        // A pipeline with work queued and no batch applied for this long is wedged.
+        let stall = settings
+            .shutdown_timeout
+            .max(std::time::Duration::from_secs(30));
         let mut pipelines = Vec::new();
         let mut routes = Vec::new();
         for ps in &settings.pipelines {
@@ -68,16 +83,18 @@ impl Daemon {
             let m = metrics.clone();
             let name = opts.engine.pipeline.clone();
             let started = Instant::now();
-            let p = tokio::task::spawn_blocking(move || Pipeline::open(opts, m))
-                .await
-                .map_err(|e| DaemonError::Pipeline {
-                    pipeline: name.clone(),
-                    source: std::io::Error::other(e),
-                })?
-                .map_err(|e| DaemonError::Pipeline {
-                    pipeline: name.clone(),
-                    source: e,
-                })?;
+            let progress = tracker.register(format!("pipeline/{name}"), stall);
+            let p =
+                tokio::task::spawn_blocking(move || Pipeline::open_with(opts, m, Some(progress)))
+                    .await
+                    .map_err(|e| DaemonError::Pipeline {
+                        pipeline: name.clone(),
+                        source: std::io::Error::other(e),
+                    })?
+                    .map_err(|e| DaemonError::Pipeline {
+                        pipeline: name.clone(),
+                        source: e,
+                    })?;
             tracing::info!(pipeline = %name, data_dir = %ps.options.engine.data_dir.display(), elapsed_ms = started.elapsed().as_millis() as u64, "pipeline ready");
             for src in &ps.http_sources {
                 routes.push(SourceRoute {
@@ -138,20 +155,45 @@ impl Daemon {
         )));
         state.ready.store(true, Ordering::Relaxed);
         tracing::info!(addr = %http_addr, "HTTP listening on http://{http_addr}");
+        let watchdog = match notify::watchdog_interval_from_env() {
+            Some(iv) if notifier.is_enabled() => {
+                match Watchdog::spawn(notifier.clone(), tracker.clone(), iv, None) {
+                    Ok(w) => Some(w),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot start the watchdog thread");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        let _ = notifier.ready_with_status(&format!(
+            "{} pipeline(s) up; HTTP on {http_addr}",
+            pipelines.len()
+        ));
         Ok(Daemon {
             pipelines,
             http: state,
             http_addr,
             metrics,
+            notifier,
+            tracker,
             settings,
             http_tasks,
             http_token,
+            watchdog,
         })
     }
 
     /// Applies a new configuration where that is possible without a restart: HTTP
     /// tokens, limits and mapping, and schema rules. Other changes are logged.
     pub fn reload(&mut self, new: Settings) {
+        let _ = self.notifier.reloading();
+        self.apply_reload(new);
+        let _ = self.notifier.ready();
+    }
+
+    fn apply_reload(&mut self, new: Settings) {
         if new.http.listen != self.settings.http.listen {
             tracing::warn!("reload: a new HTTP listen address takes effect after a restart");
         }
@@ -209,6 +251,11 @@ impl Daemon {
             "shutting down: stopping intake"
         );
         self.http.ready.store(false, Ordering::Relaxed);
+        let _ = self.notifier.stopping();
+        // Draining and sealing must not be judged by the watchdog.
+        if let Some(w) = self.watchdog {
+            w.stop();
+        }
         let work = async move {
             self.http_token.cancel();
             for t in self.http_tasks {

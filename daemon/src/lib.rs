@@ -13,6 +13,7 @@ pub mod config_file;
 pub mod engine;
 pub mod http;
 pub mod metrics;
+pub mod notify;
 pub mod parse;
 pub mod pipeline;
 pub mod settings;

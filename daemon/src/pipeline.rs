@@ -22,6 +22,7 @@ use crate::engine::batch::{SeriesData, WriteBatch};
 use crate::engine::schema::{self, Registry, SchemaRule, TypeDefaults};
 use crate::engine::{Engine, EngineMsg, EngineOptions, SealReason, WalControl};
 use crate::metrics::Metrics;
+use crate::notify::Progress;
 use crate::wal::{self, Wal, WalError, WalOptions};
 
 /// Settings of one pipeline.
@@ -135,6 +136,7 @@ pub struct Pipeline {
     accepting: AtomicBool,
     retry_after: Duration,
     rules: Mutex<Vec<SchemaRule>>,
+    progress: Option<Progress>,
     _lock: std::fs::File,
 }
 
@@ -165,6 +167,16 @@ fn lock_dir(state_dir: &std::path::Path) -> io::Result<std::fs::File> {
 impl Pipeline {
     /// Recovers the data directory, replays the WAL, and starts the log and engine threads.
     pub fn open(opts: PipelineOptions, metrics: Arc<Metrics>) -> io::Result<Arc<Pipeline>> {
+        Pipeline::open_with(opts, metrics, None)
+    }
+
+    /// [`Pipeline::open`], reporting liveness to `progress` (the systemd watchdog): one
+    /// pending item per accepted submission until the engine has applied it.
+    pub fn open_with(
+        opts: PipelineOptions,
+        metrics: Arc<Metrics>,
+        progress: Option<Progress>,
+    ) -> io::Result<Arc<Pipeline>> {
         let name = opts.engine.pipeline.clone();
         let state_dir = opts.engine.state_dir.clone();
         std::fs::create_dir_all(&state_dir)?;
@@ -222,6 +234,7 @@ impl Pipeline {
                 });
             },
         )?;
+        engine.set_progress(progress.clone());
         engine.attach_wal(WalControl {
             watermark: wal.watermark_handle(),
             stats: wal.stats().clone(),
@@ -242,6 +255,7 @@ impl Pipeline {
             accepting: AtomicBool::new(true),
             retry_after: opts.retry_after,
             rules: Mutex::new(opts.rules),
+            progress,
             _lock: lock,
         });
         metrics
@@ -453,7 +467,12 @@ impl Pipeline {
         }
         let payload = wb.encode();
         match self.wal.append(payload, (wb, received)) {
-            Ok(t) => Ok((Some(t), outcome)),
+            Ok(t) => {
+                if let Some(p) = &self.progress {
+                    p.add_pending(1);
+                }
+                Ok((Some(t), outcome))
+            }
             Err(e) => Err(self.map_err(source, e)),
         }
     }
@@ -475,6 +494,13 @@ impl Pipeline {
         }
     }
 
+    /// An accepted append that will never reach the engine.
+    fn ticket_failed(&self) {
+        if let Some(p) = &self.progress {
+            p.complete(1);
+        }
+    }
+
     /// Submits a parsed batch; resolves once its accepted points are durable.
     pub async fn submit(
         &self,
@@ -484,7 +510,10 @@ impl Pipeline {
     ) -> Result<SubmitOutcome, SubmitError> {
         let (ticket, outcome) = self.enqueue(source, batch, received)?;
         if let Some(t) = ticket {
-            t.wait().await.map_err(|e| self.map_err(source, e))?;
+            t.wait().await.map_err(|e| {
+                self.ticket_failed();
+                self.map_err(source, e)
+            })?;
             self.metrics
                 .ack_seconds
                 .with_label_values(&[&self.name, source])
@@ -502,7 +531,10 @@ impl Pipeline {
     ) -> Result<SubmitOutcome, SubmitError> {
         let (ticket, outcome) = self.enqueue(source, batch, received)?;
         if let Some(t) = ticket {
-            t.wait_blocking().map_err(|e| self.map_err(source, e))?;
+            t.wait_blocking().map_err(|e| {
+                self.ticket_failed();
+                self.map_err(source, e)
+            })?;
             self.metrics
                 .ack_seconds
                 .with_label_values(&[&self.name, source])

@@ -324,6 +324,7 @@ pub struct Engine {
     wal: Option<WalControl>,
     mem_total: usize,
     last_lsn: Option<Lsn>,
+    progress: Option<crate::notify::Progress>,
     metrics: Arc<Metrics>,
     last_create_millis: i64,
 }
@@ -389,9 +390,15 @@ impl Engine {
             wal: None,
             mem_total: 0,
             last_lsn: None,
+            progress: None,
             metrics,
             last_create_millis: 0,
         })
+    }
+
+    /// Reports liveness: every live batch applied completes one pending item.
+    pub fn set_progress(&mut self, progress: Option<crate::notify::Progress>) {
+        self.progress = progress;
     }
 
     /// Connects the engine to its WAL (after replay).
@@ -1040,7 +1047,12 @@ impl Engine {
                     lsn,
                     batch,
                     received,
-                }) => self.apply(lsn, batch, received, false),
+                }) => {
+                    self.apply(lsn, batch, received, false);
+                    if let Some(p) = &self.progress {
+                        p.complete(1);
+                    }
+                }
                 Ok(EngineMsg::SealAll { reason, done }) => {
                     self.seal_all(reason);
                     self.drain_sealer();

@@ -8,3 +8,4 @@ mod bad_input;
 mod config;
 mod crash;
 mod push;
+mod systemd;
