@@ -133,6 +133,24 @@ impl Daemon {
             metrics_path: (settings.metrics.enabled && !separate_metrics)
                 .then(|| settings.metrics.path.clone()),
             ready: AtomicBool::new(false),
+            started_at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0),
+            sources: settings
+                .pipelines
+                .iter()
+                .flat_map(|p| {
+                    p.http_sources.iter().map(move |s| {
+                        (
+                            p.options.engine.pipeline.clone(),
+                            s.name.clone(),
+                            "http",
+                            "listening",
+                        )
+                    })
+                })
+                .collect(),
         });
         let http_token = CancellationToken::new();
         let grace = settings.http.shutdown_grace;

@@ -137,6 +137,9 @@ pub struct Pipeline {
     retry_after: Duration,
     rules: Mutex<Vec<SchemaRule>>,
     progress: Option<Progress>,
+    status: Arc<Mutex<crate::engine::EngineStatus>>,
+    wal_max_bytes: u64,
+    memtable_budget: usize,
     _lock: std::fs::File,
 }
 
@@ -235,6 +238,7 @@ impl Pipeline {
             },
         )?;
         engine.set_progress(progress.clone());
+        let status = engine.status_handle();
         engine.attach_wal(WalControl {
             watermark: wal.watermark_handle(),
             stats: wal.stats().clone(),
@@ -256,6 +260,9 @@ impl Pipeline {
             retry_after: opts.retry_after,
             rules: Mutex::new(opts.rules),
             progress,
+            status,
+            wal_max_bytes: opts.wal.max_bytes,
+            memtable_budget: opts.engine.memtable_bytes,
             _lock: lock,
         });
         metrics
@@ -300,6 +307,49 @@ impl Pipeline {
         if let Ok(mut r) = self.rules.lock() {
             *r = rules;
         }
+    }
+
+    /// The pipeline's part of `/api/status` (see `assets/status.html`); `sources` are
+    /// (name, type, state) of its sources.
+    pub fn status_json(
+        &self,
+        sources: &[(String, &'static str, &'static str)],
+    ) -> serde_json::Value {
+        let file = |f: &crate::engine::FileStatus, time_key: &str| {
+            let mut v = serde_json::json!({
+                "path": f.path,
+                "storage_group": f.storage_group,
+                "bytes": f.bytes,
+                "points": f.points,
+            });
+            v[time_key] = f.time_ms.into();
+            if let Some(r) = f.reason {
+                v["reason"] = r.into();
+            }
+            v
+        };
+        let (open, sealed): (Vec<_>, Vec<_>) = match self.status.lock() {
+            Ok(st) => (
+                st.open.values().map(|f| file(f, "created_ms")).collect(),
+                st.sealed.iter().map(|f| file(f, "sealed_ms")).collect(),
+            ),
+            Err(_) => (Vec::new(), Vec::new()),
+        };
+        let st = self.wal.stats();
+        let memtable = self
+            .metrics
+            .memtable_bytes
+            .with_label_values(&[self.name.as_str()])
+            .get();
+        serde_json::json!({
+            "name": self.name,
+            "accepting": self.is_accepting() && self.wal_fill() < 1.0,
+            "wal": {"bytes": st.disk_bytes.load(Ordering::Relaxed), "max_bytes": self.wal_max_bytes},
+            "memtable": {"bytes": memtable, "budget_bytes": self.memtable_budget},
+            "sources": sources.iter().map(|(n, t, s)| serde_json::json!({"name": n, "type": t, "state": s})).collect::<Vec<_>>(),
+            "open_files": open,
+            "recent_sealed": sealed,
+        })
     }
 
     /// Whether the pipeline takes submissions.
