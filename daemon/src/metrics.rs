@@ -30,6 +30,10 @@ pub struct Metrics {
     pub memtable_bytes: IntGaugeVec,
     /// Bytes in write-ahead-log segments.
     pub wal_bytes: IntGaugeVec,
+    /// The write-ahead log's size limit (0: unlimited).
+    pub wal_max_bytes: IntGaugeVec,
+    /// The memtable budget (0: unlimited).
+    pub memtable_max_bytes: IntGaugeVec,
     /// Write-ahead-log fsyncs.
     pub wal_syncs: IntGaugeVec,
     /// Known series.
@@ -123,6 +127,16 @@ impl Metrics {
             wal_bytes: gauge(
                 "tsfiled_wal_bytes",
                 "Bytes in write-ahead-log segments on disk.",
+                &["pipeline"],
+            ),
+            wal_max_bytes: gauge(
+                "tsfiled_wal_max_bytes",
+                "Size limit of the write-ahead log; at it, sources are refused new points.",
+                &["pipeline"],
+            ),
+            memtable_max_bytes: gauge(
+                "tsfiled_memtable_max_bytes",
+                "Memtable budget of the pipeline.",
                 &["pipeline"],
             ),
             wal_syncs: gauge(

@@ -244,6 +244,14 @@ impl Pipeline {
             rules: Mutex::new(opts.rules),
             _lock: lock,
         });
+        metrics
+            .wal_max_bytes
+            .with_label_values(&[name.as_str()])
+            .set(opts.wal.max_bytes.min(i64::MAX as u64) as i64);
+        metrics
+            .memtable_max_bytes
+            .with_label_values(&[name.as_str()])
+            .set(opts.engine.memtable_bytes.min(i64::MAX as usize) as i64);
         let weak = Arc::downgrade(&p);
         metrics.on_scrape(move || {
             if let Some(p) = weak.upgrade() {
