@@ -97,6 +97,9 @@ impl Daemon {
                     })?;
             tracing::info!(pipeline = %name, data_dir = %ps.options.engine.data_dir.display(), elapsed_ms = started.elapsed().as_millis() as u64, "pipeline ready");
             for src in &ps.http_sources {
+                metrics
+                    .points_received
+                    .with_label_values(&[name.as_str(), src.name.as_str()]);
                 routes.push(SourceRoute {
                     pipeline: p.clone(),
                     stored: ps.time_precision,

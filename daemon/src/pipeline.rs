@@ -265,6 +265,16 @@ impl Pipeline {
             memtable_budget: opts.engine.memtable_bytes,
             _lock: lock,
         });
+        // Series exist from the start (at 0), so alerts and rates see them.
+        {
+            let l = [name.as_str()];
+            metrics.points_written.with_label_values(&l);
+            metrics.bytes_written.with_label_values(&l);
+            metrics.open_files.with_label_values(&l);
+            metrics.memtable_bytes.with_label_values(&l);
+            metrics.wal_bytes.with_label_values(&l);
+            metrics.series.with_label_values(&l);
+        }
         metrics
             .wal_max_bytes
             .with_label_values(&[name.as_str()])
