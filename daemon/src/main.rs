@@ -114,7 +114,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         .enable_all()
         .thread_name("tsfiled-rt")
         .build()?;
-    rt.block_on(async move {
+    let result = rt.block_on(async move {
         let shutdown = CancellationToken::new();
         let (reload_tx, reload_rx) = tokio::sync::mpsc::channel(4);
         let token = shutdown.clone();
@@ -143,7 +143,11 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             }
         });
         tsfiled::app::run(settings, None, shutdown, reload_rx).await
-    })?;
+    });
+    // Past the shutdown deadline a seal may still run on a blocking thread: exit without
+    // waiting for it (dropping the runtime would); the next start recovers from the WAL.
+    rt.shutdown_background();
+    result?;
     Ok(())
 }
 

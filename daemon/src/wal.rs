@@ -566,6 +566,9 @@ impl Worker {
         f.write_all(buf)?;
         let t = std::time::Instant::now();
         f.sync_data()?;
+        if let Some(d) = test_delay(&WAL_DELAY, "TSFILED_TEST_WAL_DELAY_MS") {
+            std::thread::sleep(d);
+        }
         self.stats
             .sync_nanos
             .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -617,6 +620,23 @@ impl Worker {
         }
         self.trimmed_below = below;
     }
+}
+
+static WAL_DELAY: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+
+/// Test-only hook: the delay in milliseconds named by environment variable `var`
+/// (e.g. `TSFILED_TEST_WAL_DELAY_MS`, slept after every WAL fsync), read once into
+/// `cell`. Unset or unparsable: `None`, no delay. Used by the end-to-end tests only.
+pub(crate) fn test_delay(
+    cell: &'static std::sync::OnceLock<Option<Duration>>,
+    var: &str,
+) -> Option<Duration> {
+    *cell.get_or_init(|| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(Duration::from_millis)
+    })
 }
 
 #[cfg(test)]

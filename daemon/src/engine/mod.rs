@@ -1244,6 +1244,10 @@ impl JournalState {
     /// Closes and fsyncs the files, writes their `.resource`, commits the seal in the
     /// journal and renames the files into place (the TsFile last).
     fn complete(&mut self, job: SealJob) -> SealDone {
+        // Test-only hook (`TSFILED_TEST_SEAL_DELAY_MS`): a slow seal.
+        if let Some(d) = crate::wal::test_delay(&SEAL_DELAY, "TSFILED_TEST_SEAL_DELAY_MS") {
+            std::thread::sleep(d);
+        }
         let mut done = SealDone::failed(&job, String::new());
         let mut prepared: Vec<(PathBuf, PathBuf, u64)> = Vec::new();
         let mut error = None;
@@ -1368,3 +1372,5 @@ fn finish_file(f: OpenFile) -> Result<(PathBuf, PathBuf, u64), (String, PathBuf)
     .map_err(|e| fail(e.to_string()))?;
     Ok((f.final_path, f.tmp_path, f.points))
 }
+
+static SEAL_DELAY: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();

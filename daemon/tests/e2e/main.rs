@@ -7,5 +7,6 @@ mod harness;
 mod bad_input;
 mod config;
 mod crash;
+mod limits;
 mod push;
 mod systemd;
