@@ -9,10 +9,14 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::http::{self, HttpState, SourceRoute};
-use crate::metrics::Metrics;
+use tsfiled_connectors::mqtt::MqttMetrics;
+use tsfiled_connectors::sink::BatchSink;
+
+use crate::metrics::{Metrics, MqttSourceMetrics};
 use crate::parse::{ConnectorParsers, Parsers};
 use crate::pipeline::Pipeline;
 use crate::settings::Settings;
+use crate::sources::PipelineSink;
 
 /// A started daemon.
 pub struct Daemon {
@@ -27,6 +31,8 @@ pub struct Daemon {
     settings: Settings,
     http_tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
     http_token: CancellationToken,
+    source_tasks: Vec<(String, tokio::task::JoinHandle<Result<(), String>>)>,
+    source_token: CancellationToken,
 }
 
 /// Why the daemon could not start or stop cleanly.
@@ -63,6 +69,8 @@ impl Daemon {
         let metrics = Metrics::new();
         let mut pipelines = Vec::new();
         let mut routes = Vec::new();
+        let source_token = CancellationToken::new();
+        let mut source_tasks = Vec::new();
         for ps in &settings.pipelines {
             let opts = ps.options.clone();
             let m = metrics.clone();
@@ -85,6 +93,23 @@ impl Daemon {
                     stored: ps.time_precision,
                     source: src.clone(),
                 });
+            }
+            for src in &ps.mqtt_sources {
+                let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
+                let m: Arc<dyn MqttMetrics> =
+                    Arc::new(MqttSourceMetrics::new(metrics.clone(), &name, &src.name));
+                let label = format!("{name}/{}", src.name);
+                tracing::info!(source = %label, url = %src.url, "MQTT source starting");
+                let run = tsfiled_connectors::mqtt::run(src.clone(), sink, source_token.clone(), m);
+                let l = label.clone();
+                let t = tokio::spawn(async move {
+                    let r = run.await.map_err(|e| e.to_string());
+                    if let Err(e) = &r {
+                        tracing::error!(source = %l, error = %e, "MQTT source stopped");
+                    }
+                    r
+                });
+                source_tasks.push((label, t));
             }
             pipelines.push(p);
         }
@@ -146,6 +171,8 @@ impl Daemon {
             settings,
             http_tasks,
             http_token,
+            source_tasks,
+            source_token,
         })
     }
 
@@ -211,6 +238,16 @@ impl Daemon {
         self.http.ready.store(false, Ordering::Relaxed);
         let work = async move {
             self.http_token.cancel();
+            self.source_token.cancel();
+            for (name, t) in self.source_tasks {
+                match t.await {
+                    Ok(Err(e)) => {
+                        tracing::warn!(source = %name, error = %e, "source ended with an error")
+                    }
+                    Err(e) => tracing::warn!(source = %name, error = %e, "source task failed"),
+                    Ok(Ok(())) => {}
+                }
+            }
             for t in self.http_tasks {
                 match t.await {
                     Ok(Err(e)) => tracing::warn!(error = %e, "HTTP server ended with an error"),

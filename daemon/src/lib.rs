@@ -16,4 +16,5 @@ pub mod metrics;
 pub mod parse;
 pub mod pipeline;
 pub mod settings;
+pub mod sources;
 pub mod wal;

@@ -4,9 +4,10 @@
 use std::sync::{Arc, Mutex};
 
 use prometheus::{
-    exponential_buckets, Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    exponential_buckets, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
+use tsfiled_connectors::mqtt::{MessageError, MqttMetrics};
 
 type Refresher = Box<dyn Fn() + Send + Sync>;
 
@@ -46,6 +47,18 @@ pub struct Metrics {
     pub backpressure: IntCounterVec,
     /// HTTP requests by status code.
     pub http_requests: IntCounterVec,
+    /// MQTT connection state (1 connected), by pipeline and source.
+    pub mqtt_connected: IntGaugeVec,
+    /// MQTT reconnections.
+    pub mqtt_reconnects: IntCounterVec,
+    /// MQTT messages received.
+    pub mqtt_messages: IntCounterVec,
+    /// MQTT payload bytes received.
+    pub mqtt_bytes: IntCounterVec,
+    /// MQTT messages (or points) not ingested, by reason.
+    pub mqtt_message_errors: IntCounterVec,
+    /// MQTT messages received and not yet durable.
+    pub mqtt_inflight: IntGaugeVec,
 }
 
 impl Metrics {
@@ -169,6 +182,36 @@ impl Metrics {
                 "HTTP requests, by status code.",
                 &["code"],
             ),
+            mqtt_connected: gauge(
+                "tsfiled_mqtt_connected",
+                "1 while the MQTT source is connected to its broker.",
+                &["pipeline", "source"],
+            ),
+            mqtt_reconnects: counter(
+                "tsfiled_mqtt_reconnects_total",
+                "MQTT connections established after the first one.",
+                &["pipeline", "source"],
+            ),
+            mqtt_messages: counter(
+                "tsfiled_mqtt_messages_total",
+                "MQTT messages received.",
+                &["pipeline", "source"],
+            ),
+            mqtt_bytes: counter(
+                "tsfiled_mqtt_bytes_total",
+                "MQTT payload bytes received.",
+                &["pipeline", "source"],
+            ),
+            mqtt_message_errors: counter(
+                "tsfiled_mqtt_message_errors_total",
+                "MQTT messages (or points of them) not ingested, by reason.",
+                &["pipeline", "source", "reason"],
+            ),
+            mqtt_inflight: gauge(
+                "tsfiled_mqtt_inflight_messages",
+                "MQTT messages received and not yet durable.",
+                &["pipeline", "source"],
+            ),
             registry,
             refreshers: Mutex::new(Vec::new()),
         })
@@ -191,6 +234,58 @@ impl Metrics {
         let mut buf = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
         String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+/// The MQTT source's telemetry on the Prometheus metrics of one (pipeline, source).
+pub struct MqttSourceMetrics {
+    metrics: Arc<Metrics>,
+    pipeline: String,
+    source: String,
+    connected: IntGauge,
+    reconnects: IntCounter,
+    messages: IntCounter,
+    bytes: IntCounter,
+    inflight: IntGauge,
+}
+
+impl MqttSourceMetrics {
+    /// Resolves (and so exports at 0) the series of `source` in `pipeline`.
+    pub fn new(metrics: Arc<Metrics>, pipeline: &str, source: &str) -> MqttSourceMetrics {
+        let l = [pipeline, source];
+        MqttSourceMetrics {
+            connected: metrics.mqtt_connected.with_label_values(&l),
+            reconnects: metrics.mqtt_reconnects.with_label_values(&l),
+            messages: metrics.mqtt_messages.with_label_values(&l),
+            bytes: metrics.mqtt_bytes.with_label_values(&l),
+            inflight: metrics.mqtt_inflight.with_label_values(&l),
+            pipeline: pipeline.to_string(),
+            source: source.to_string(),
+            metrics,
+        }
+    }
+}
+
+impl MqttMetrics for MqttSourceMetrics {
+    fn connected(&self, up: bool) {
+        self.connected.set(i64::from(up));
+    }
+    fn reconnect(&self) {
+        self.reconnects.inc();
+    }
+    fn received(&self, bytes: u64) {
+        self.messages.inc();
+        self.bytes.inc_by(bytes);
+    }
+    fn message_error(&self, reason: MessageError, count: u64) {
+        self.metrics
+            .mqtt_message_errors
+            .with_label_values(&[&self.pipeline, &self.source, reason.label()])
+            .inc_by(count);
+    }
+    fn in_flight(&self, messages: u64) {
+        self.inflight
+            .set(i64::try_from(messages).unwrap_or(i64::MAX));
     }
 }
 

@@ -34,6 +34,8 @@ pub struct PipelineSettings {
     pub time_precision: TimeUnit,
     /// HTTP push sources feeding this pipeline.
     pub http_sources: Vec<HttpSourceSettings>,
+    /// MQTT sources feeding this pipeline.
+    pub mqtt_sources: Vec<tsfiled_connectors::mqtt::MqttSourceOptions>,
 }
 
 /// One HTTP push source: its routes below `base_path`.
@@ -192,7 +194,11 @@ impl Settings {
                 })
                 .collect::<Result<_, String>>()?;
             let mut http_sources = Vec::new();
+            let mut mqtt_sources = Vec::new();
             for s in &p.sources {
+                if let cfg::SourceKind::Mqtt(m) = &s.kind {
+                    mqtt_sources.push(crate::sources::mqtt_options(&s.name, m, precision));
+                }
                 if let cfg::SourceKind::Http(h) = &s.kind {
                     let lp = &h.line_protocol;
                     let device_template =
@@ -212,6 +218,7 @@ impl Settings {
                 options: o,
                 time_precision: precision,
                 http_sources,
+                mqtt_sources,
             });
         }
         Ok(Settings {

@@ -7,4 +7,5 @@ mod harness;
 mod bad_input;
 mod config;
 mod crash;
+mod mqtt;
 mod push;
