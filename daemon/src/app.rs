@@ -9,10 +9,11 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::http::{self, HttpState, SourceRoute};
+use tsfiled_connectors::csv::CsvMetrics;
 use tsfiled_connectors::mqtt::MqttMetrics;
 use tsfiled_connectors::sink::BatchSink;
 
-use crate::metrics::{Metrics, MqttSourceMetrics};
+use crate::metrics::{CsvSourceMetrics, Metrics, MqttSourceMetrics};
 use crate::parse::{ConnectorParsers, Parsers};
 use crate::pipeline::Pipeline;
 use crate::settings::Settings;
@@ -106,6 +107,28 @@ impl Daemon {
                     let r = run.await.map_err(|e| e.to_string());
                     if let Err(e) = &r {
                         tracing::error!(source = %l, error = %e, "MQTT source stopped");
+                    }
+                    r
+                });
+                source_tasks.push((label, t));
+            }
+            for src in &ps.csv_sources {
+                let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
+                let m: Arc<dyn CsvMetrics> =
+                    Arc::new(CsvSourceMetrics::new(&metrics, &name, &src.name));
+                let label = format!("{name}/{}", src.name);
+                tracing::info!(source = %label, dirs = ?src.options.directories, "CSV source starting");
+                let run = tsfiled_connectors::csv::run(
+                    src.options.clone(),
+                    sink,
+                    source_token.clone(),
+                    m,
+                );
+                let l = label.clone();
+                let t = tokio::spawn(async move {
+                    let r = run.await.map_err(|e| e.to_string());
+                    if let Err(e) = &r {
+                        tracing::error!(source = %l, error = %e, "CSV source stopped");
                     }
                     r
                 });

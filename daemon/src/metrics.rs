@@ -7,6 +7,7 @@ use prometheus::{
     exponential_buckets, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
+use tsfiled_connectors::csv::{CsvMetrics, FileResult};
 use tsfiled_connectors::mqtt::{MessageError, MqttMetrics};
 
 type Refresher = Box<dyn Fn() + Send + Sync>;
@@ -59,6 +60,16 @@ pub struct Metrics {
     pub mqtt_message_errors: IntCounterVec,
     /// MQTT messages received and not yet durable.
     pub mqtt_inflight: IntGaugeVec,
+    /// CSV files finished, by result (done, deleted, error, stuck).
+    pub csv_files: IntCounterVec,
+    /// CSV rows, by result (accepted, rejected).
+    pub csv_rows: IntCounterVec,
+    /// CSV points, by result (accepted, rejected).
+    pub csv_points: IntCounterVec,
+    /// CSV bytes read.
+    pub csv_bytes: IntCounterVec,
+    /// CSV files waiting.
+    pub csv_queue: IntGaugeVec,
 }
 
 impl Metrics {
@@ -212,6 +223,31 @@ impl Metrics {
                 "MQTT messages received and not yet durable.",
                 &["pipeline", "source"],
             ),
+            csv_files: counter(
+                "tsfiled_csv_files_total",
+                "CSV files finished, by result (done, deleted, error, stuck).",
+                &["pipeline", "source", "result"],
+            ),
+            csv_rows: counter(
+                "tsfiled_csv_rows_total",
+                "CSV rows, by result (accepted, rejected).",
+                &["pipeline", "source", "result"],
+            ),
+            csv_points: counter(
+                "tsfiled_csv_points_total",
+                "CSV points, by result (accepted, rejected).",
+                &["pipeline", "source", "result"],
+            ),
+            csv_bytes: counter(
+                "tsfiled_csv_bytes_read_total",
+                "CSV bytes read.",
+                &["pipeline", "source"],
+            ),
+            csv_queue: gauge(
+                "tsfiled_csv_queue_length",
+                "CSV files waiting to be ingested.",
+                &["pipeline", "source"],
+            ),
             registry,
             refreshers: Mutex::new(Vec::new()),
         })
@@ -286,6 +322,70 @@ impl MqttMetrics for MqttSourceMetrics {
     fn in_flight(&self, messages: u64) {
         self.inflight
             .set(i64::try_from(messages).unwrap_or(i64::MAX));
+    }
+}
+
+/// The CSV source's telemetry on the Prometheus metrics of one (pipeline, source).
+pub struct CsvSourceMetrics {
+    files: [IntCounter; 4],
+    rows: [IntCounter; 2],
+    points: [IntCounter; 2],
+    bytes: IntCounter,
+    queue: IntGauge,
+}
+
+impl CsvSourceMetrics {
+    /// Resolves (and so exports at 0) the series of `source` in `pipeline`.
+    pub fn new(metrics: &Metrics, pipeline: &str, source: &str) -> CsvSourceMetrics {
+        let f = |r: FileResult| {
+            metrics
+                .csv_files
+                .with_label_values(&[pipeline, source, r.label()])
+        };
+        let two = |v: &IntCounterVec| {
+            [
+                v.with_label_values(&[pipeline, source, "accepted"]),
+                v.with_label_values(&[pipeline, source, "rejected"]),
+            ]
+        };
+        CsvSourceMetrics {
+            files: [
+                f(FileResult::Done),
+                f(FileResult::Deleted),
+                f(FileResult::Error),
+                f(FileResult::Stuck),
+            ],
+            rows: two(&metrics.csv_rows),
+            points: two(&metrics.csv_points),
+            bytes: metrics.csv_bytes.with_label_values(&[pipeline, source]),
+            queue: metrics.csv_queue.with_label_values(&[pipeline, source]),
+        }
+    }
+}
+
+impl CsvMetrics for CsvSourceMetrics {
+    fn file_finished(&self, result: FileResult) {
+        let i = match result {
+            FileResult::Done => 0,
+            FileResult::Deleted => 1,
+            FileResult::Error => 2,
+            FileResult::Stuck => 3,
+        };
+        self.files[i].inc();
+    }
+    fn rows(&self, accepted: u64, rejected: u64) {
+        self.rows[0].inc_by(accepted);
+        self.rows[1].inc_by(rejected);
+    }
+    fn points(&self, accepted: u64, rejected: u64) {
+        self.points[0].inc_by(accepted);
+        self.points[1].inc_by(rejected);
+    }
+    fn bytes_read(&self, bytes: u64) {
+        self.bytes.inc_by(bytes);
+    }
+    fn queue_length(&self, files: usize) {
+        self.queue.set(i64::try_from(files).unwrap_or(i64::MAX));
     }
 }
 

@@ -7,5 +7,6 @@ mod harness;
 mod bad_input;
 mod config;
 mod crash;
+mod csv;
 mod mqtt;
 mod push;
