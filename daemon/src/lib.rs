@@ -12,6 +12,7 @@ pub mod app;
 pub mod config_file;
 pub mod engine;
 pub mod http;
+pub mod import;
 pub mod metrics;
 pub mod parse;
 pub mod pipeline;

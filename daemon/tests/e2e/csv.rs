@@ -112,3 +112,46 @@ fn csv_dropped_in_watched_dir_ends_in_done_and_is_sealed() {
     let (points, _) = read_all(&data);
     check_wide(&points, n);
 }
+
+#[test]
+fn import_subcommand_writes_sealed_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("out");
+    let f = tmp.path().join("wide.csv");
+    let n = 3_000;
+    std::fs::write(&f, wide_csv(n)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+        .arg("import")
+        .arg(&f)
+        .arg("--to")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!(
+            "imported 1 files: {n} rows (0 rejected), {} points",
+            3 * n
+        )),
+        "{stdout}"
+    );
+    assert!(temporaries(&out_dir).is_empty());
+    let (points, files) = read_all(&out_dir);
+    assert!(!files.is_empty());
+    check_wide(&points, n);
+
+    // A missing file fails, naming it.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+        .args(["import", "/nonexistent/x.csv", "--to"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/x.csv"), "{err}");
+}
