@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -14,6 +14,7 @@ use tsfiled_connectors::mqtt::MqttMetrics;
 use tsfiled_connectors::sink::BatchSink;
 
 use crate::metrics::{CsvSourceMetrics, Metrics, MqttSourceMetrics};
+use crate::notify::{Notifier, ProgressTracker, Watchdog};
 use crate::parse::{ConnectorParsers, Parsers};
 use crate::pipeline::Pipeline;
 use crate::settings::Settings;
@@ -29,6 +30,8 @@ pub struct Daemon {
     pub http_addr: std::net::SocketAddr,
     /// Metrics.
     pub metrics: Arc<Metrics>,
+    /// Liveness of every pipeline engine and source (for the systemd watchdog).
+    pub tracker: ProgressTracker,
     settings: Settings,
     http_tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
     http_token: CancellationToken,
@@ -68,12 +71,19 @@ impl Daemon {
         listener: Option<TcpListener>,
     ) -> Result<Daemon, DaemonError> {
         let metrics = Metrics::new();
+        let tracker = ProgressTracker::new();
+        // A component with pending work and no progress for a whole watchdog period is wedged.
+        let stall = crate::notify::watchdog_interval_from_env()
+            .map(|i| i * 2)
+            .unwrap_or(Duration::from_secs(60));
         let mut pipelines = Vec::new();
         let mut routes = Vec::new();
         let source_token = CancellationToken::new();
         let mut source_tasks = Vec::new();
         for ps in &settings.pipelines {
-            let opts = ps.options.clone();
+            let mut opts = ps.options.clone();
+            opts.engine.progress =
+                Some(tracker.register(format!("pipeline {} engine", opts.engine.pipeline), stall));
             let m = metrics.clone();
             let name = opts.engine.pipeline.clone();
             let started = Instant::now();
@@ -97,9 +107,11 @@ impl Daemon {
             }
             for src in &ps.mqtt_sources {
                 let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
-                let m: Arc<dyn MqttMetrics> =
-                    Arc::new(MqttSourceMetrics::new(metrics.clone(), &name, &src.name));
                 let label = format!("{name}/{}", src.name);
+                let m: Arc<dyn MqttMetrics> = Arc::new(
+                    MqttSourceMetrics::new(metrics.clone(), &name, &src.name)
+                        .with_progress(tracker.register(format!("source {label}"), stall)),
+                );
                 tracing::info!(source = %label, url = %src.url, "MQTT source starting");
                 let run = tsfiled_connectors::mqtt::run(src.clone(), sink, source_token.clone(), m);
                 let l = label.clone();
@@ -114,9 +126,11 @@ impl Daemon {
             }
             for src in &ps.csv_sources {
                 let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
-                let m: Arc<dyn CsvMetrics> =
-                    Arc::new(CsvSourceMetrics::new(&metrics, &name, &src.name));
                 let label = format!("{name}/{}", src.name);
+                let m: Arc<dyn CsvMetrics> = Arc::new(
+                    CsvSourceMetrics::new(&metrics, &name, &src.name)
+                        .with_progress(tracker.register(format!("source {label}"), stall)),
+                );
                 tracing::info!(source = %label, dirs = ?src.options.directories, "CSV source starting");
                 let run = tsfiled_connectors::csv::run(
                     src.options.clone(),
@@ -191,6 +205,7 @@ impl Daemon {
             http: state,
             http_addr,
             metrics,
+            tracker,
             settings,
             http_tasks,
             http_token,
@@ -300,21 +315,70 @@ impl Daemon {
 }
 
 /// Runs until `shutdown` is cancelled; `reloads` yields new settings on SIGHUP.
+///
+/// Under systemd (`NOTIFY_SOCKET`), sends `READY=1` once every pipeline and source is up,
+/// a `STATUS=` throughput line every few seconds, `RELOADING=1` / `READY=1` around reloads and
+/// `STOPPING=1` on shutdown; with `WATCHDOG_USEC` it pings only while no pipeline engine or
+/// source is wedged.
 pub async fn run(
     settings: Settings,
     listener: Option<TcpListener>,
     shutdown: CancellationToken,
     mut reloads: tokio::sync::mpsc::Receiver<Settings>,
 ) -> Result<(), DaemonError> {
+    let notifier = Notifier::from_env().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "systemd notifications disabled");
+        Notifier::disabled()
+    });
     let mut daemon = Daemon::start(settings, listener).await?;
+    let _watchdog = match crate::notify::watchdog_interval_from_env() {
+        Some(interval) if notifier.is_enabled() => {
+            match Watchdog::spawn(notifier.clone(), daemon.tracker.clone(), interval, None) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot start the watchdog thread");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let _ = notifier.ready_with_status(&format!("ready: {} pipelines", daemon.pipelines.len()));
+    let mut status = tokio::time::interval(STATUS_EVERY);
+    status.tick().await;
+    let mut last = (
+        Instant::now(),
+        daemon.metrics.total("tsfiled_points_received_total"),
+    );
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
+            _ = status.tick(), if notifier.is_enabled() => {
+                let now = Instant::now();
+                let total = daemon.metrics.total("tsfiled_points_received_total");
+                let secs = now.duration_since(last.0).as_secs_f64().max(1e-3);
+                let sealed = daemon.metrics.total("tsfiled_files_sealed_total");
+                let _ = notifier.status(&format!(
+                    "{:.0} points/s; {} points received, {} files sealed",
+                    (total - last.1) / secs,
+                    total,
+                    sealed
+                ));
+                last = (now, total);
+            }
             s = reloads.recv() => match s {
-                Some(s) => daemon.reload(s),
+                Some(s) => {
+                    let _ = notifier.reloading();
+                    daemon.reload(s);
+                    let _ = notifier.ready();
+                }
                 None => { shutdown.cancelled().await; break; }
             },
         }
     }
+    let _ = notifier.stopping();
     daemon.shutdown().await
 }
+
+/// How often `STATUS=` is sent to systemd.
+const STATUS_EVERY: Duration = Duration::from_secs(5);

@@ -14,6 +14,7 @@ pub mod engine;
 pub mod http;
 pub mod import;
 pub mod metrics;
+pub mod notify;
 pub mod parse;
 pub mod pipeline;
 pub mod settings;

@@ -260,6 +260,18 @@ impl Metrics {
         }
     }
 
+    /// The sum of a counter family over all its labels (0 when absent), e.g. for the
+    /// throughput summary of systemd's `STATUS=`.
+    pub fn total(&self, name: &str) -> f64 {
+        self.registry
+            .gather()
+            .iter()
+            .filter(|f| f.name() == name)
+            .flat_map(|f| f.get_metric().iter())
+            .map(|m| m.get_counter().get_value())
+            .sum()
+    }
+
     /// Renders the Prometheus text format.
     pub fn render(&self) -> String {
         if let Ok(r) = self.refreshers.lock() {
@@ -283,6 +295,7 @@ pub struct MqttSourceMetrics {
     messages: IntCounter,
     bytes: IntCounter,
     inflight: IntGauge,
+    progress: Option<crate::notify::Progress>,
 }
 
 impl MqttSourceMetrics {
@@ -295,6 +308,7 @@ impl MqttSourceMetrics {
             messages: metrics.mqtt_messages.with_label_values(&l),
             bytes: metrics.mqtt_bytes.with_label_values(&l),
             inflight: metrics.mqtt_inflight.with_label_values(&l),
+            progress: None,
             pipeline: pipeline.to_string(),
             source: source.to_string(),
             metrics,
@@ -302,7 +316,21 @@ impl MqttSourceMetrics {
     }
 }
 
+impl MqttSourceMetrics {
+    /// Also reports liveness to the watchdog: in-flight messages are pending work, durable
+    /// points are progress.
+    pub fn with_progress(mut self, p: crate::notify::Progress) -> Self {
+        self.progress = Some(p);
+        self
+    }
+}
+
 impl MqttMetrics for MqttSourceMetrics {
+    fn points_durable(&self, _points: u64) {
+        if let Some(p) = &self.progress {
+            p.progress();
+        }
+    }
     fn connected(&self, up: bool) {
         self.connected.set(i64::from(up));
     }
@@ -322,6 +350,9 @@ impl MqttMetrics for MqttSourceMetrics {
     fn in_flight(&self, messages: u64) {
         self.inflight
             .set(i64::try_from(messages).unwrap_or(i64::MAX));
+        if let Some(p) = &self.progress {
+            p.set_pending(messages);
+        }
     }
 }
 
@@ -332,6 +363,22 @@ pub struct CsvSourceMetrics {
     points: [IntCounter; 2],
     bytes: IntCounter,
     queue: IntGauge,
+    progress: Option<crate::notify::Progress>,
+}
+
+impl CsvSourceMetrics {
+    /// Also reports liveness to the watchdog: queued files are pending work, ingested points
+    /// and finished files are progress.
+    pub fn with_progress(mut self, p: crate::notify::Progress) -> Self {
+        self.progress = Some(p);
+        self
+    }
+
+    fn tick(&self) {
+        if let Some(p) = &self.progress {
+            p.progress();
+        }
+    }
 }
 
 impl CsvSourceMetrics {
@@ -359,6 +406,7 @@ impl CsvSourceMetrics {
             points: two(&metrics.csv_points),
             bytes: metrics.csv_bytes.with_label_values(&[pipeline, source]),
             queue: metrics.csv_queue.with_label_values(&[pipeline, source]),
+            progress: None,
         }
     }
 }
@@ -372,6 +420,7 @@ impl CsvMetrics for CsvSourceMetrics {
             FileResult::Stuck => 3,
         };
         self.files[i].inc();
+        self.tick();
     }
     fn rows(&self, accepted: u64, rejected: u64) {
         self.rows[0].inc_by(accepted);
@@ -380,12 +429,16 @@ impl CsvMetrics for CsvSourceMetrics {
     fn points(&self, accepted: u64, rejected: u64) {
         self.points[0].inc_by(accepted);
         self.points[1].inc_by(rejected);
+        self.tick();
     }
     fn bytes_read(&self, bytes: u64) {
         self.bytes.inc_by(bytes);
     }
     fn queue_length(&self, files: usize) {
         self.queue.set(i64::try_from(files).unwrap_or(i64::MAX));
+        if let Some(p) = &self.progress {
+            p.set_pending(files as u64);
+        }
     }
 }
 

@@ -210,11 +210,15 @@ impl Pipeline {
         }
         let (engine_tx, engine_rx) = sync_channel::<EngineMsg>(64);
         let sink_tx = engine_tx.clone();
+        let wal_progress = opts.engine.progress.clone();
         let wal = Wal::start(
             opts.wal.clone(),
             next_segment,
             disk,
             move |lsn, (batch, received): WalItem| {
+                if let Some(p) = &wal_progress {
+                    p.add_pending(1);
+                }
                 let _ = sink_tx.send(EngineMsg::Write {
                     lsn,
                     batch,

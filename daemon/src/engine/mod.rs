@@ -61,6 +61,9 @@ pub struct EngineOptions {
     pub writer: WriterProperties,
     /// How often time-based sealing is checked.
     pub tick: Duration,
+    /// Liveness handle for the systemd watchdog: the WAL adds one pending item per delivered
+    /// write, the engine completes it once applied (and ticks on every loop turn).
+    pub progress: Option<crate::notify::Progress>,
 }
 
 impl EngineOptions {
@@ -80,6 +83,7 @@ impl EngineOptions {
             file_idle: Duration::from_secs(600),
             writer: WriterProperties::default(),
             tick: Duration::from_millis(500),
+            progress: None,
         }
     }
 }
@@ -1031,16 +1035,28 @@ impl Engine {
             tracing::warn!(error = %e, "cannot start the sealer thread; sealing inline");
         }
         let tick = self.opts.tick;
+        let progress = self.opts.progress.clone();
+        // Test-only hook (documented in the e2e tests): the engine stops processing writes,
+        // so its pending work stalls and the systemd watchdog must stop pinging.
+        let stall = std::env::var_os("TSFILED_TEST_STALL_ENGINE").is_some_and(|v| v == "1");
         let mut last_tick = Instant::now();
         loop {
             let msg = rx.recv_timeout(tick);
             self.poll_sealer();
             match msg {
+                Ok(EngineMsg::Write { .. }) if stall => loop {
+                    std::thread::park();
+                },
                 Ok(EngineMsg::Write {
                     lsn,
                     batch,
                     received,
-                }) => self.apply(lsn, batch, received, false),
+                }) => {
+                    self.apply(lsn, batch, received, false);
+                    if let Some(p) = &progress {
+                        p.complete(1);
+                    }
+                }
                 Ok(EngineMsg::SealAll { reason, done }) => {
                     self.seal_all(reason);
                     self.drain_sealer();
@@ -1060,7 +1076,12 @@ impl Engine {
                                 lsn,
                                 batch,
                                 received,
-                            } => self.apply(lsn, batch, received, false),
+                            } => {
+                                self.apply(lsn, batch, received, false);
+                                if let Some(p) = &progress {
+                                    p.complete(1);
+                                }
+                            }
                             EngineMsg::SealAll { done, .. }
                             | EngineMsg::Stop { done }
                             | EngineMsg::Abandon { done } => {
@@ -1084,6 +1105,9 @@ impl Engine {
             if last_tick.elapsed() >= tick {
                 last_tick = Instant::now();
                 self.tick();
+                if let Some(p) = &progress {
+                    p.progress();
+                }
             }
         }
     }

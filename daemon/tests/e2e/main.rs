@@ -10,3 +10,4 @@ mod crash;
 mod csv;
 mod mqtt;
 mod push;
+mod systemd;
