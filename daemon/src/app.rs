@@ -19,6 +19,7 @@ use crate::parse::{ConnectorParsers, Parsers};
 use crate::pipeline::Pipeline;
 use crate::settings::Settings;
 use crate::sources::PipelineSink;
+use crate::status::{PipelineStatus, SourceType, StatusState};
 
 /// A started daemon.
 pub struct Daemon {
@@ -76,6 +77,8 @@ impl Daemon {
         let stall = crate::notify::watchdog_interval_from_env()
             .map(|i| i * 2)
             .unwrap_or(Duration::from_secs(60));
+        let started_at_ms = crate::status::now_ms();
+        let mut status_pipelines = Vec::new();
         let mut pipelines = Vec::new();
         let mut routes = Vec::new();
         let source_token = CancellationToken::new();
@@ -148,6 +151,42 @@ impl Daemon {
                 });
                 source_tasks.push((label, t));
             }
+            // Limits, and every (pipeline, source) series at 0 from the start.
+            metrics
+                .wal_max_bytes
+                .with_label_values(&[&name])
+                .set(i64::try_from(ps.options.wal.max_bytes).unwrap_or(i64::MAX));
+            metrics
+                .memtable_max_bytes
+                .with_label_values(&[&name])
+                .set(i64::try_from(ps.options.engine.memtable_bytes).unwrap_or(i64::MAX));
+            let mut srcs: Vec<(String, SourceType)> = Vec::new();
+            srcs.extend(
+                ps.http_sources
+                    .iter()
+                    .map(|s| (s.name.clone(), SourceType::Http)),
+            );
+            srcs.extend(
+                ps.mqtt_sources
+                    .iter()
+                    .map(|s| (s.name.clone(), SourceType::Mqtt)),
+            );
+            srcs.extend(
+                ps.csv_sources
+                    .iter()
+                    .map(|s| (s.name.clone(), SourceType::Csv)),
+            );
+            for (src, _) in &srcs {
+                let l = [name.as_str(), src.as_str()];
+                metrics.points_received.with_label_values(&l);
+                metrics.backpressure.with_label_values(&l);
+            }
+            status_pipelines.push(PipelineStatus {
+                pipeline: p.clone(),
+                wal_max_bytes: ps.options.wal.max_bytes,
+                memtable_budget_bytes: ps.options.engine.memtable_bytes as u64,
+                sources: srcs,
+            });
             pipelines.push(p);
         }
         let listen_err = |addr: &str, e: std::io::Error| DaemonError::Listen {
@@ -191,7 +230,12 @@ impl Daemon {
             http_tasks.push(tokio::spawn(http::run(ml, app, http_token.clone(), grace)));
             tracing::info!(addr = %maddr, "metrics listening on http://{maddr}{}", settings.metrics.path);
         }
-        let app = http::router(state.clone(), routes);
+        let status = Arc::new(StatusState {
+            started_at_ms,
+            pipelines: status_pipelines,
+            metrics: metrics.clone(),
+        });
+        let app = http::router(state.clone(), routes).merge(crate::status::router(status));
         http_tasks.push(tokio::spawn(http::run(
             listener,
             app,

@@ -19,4 +19,5 @@ pub mod parse;
 pub mod pipeline;
 pub mod settings;
 pub mod sources;
+pub mod status;
 pub mod wal;

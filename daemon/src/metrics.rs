@@ -36,6 +36,10 @@ pub struct Metrics {
     pub wal_syncs: IntGaugeVec,
     /// Known series.
     pub series: IntGaugeVec,
+    /// Write-ahead-log limit in bytes (0: unlimited).
+    pub wal_max_bytes: IntGaugeVec,
+    /// Memtable budget in bytes.
+    pub memtable_max_bytes: IntGaugeVec,
     /// Memtable flush durations.
     pub flush_seconds: HistogramVec,
     /// Seal durations.
@@ -159,6 +163,16 @@ impl Metrics {
                 "Distinct series known to the pipeline.",
                 &["pipeline"],
             ),
+            wal_max_bytes: gauge(
+                "tsfiled_wal_max_bytes",
+                "Write-ahead-log size limit in bytes (0: unlimited).",
+                &["pipeline"],
+            ),
+            memtable_max_bytes: gauge(
+                "tsfiled_memtable_max_bytes",
+                "Memtable budget in bytes.",
+                &["pipeline"],
+            ),
             flush_seconds: hist(
                 "tsfiled_flush_duration_seconds",
                 "Duration of memtable flushes into TsFiles.",
@@ -272,13 +286,18 @@ impl Metrics {
             .sum()
     }
 
-    /// Renders the Prometheus text format.
-    pub fn render(&self) -> String {
+    /// Runs the scrape-time updaters (as [`Metrics::render`] does first).
+    pub fn refresh(&self) {
         if let Ok(r) = self.refreshers.lock() {
             for f in r.iter() {
                 f();
             }
         }
+    }
+
+    /// Renders the Prometheus text format.
+    pub fn render(&self) -> String {
+        self.refresh();
         let mut buf = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
         String::from_utf8(buf).unwrap_or_default()

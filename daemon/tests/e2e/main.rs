@@ -10,4 +10,5 @@ mod crash;
 mod csv;
 mod mqtt;
 mod push;
+mod status_page;
 mod systemd;
