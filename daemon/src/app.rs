@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -14,12 +14,11 @@ use tsfiled_connectors::mqtt::MqttMetrics;
 use tsfiled_connectors::sink::BatchSink;
 
 use crate::metrics::{CsvSourceMetrics, Metrics, MqttSourceMetrics};
-use crate::notify::{Notifier, ProgressTracker, Watchdog};
+use crate::notify::{self, Notifier, ProgressTracker, Watchdog};
 use crate::parse::{ConnectorParsers, Parsers};
 use crate::pipeline::Pipeline;
 use crate::settings::Settings;
 use crate::sources::PipelineSink;
-use crate::status::{PipelineStatus, SourceType, StatusState};
 
 /// A started daemon.
 pub struct Daemon {
@@ -31,11 +30,14 @@ pub struct Daemon {
     pub http_addr: std::net::SocketAddr,
     /// Metrics.
     pub metrics: Arc<Metrics>,
-    /// Liveness of every pipeline engine and source (for the systemd watchdog).
+    /// systemd notifications (a no-op when not run by systemd).
+    pub notifier: Notifier,
+    /// Liveness of the pipelines (and later the sources), for the watchdog.
     pub tracker: ProgressTracker,
     settings: Settings,
     http_tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
     http_token: CancellationToken,
+    watchdog: Option<Watchdog>,
     source_tasks: Vec<(String, tokio::task::JoinHandle<Result<(), String>>)>,
     source_token: CancellationToken,
 }
@@ -72,36 +74,41 @@ impl Daemon {
         listener: Option<TcpListener>,
     ) -> Result<Daemon, DaemonError> {
         let metrics = Metrics::new();
+        let notifier = Notifier::from_env().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "NOTIFY_SOCKET is unusable; not notifying systemd");
+            Notifier::disabled()
+        });
         let tracker = ProgressTracker::new();
-        // A component with pending work and no progress for a whole watchdog period is wedged.
-        let stall = crate::notify::watchdog_interval_from_env()
-            .map(|i| i * 2)
-            .unwrap_or(Duration::from_secs(60));
-        let started_at_ms = crate::status::now_ms();
-        let mut status_pipelines = Vec::new();
+        // A pipeline with work queued and no batch applied for this long is wedged.
+        let stall = settings
+            .shutdown_timeout
+            .max(std::time::Duration::from_secs(30));
         let mut pipelines = Vec::new();
         let mut routes = Vec::new();
         let source_token = CancellationToken::new();
         let mut source_tasks = Vec::new();
         for ps in &settings.pipelines {
-            let mut opts = ps.options.clone();
-            opts.engine.progress =
-                Some(tracker.register(format!("pipeline {} engine", opts.engine.pipeline), stall));
+            let opts = ps.options.clone();
             let m = metrics.clone();
             let name = opts.engine.pipeline.clone();
             let started = Instant::now();
-            let p = tokio::task::spawn_blocking(move || Pipeline::open(opts, m))
-                .await
-                .map_err(|e| DaemonError::Pipeline {
-                    pipeline: name.clone(),
-                    source: std::io::Error::other(e),
-                })?
-                .map_err(|e| DaemonError::Pipeline {
-                    pipeline: name.clone(),
-                    source: e,
-                })?;
+            let progress = tracker.register(format!("pipeline/{name}"), stall);
+            let p =
+                tokio::task::spawn_blocking(move || Pipeline::open_with(opts, m, Some(progress)))
+                    .await
+                    .map_err(|e| DaemonError::Pipeline {
+                        pipeline: name.clone(),
+                        source: std::io::Error::other(e),
+                    })?
+                    .map_err(|e| DaemonError::Pipeline {
+                        pipeline: name.clone(),
+                        source: e,
+                    })?;
             tracing::info!(pipeline = %name, data_dir = %ps.options.engine.data_dir.display(), elapsed_ms = started.elapsed().as_millis() as u64, "pipeline ready");
             for src in &ps.http_sources {
+                metrics
+                    .points_received
+                    .with_label_values(&[name.as_str(), src.name.as_str()]);
                 routes.push(SourceRoute {
                     pipeline: p.clone(),
                     stored: ps.time_precision,
@@ -109,11 +116,14 @@ impl Daemon {
                 });
             }
             for src in &ps.mqtt_sources {
-                let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
+                metrics
+                    .points_received
+                    .with_label_values(&[name.as_str(), src.name.as_str()]);
                 let label = format!("{name}/{}", src.name);
+                let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
                 let m: Arc<dyn MqttMetrics> = Arc::new(
                     MqttSourceMetrics::new(metrics.clone(), &name, &src.name)
-                        .with_progress(tracker.register(format!("source {label}"), stall)),
+                        .with_progress(tracker.register(format!("source/{label}"), stall)),
                 );
                 tracing::info!(source = %label, url = %src.url, "MQTT source starting");
                 let run = tsfiled_connectors::mqtt::run(src.clone(), sink, source_token.clone(), m);
@@ -128,11 +138,14 @@ impl Daemon {
                 source_tasks.push((label, t));
             }
             for src in &ps.csv_sources {
-                let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
+                metrics
+                    .points_received
+                    .with_label_values(&[name.as_str(), src.name.as_str()]);
                 let label = format!("{name}/{}", src.name);
+                let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
                 let m: Arc<dyn CsvMetrics> = Arc::new(
                     CsvSourceMetrics::new(&metrics, &name, &src.name)
-                        .with_progress(tracker.register(format!("source {label}"), stall)),
+                        .with_progress(tracker.register(format!("source/{label}"), stall)),
                 );
                 tracing::info!(source = %label, dirs = ?src.options.directories, "CSV source starting");
                 let run = tsfiled_connectors::csv::run(
@@ -151,42 +164,6 @@ impl Daemon {
                 });
                 source_tasks.push((label, t));
             }
-            // Limits, and every (pipeline, source) series at 0 from the start.
-            metrics
-                .wal_max_bytes
-                .with_label_values(&[&name])
-                .set(i64::try_from(ps.options.wal.max_bytes).unwrap_or(i64::MAX));
-            metrics
-                .memtable_max_bytes
-                .with_label_values(&[&name])
-                .set(i64::try_from(ps.options.engine.memtable_bytes).unwrap_or(i64::MAX));
-            let mut srcs: Vec<(String, SourceType)> = Vec::new();
-            srcs.extend(
-                ps.http_sources
-                    .iter()
-                    .map(|s| (s.name.clone(), SourceType::Http)),
-            );
-            srcs.extend(
-                ps.mqtt_sources
-                    .iter()
-                    .map(|s| (s.name.clone(), SourceType::Mqtt)),
-            );
-            srcs.extend(
-                ps.csv_sources
-                    .iter()
-                    .map(|s| (s.name.clone(), SourceType::Csv)),
-            );
-            for (src, _) in &srcs {
-                let l = [name.as_str(), src.as_str()];
-                metrics.points_received.with_label_values(&l);
-                metrics.backpressure.with_label_values(&l);
-            }
-            status_pipelines.push(PipelineStatus {
-                pipeline: p.clone(),
-                wal_max_bytes: ps.options.wal.max_bytes,
-                memtable_budget_bytes: ps.options.engine.memtable_bytes as u64,
-                sources: srcs,
-            });
             pipelines.push(p);
         }
         let listen_err = |addr: &str, e: std::io::Error| DaemonError::Listen {
@@ -217,6 +194,30 @@ impl Daemon {
             metrics_path: (settings.metrics.enabled && !separate_metrics)
                 .then(|| settings.metrics.path.clone()),
             ready: AtomicBool::new(false),
+            started_at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0),
+            sources: settings
+                .pipelines
+                .iter()
+                .flat_map(|p| {
+                    let pl = p.options.engine.pipeline.clone();
+                    let http = p
+                        .http_sources
+                        .iter()
+                        .map(|s| (pl.clone(), s.name.clone(), "http", "listening"));
+                    let mqtt = p
+                        .mqtt_sources
+                        .iter()
+                        .map(|s| (pl.clone(), s.name.clone(), "mqtt", "connecting"));
+                    let csv = p
+                        .csv_sources
+                        .iter()
+                        .map(|s| (pl.clone(), s.name.clone(), "csv", "watching"));
+                    http.chain(mqtt).chain(csv).collect::<Vec<_>>()
+                })
+                .collect(),
         });
         let http_token = CancellationToken::new();
         let grace = settings.http.shutdown_grace;
@@ -230,12 +231,7 @@ impl Daemon {
             http_tasks.push(tokio::spawn(http::run(ml, app, http_token.clone(), grace)));
             tracing::info!(addr = %maddr, "metrics listening on http://{maddr}{}", settings.metrics.path);
         }
-        let status = Arc::new(StatusState {
-            started_at_ms,
-            pipelines: status_pipelines,
-            metrics: metrics.clone(),
-        });
-        let app = http::router(state.clone(), routes).merge(crate::status::router(status));
+        let app = http::router(state.clone(), routes);
         http_tasks.push(tokio::spawn(http::run(
             listener,
             app,
@@ -244,15 +240,33 @@ impl Daemon {
         )));
         state.ready.store(true, Ordering::Relaxed);
         tracing::info!(addr = %http_addr, "HTTP listening on http://{http_addr}");
+        let watchdog = match notify::watchdog_interval_from_env() {
+            Some(iv) if notifier.is_enabled() => {
+                match Watchdog::spawn(notifier.clone(), tracker.clone(), iv, None) {
+                    Ok(w) => Some(w),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot start the watchdog thread");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        let _ = notifier.ready_with_status(&format!(
+            "{} pipeline(s) up; HTTP on {http_addr}",
+            pipelines.len()
+        ));
         Ok(Daemon {
             pipelines,
             http: state,
             http_addr,
             metrics,
+            notifier,
             tracker,
             settings,
             http_tasks,
             http_token,
+            watchdog,
             source_tasks,
             source_token,
         })
@@ -261,6 +275,12 @@ impl Daemon {
     /// Applies a new configuration where that is possible without a restart: HTTP
     /// tokens, limits and mapping, and schema rules. Other changes are logged.
     pub fn reload(&mut self, new: Settings) {
+        let _ = self.notifier.reloading();
+        self.apply_reload(new);
+        let _ = self.notifier.ready();
+    }
+
+    fn apply_reload(&mut self, new: Settings) {
         if new.http.listen != self.settings.http.listen {
             tracing::warn!("reload: a new HTTP listen address takes effect after a restart");
         }
@@ -318,6 +338,11 @@ impl Daemon {
             "shutting down: stopping intake"
         );
         self.http.ready.store(false, Ordering::Relaxed);
+        let _ = self.notifier.stopping();
+        // Draining and sealing must not be judged by the watchdog.
+        if let Some(w) = self.watchdog {
+            w.stop();
+        }
         let work = async move {
             self.http_token.cancel();
             self.source_token.cancel();
@@ -359,70 +384,21 @@ impl Daemon {
 }
 
 /// Runs until `shutdown` is cancelled; `reloads` yields new settings on SIGHUP.
-///
-/// Under systemd (`NOTIFY_SOCKET`), sends `READY=1` once every pipeline and source is up,
-/// a `STATUS=` throughput line every few seconds, `RELOADING=1` / `READY=1` around reloads and
-/// `STOPPING=1` on shutdown; with `WATCHDOG_USEC` it pings only while no pipeline engine or
-/// source is wedged.
 pub async fn run(
     settings: Settings,
     listener: Option<TcpListener>,
     shutdown: CancellationToken,
     mut reloads: tokio::sync::mpsc::Receiver<Settings>,
 ) -> Result<(), DaemonError> {
-    let notifier = Notifier::from_env().unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "systemd notifications disabled");
-        Notifier::disabled()
-    });
     let mut daemon = Daemon::start(settings, listener).await?;
-    let _watchdog = match crate::notify::watchdog_interval_from_env() {
-        Some(interval) if notifier.is_enabled() => {
-            match Watchdog::spawn(notifier.clone(), daemon.tracker.clone(), interval, None) {
-                Ok(w) => Some(w),
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot start the watchdog thread");
-                    None
-                }
-            }
-        }
-        _ => None,
-    };
-    let _ = notifier.ready_with_status(&format!("ready: {} pipelines", daemon.pipelines.len()));
-    let mut status = tokio::time::interval(STATUS_EVERY);
-    status.tick().await;
-    let mut last = (
-        Instant::now(),
-        daemon.metrics.total("tsfiled_points_received_total"),
-    );
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = status.tick(), if notifier.is_enabled() => {
-                let now = Instant::now();
-                let total = daemon.metrics.total("tsfiled_points_received_total");
-                let secs = now.duration_since(last.0).as_secs_f64().max(1e-3);
-                let sealed = daemon.metrics.total("tsfiled_files_sealed_total");
-                let _ = notifier.status(&format!(
-                    "{:.0} points/s; {} points received, {} files sealed",
-                    (total - last.1) / secs,
-                    total,
-                    sealed
-                ));
-                last = (now, total);
-            }
             s = reloads.recv() => match s {
-                Some(s) => {
-                    let _ = notifier.reloading();
-                    daemon.reload(s);
-                    let _ = notifier.ready();
-                }
+                Some(s) => daemon.reload(s),
                 None => { shutdown.cancelled().await; break; }
             },
         }
     }
-    let _ = notifier.stopping();
     daemon.shutdown().await
 }
-
-/// How often `STATUS=` is sent to systemd.
-const STATUS_EVERY: Duration = Duration::from_secs(5);

@@ -19,5 +19,4 @@ pub mod parse;
 pub mod pipeline;
 pub mod settings;
 pub mod sources;
-pub mod status;
 pub mod wal;

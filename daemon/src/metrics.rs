@@ -32,14 +32,14 @@ pub struct Metrics {
     pub memtable_bytes: IntGaugeVec,
     /// Bytes in write-ahead-log segments.
     pub wal_bytes: IntGaugeVec,
+    /// The write-ahead log's size limit (0: unlimited).
+    pub wal_max_bytes: IntGaugeVec,
+    /// The memtable budget (0: unlimited).
+    pub memtable_max_bytes: IntGaugeVec,
     /// Write-ahead-log fsyncs.
     pub wal_syncs: IntGaugeVec,
     /// Known series.
     pub series: IntGaugeVec,
-    /// Write-ahead-log limit in bytes (0: unlimited).
-    pub wal_max_bytes: IntGaugeVec,
-    /// Memtable budget in bytes.
-    pub memtable_max_bytes: IntGaugeVec,
     /// Memtable flush durations.
     pub flush_seconds: HistogramVec,
     /// Seal durations.
@@ -153,6 +153,16 @@ impl Metrics {
                 "Bytes in write-ahead-log segments on disk.",
                 &["pipeline"],
             ),
+            wal_max_bytes: gauge(
+                "tsfiled_wal_max_bytes",
+                "Size limit of the write-ahead log; at it, sources are refused new points.",
+                &["pipeline"],
+            ),
+            memtable_max_bytes: gauge(
+                "tsfiled_memtable_max_bytes",
+                "Memtable budget of the pipeline.",
+                &["pipeline"],
+            ),
             wal_syncs: gauge(
                 "tsfiled_wal_fsyncs",
                 "Write-ahead-log fsync calls since start.",
@@ -161,16 +171,6 @@ impl Metrics {
             series: gauge(
                 "tsfiled_series",
                 "Distinct series known to the pipeline.",
-                &["pipeline"],
-            ),
-            wal_max_bytes: gauge(
-                "tsfiled_wal_max_bytes",
-                "Write-ahead-log size limit in bytes (0: unlimited).",
-                &["pipeline"],
-            ),
-            memtable_max_bytes: gauge(
-                "tsfiled_memtable_max_bytes",
-                "Memtable budget in bytes.",
                 &["pipeline"],
             ),
             flush_seconds: hist(

@@ -22,6 +22,7 @@ use crate::engine::batch::{SeriesData, WriteBatch};
 use crate::engine::schema::{self, Registry, SchemaRule, TypeDefaults};
 use crate::engine::{Engine, EngineMsg, EngineOptions, SealReason, WalControl};
 use crate::metrics::Metrics;
+use crate::notify::Progress;
 use crate::wal::{self, Wal, WalError, WalOptions};
 
 /// Settings of one pipeline.
@@ -135,6 +136,10 @@ pub struct Pipeline {
     accepting: AtomicBool,
     retry_after: Duration,
     rules: Mutex<Vec<SchemaRule>>,
+    progress: Option<Progress>,
+    status: Arc<Mutex<crate::engine::EngineStatus>>,
+    wal_max_bytes: u64,
+    memtable_budget: usize,
     _lock: std::fs::File,
 }
 
@@ -165,6 +170,16 @@ fn lock_dir(state_dir: &std::path::Path) -> io::Result<std::fs::File> {
 impl Pipeline {
     /// Recovers the data directory, replays the WAL, and starts the log and engine threads.
     pub fn open(opts: PipelineOptions, metrics: Arc<Metrics>) -> io::Result<Arc<Pipeline>> {
+        Pipeline::open_with(opts, metrics, None)
+    }
+
+    /// [`Pipeline::open`], reporting liveness to `progress` (the systemd watchdog): one
+    /// pending item per accepted submission until the engine has applied it.
+    pub fn open_with(
+        opts: PipelineOptions,
+        metrics: Arc<Metrics>,
+        progress: Option<Progress>,
+    ) -> io::Result<Arc<Pipeline>> {
         let name = opts.engine.pipeline.clone();
         let state_dir = opts.engine.state_dir.clone();
         std::fs::create_dir_all(&state_dir)?;
@@ -210,15 +225,11 @@ impl Pipeline {
         }
         let (engine_tx, engine_rx) = sync_channel::<EngineMsg>(64);
         let sink_tx = engine_tx.clone();
-        let wal_progress = opts.engine.progress.clone();
         let wal = Wal::start(
             opts.wal.clone(),
             next_segment,
             disk,
             move |lsn, (batch, received): WalItem| {
-                if let Some(p) = &wal_progress {
-                    p.add_pending(1);
-                }
                 let _ = sink_tx.send(EngineMsg::Write {
                     lsn,
                     batch,
@@ -226,6 +237,8 @@ impl Pipeline {
                 });
             },
         )?;
+        engine.set_progress(progress.clone());
+        let status = engine.status_handle();
         engine.attach_wal(WalControl {
             watermark: wal.watermark_handle(),
             stats: wal.stats().clone(),
@@ -246,8 +259,30 @@ impl Pipeline {
             accepting: AtomicBool::new(true),
             retry_after: opts.retry_after,
             rules: Mutex::new(opts.rules),
+            progress,
+            status,
+            wal_max_bytes: opts.wal.max_bytes,
+            memtable_budget: opts.engine.memtable_bytes,
             _lock: lock,
         });
+        // Series exist from the start (at 0), so alerts and rates see them.
+        {
+            let l = [name.as_str()];
+            metrics.points_written.with_label_values(&l);
+            metrics.bytes_written.with_label_values(&l);
+            metrics.open_files.with_label_values(&l);
+            metrics.memtable_bytes.with_label_values(&l);
+            metrics.wal_bytes.with_label_values(&l);
+            metrics.series.with_label_values(&l);
+        }
+        metrics
+            .wal_max_bytes
+            .with_label_values(&[name.as_str()])
+            .set(opts.wal.max_bytes.min(i64::MAX as u64) as i64);
+        metrics
+            .memtable_max_bytes
+            .with_label_values(&[name.as_str()])
+            .set(opts.engine.memtable_bytes.min(i64::MAX as usize) as i64);
         let weak = Arc::downgrade(&p);
         metrics.on_scrape(move || {
             if let Some(p) = weak.upgrade() {
@@ -282,6 +317,49 @@ impl Pipeline {
         if let Ok(mut r) = self.rules.lock() {
             *r = rules;
         }
+    }
+
+    /// The pipeline's part of `/api/status` (see `assets/status.html`); `sources` are
+    /// (name, type, state) of its sources.
+    pub fn status_json(
+        &self,
+        sources: &[(String, &'static str, &'static str)],
+    ) -> serde_json::Value {
+        let file = |f: &crate::engine::FileStatus, time_key: &str| {
+            let mut v = serde_json::json!({
+                "path": f.path,
+                "storage_group": f.storage_group,
+                "bytes": f.bytes,
+                "points": f.points,
+            });
+            v[time_key] = f.time_ms.into();
+            if let Some(r) = f.reason {
+                v["reason"] = r.into();
+            }
+            v
+        };
+        let (open, sealed): (Vec<_>, Vec<_>) = match self.status.lock() {
+            Ok(st) => (
+                st.open.values().map(|f| file(f, "created_ms")).collect(),
+                st.sealed.iter().map(|f| file(f, "sealed_ms")).collect(),
+            ),
+            Err(_) => (Vec::new(), Vec::new()),
+        };
+        let st = self.wal.stats();
+        let memtable = self
+            .metrics
+            .memtable_bytes
+            .with_label_values(&[self.name.as_str()])
+            .get();
+        serde_json::json!({
+            "name": self.name,
+            "accepting": self.is_accepting() && self.wal_fill() < 1.0,
+            "wal": {"bytes": st.disk_bytes.load(Ordering::Relaxed), "max_bytes": self.wal_max_bytes},
+            "memtable": {"bytes": memtable, "budget_bytes": self.memtable_budget},
+            "sources": sources.iter().map(|(n, t, s)| serde_json::json!({"name": n, "type": t, "state": s})).collect::<Vec<_>>(),
+            "open_files": open,
+            "recent_sealed": sealed,
+        })
     }
 
     /// Whether the pipeline takes submissions.
@@ -449,7 +527,12 @@ impl Pipeline {
         }
         let payload = wb.encode();
         match self.wal.append(payload, (wb, received)) {
-            Ok(t) => Ok((Some(t), outcome)),
+            Ok(t) => {
+                if let Some(p) = &self.progress {
+                    p.add_pending(1);
+                }
+                Ok((Some(t), outcome))
+            }
             Err(e) => Err(self.map_err(source, e)),
         }
     }
@@ -471,6 +554,13 @@ impl Pipeline {
         }
     }
 
+    /// An accepted append that will never reach the engine.
+    fn ticket_failed(&self) {
+        if let Some(p) = &self.progress {
+            p.complete(1);
+        }
+    }
+
     /// Submits a parsed batch; resolves once its accepted points are durable.
     pub async fn submit(
         &self,
@@ -480,7 +570,10 @@ impl Pipeline {
     ) -> Result<SubmitOutcome, SubmitError> {
         let (ticket, outcome) = self.enqueue(source, batch, received)?;
         if let Some(t) = ticket {
-            t.wait().await.map_err(|e| self.map_err(source, e))?;
+            t.wait().await.map_err(|e| {
+                self.ticket_failed();
+                self.map_err(source, e)
+            })?;
             self.metrics
                 .ack_seconds
                 .with_label_values(&[&self.name, source])
@@ -498,7 +591,10 @@ impl Pipeline {
     ) -> Result<SubmitOutcome, SubmitError> {
         let (ticket, outcome) = self.enqueue(source, batch, received)?;
         if let Some(t) = ticket {
-            t.wait_blocking().map_err(|e| self.map_err(source, e))?;
+            t.wait_blocking().map_err(|e| {
+                self.ticket_failed();
+                self.map_err(source, e)
+            })?;
             self.metrics
                 .ack_seconds
                 .with_label_values(&[&self.name, source])

@@ -544,9 +544,15 @@ impl Worker {
                 if !matches!(undone, Ok(Some(_))) {
                     self.broken.store(true, Ordering::Relaxed);
                 }
-                let msg = e.to_string();
+                // A full disk is a transient condition for the sender (retry later);
+                // other errors are failures.
+                let err = if e.raw_os_error() == Some(libc::ENOSPC) {
+                    WalError::Full("no space left on the WAL device")
+                } else {
+                    WalError::Io(e.to_string())
+                };
                 for r in group.drain(..) {
-                    let _ = r.done.send(Err(WalError::Io(msg.clone())));
+                    let _ = r.done.send(Err(err.clone()));
                 }
             }
         }

@@ -61,9 +61,6 @@ pub struct EngineOptions {
     pub writer: WriterProperties,
     /// How often time-based sealing is checked.
     pub tick: Duration,
-    /// Liveness handle for the systemd watchdog: the WAL adds one pending item per delivered
-    /// write, the engine completes it once applied (and ticks on every loop turn).
-    pub progress: Option<crate::notify::Progress>,
 }
 
 impl EngineOptions {
@@ -83,7 +80,6 @@ impl EngineOptions {
             file_idle: Duration::from_secs(600),
             writer: WriterProperties::default(),
             tick: Duration::from_millis(500),
-            progress: None,
         }
     }
 }
@@ -121,6 +117,35 @@ impl SealReason {
         }
     }
 }
+
+/// A file as the status page shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStatus {
+    /// Path relative to the data directory.
+    pub path: String,
+    /// Storage group.
+    pub storage_group: String,
+    /// Bytes written so far (sealed: the file size).
+    pub bytes: u64,
+    /// Points in it.
+    pub points: u64,
+    /// Unix ms of creation (open files) or of the seal (sealed files).
+    pub time_ms: i64,
+    /// Why it was sealed (sealed files).
+    pub reason: Option<&'static str>,
+}
+
+/// What the engine publishes for the status page: open files and the last sealed ones.
+#[derive(Debug, Default)]
+pub struct EngineStatus {
+    /// Open files by path.
+    pub open: std::collections::BTreeMap<String, FileStatus>,
+    /// Recently sealed files, newest first (at most [`RECENT_SEALED`]).
+    pub sealed: std::collections::VecDeque<FileStatus>,
+}
+
+/// How many sealed files [`EngineStatus`] remembers.
+pub const RECENT_SEALED: usize = 20;
 
 /// Messages to the engine thread.
 pub enum EngineMsg {
@@ -200,6 +225,8 @@ struct OpenFile {
     points: u64,
     /// Chunks written so far (the writer keeps metadata for each until close).
     chunks: u64,
+    /// Unix ms the file was created (its name's first part).
+    created_ms: i64,
     written_reported: u64,
 }
 
@@ -328,6 +355,8 @@ pub struct Engine {
     wal: Option<WalControl>,
     mem_total: usize,
     last_lsn: Option<Lsn>,
+    progress: Option<crate::notify::Progress>,
+    status: Arc<Mutex<EngineStatus>>,
     metrics: Arc<Metrics>,
     last_create_millis: i64,
 }
@@ -393,9 +422,28 @@ impl Engine {
             wal: None,
             mem_total: 0,
             last_lsn: None,
+            progress: None,
+            status: Arc::default(),
             metrics,
             last_create_millis: 0,
         })
+    }
+
+    /// The status the engine publishes (open and recently sealed files).
+    pub fn status_handle(&self) -> Arc<Mutex<EngineStatus>> {
+        self.status.clone()
+    }
+
+    fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(&self.opts.data_dir)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .to_string()
+    }
+
+    /// Reports liveness: every live batch applied completes one pending item.
+    pub fn set_progress(&mut self, progress: Option<crate::notify::Progress>) {
+        self.progress = progress;
     }
 
     /// Connects the engine to its WAL (after replay).
@@ -790,6 +838,26 @@ impl Engine {
                         .with_label_values(&pl)
                         .inc_by(pos.saturating_sub(f.written_reported));
                     f.written_reported = pos;
+                    let path = f
+                        .final_path
+                        .strip_prefix(&self.opts.data_dir)
+                        .unwrap_or(&f.final_path)
+                        .to_string_lossy()
+                        .to_string();
+                    let (points, created) = (f.points, f.created_ms);
+                    if let Ok(mut st) = self.status.lock() {
+                        st.open.insert(
+                            path.clone(),
+                            FileStatus {
+                                path,
+                                storage_group: sg.to_string(),
+                                bytes: pos,
+                                points,
+                                time_ms: created,
+                                reason: None,
+                            },
+                        );
+                    }
                 }
             }
             Err(e) => {
@@ -840,6 +908,12 @@ impl Engine {
         }
         let sg = g.sg.clone();
         let partition = g.partition;
+        let paths: Vec<String> = files.iter().map(|f| self.rel(&f.final_path)).collect();
+        if let Ok(mut st) = self.status.lock() {
+            for p in &paths {
+                st.open.remove(p);
+            }
+        }
         let job = SealJob {
             id: self.next_job,
             sg: sg.to_string(),
@@ -888,6 +962,19 @@ impl Engine {
                     .seal_seconds
                     .with_label_values(&pl[..1])
                     .observe(d.started.elapsed().as_secs_f64());
+                if let Ok(mut st) = self.status.lock() {
+                    for (path, bytes, points) in &d.sealed {
+                        st.sealed.push_front(FileStatus {
+                            path: path.clone(),
+                            storage_group: d.sg.clone(),
+                            bytes: *bytes,
+                            points: *points,
+                            time_ms: now_millis(),
+                            reason: Some(d.reason.label()),
+                        });
+                    }
+                    st.sealed.truncate(RECENT_SEALED);
+                }
             }
             Some(e) => {
                 tracing::error!(storage_group = %d.sg, partition = d.partition, error = %e, "sealing failed; the points stay in the write-ahead log until restart");
@@ -1035,25 +1122,18 @@ impl Engine {
             tracing::warn!(error = %e, "cannot start the sealer thread; sealing inline");
         }
         let tick = self.opts.tick;
-        let progress = self.opts.progress.clone();
-        // Test-only hook (documented in the e2e tests): the engine stops processing writes,
-        // so its pending work stalls and the systemd watchdog must stop pinging.
-        let stall = std::env::var_os("TSFILED_TEST_STALL_ENGINE").is_some_and(|v| v == "1");
         let mut last_tick = Instant::now();
         loop {
             let msg = rx.recv_timeout(tick);
             self.poll_sealer();
             match msg {
-                Ok(EngineMsg::Write { .. }) if stall => loop {
-                    std::thread::park();
-                },
                 Ok(EngineMsg::Write {
                     lsn,
                     batch,
                     received,
                 }) => {
                     self.apply(lsn, batch, received, false);
-                    if let Some(p) = &progress {
+                    if let Some(p) = &self.progress {
                         p.complete(1);
                     }
                 }
@@ -1076,12 +1156,7 @@ impl Engine {
                                 lsn,
                                 batch,
                                 received,
-                            } => {
-                                self.apply(lsn, batch, received, false);
-                                if let Some(p) = &progress {
-                                    p.complete(1);
-                                }
-                            }
+                            } => self.apply(lsn, batch, received, false),
                             EngineMsg::SealAll { done, .. }
                             | EngineMsg::Stop { done }
                             | EngineMsg::Abandon { done } => {
@@ -1105,9 +1180,6 @@ impl Engine {
             if last_tick.elapsed() >= tick {
                 last_tick = Instant::now();
                 self.tick();
-                if let Some(p) = &progress {
-                    p.progress();
-                }
             }
         }
     }
@@ -1140,6 +1212,8 @@ struct SealDone {
     reason: SealReason,
     started: Instant,
     files: usize,
+    /// (path relative to the data directory, bytes, points) of each sealed file.
+    sealed: Vec<(String, u64, u64)>,
     error: Option<String>,
 }
 
@@ -1152,6 +1226,7 @@ impl SealDone {
             reason: job.reason,
             started: job.started,
             files: 0,
+            sealed: Vec::new(),
             error: Some(error),
         }
     }
@@ -1217,6 +1292,14 @@ impl JournalState {
             tracing::debug!(file = %fin.display(), points, reason = job.reason.label(), "sealed");
         }
         done.files = prepared.len();
+        done.sealed = prepared
+            .iter()
+            .zip(&entry.files)
+            .map(|((fin, _, points), rel)| {
+                let bytes = fs::metadata(fin).map(|m| m.len()).unwrap_or(0);
+                (rel.clone(), bytes, *points)
+            })
+            .collect();
         done.error = None;
         self.last_by_group
             .insert((entry.sg.clone(), entry.partition), entry);
@@ -1263,6 +1346,7 @@ fn open_file(
         registered: HashSet::new(),
         points: 0,
         chunks: 0,
+        created_ms: millis,
         written_reported: 0,
     })
 }

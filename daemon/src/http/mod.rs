@@ -49,7 +49,14 @@ pub struct HttpState {
     pub metrics_path: Option<String>,
     /// Set once start-up is complete.
     pub ready: AtomicBool,
+    /// Unix ms of the daemon's start (status page).
+    pub started_at_ms: i64,
+    /// (pipeline, source name, type, state) of every source (status page).
+    pub sources: Vec<(String, String, &'static str, &'static str)>,
 }
+
+/// The status page, served at `/`.
+pub const STATUS_PAGE: &str = include_str!("../../assets/status.html");
 
 /// One HTTP push source's routes.
 #[derive(Clone)]
@@ -93,6 +100,8 @@ pub fn router(state: Shared, sources: Vec<SourceRoute>) -> Router {
         .map(|s| s.max_body_bytes)
         .unwrap_or(16 << 20);
     let mut app = Router::new()
+        .route("/", get(status_page))
+        .route("/api/status", get(api_status))
         .route("/health", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
         .route("/ping", get(ping).head(ping))
@@ -545,6 +554,57 @@ async fn metrics(State(state): State<Shared>) -> Response {
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    r
+}
+
+async fn status_page() -> Response {
+    let mut r = STATUS_PAGE.into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    r
+}
+
+async fn api_status(State(state): State<Shared>) -> Response {
+    let pipelines: Vec<serde_json::Value> = state
+        .pipelines
+        .iter()
+        .map(|p| {
+            let sources: Vec<(String, &'static str, &'static str)> = state
+                .sources
+                .iter()
+                .filter(|s| s.0 == p.name())
+                .map(|s| {
+                    let st = match s.2 {
+                        "mqtt" => match state
+                            .metrics
+                            .mqtt_connected
+                            .with_label_values(&[s.0.as_str(), s.1.as_str()])
+                            .get()
+                        {
+                            1 => "connected",
+                            _ => "disconnected",
+                        },
+                        _ => s.3,
+                    };
+                    (s.1.clone(), s.2, st)
+                })
+                .collect();
+            p.status_json(&sources)
+        })
+        .collect();
+    let body = serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "started_at_ms": state.started_at_ms,
+        "time_ms": now_nanos() / 1_000_000,
+        "pipelines": pipelines,
+    });
+    let mut r = body.to_string().into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
     );
     r
 }

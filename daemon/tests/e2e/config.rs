@@ -164,3 +164,60 @@ fn check_config_run_and_reload() {
         ]
     );
 }
+
+#[test]
+fn two_pipelines_with_their_own_routes_and_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let file = tmp.path().join("two.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+[http]
+listen = "127.0.0.1:0"
+
+[[pipeline]]
+name = "a"
+[pipeline.storage]
+data_dir = "{}"
+[[pipeline.source]]
+type = "http"
+
+[[pipeline]]
+name = "b"
+[pipeline.storage]
+data_dir = "{}"
+time_precision = "us"
+[[pipeline.source]]
+type = "http"
+base_path = "/b"
+endpoints = ["iotdb-json"]
+"#,
+            a.display(),
+            b.display()
+        ),
+    )
+    .unwrap();
+    let d = DaemonProc::start_with(&["run", "--config", file.to_str().unwrap()]);
+    let body = br#"{"device":"root.sg.d1","timestamp":5,"measurements":["s"],"values":[1]}"#;
+    assert_eq!(post(d.addr, "/ingest/iotdb-json", &[], body).status, 200);
+    assert_eq!(post(d.addr, "/b/ingest/iotdb-json", &[], body).status, 200);
+    // Pipeline b serves JSON only.
+    assert_eq!(post(d.addr, "/b/write", &[], b"m f=1 1").status, 404);
+    let m = get(d.addr, "/metrics").body;
+    assert_eq!(
+        metric(
+            &m,
+            r#"tsfiled_points_received_total{pipeline="b",source="http"}"#
+        ),
+        Some(1.0)
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let (pa, _) = read_all(&a);
+    let (pb, _) = read_all(&b);
+    // Milliseconds in, stored as ms in a and as us in b.
+    assert_eq!(pa.keys().map(|k| k.2).collect::<Vec<_>>(), vec![5]);
+    assert_eq!(pb.keys().map(|k| k.2).collect::<Vec<_>>(), vec![5000]);
+}

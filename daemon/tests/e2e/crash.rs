@@ -136,6 +136,21 @@ fn sigkill_during_ingest_loses_no_acknowledged_point() {
         points.len(),
         files.len()
     );
+    // Every sealed file also passes the format tool's full dump.
+    for f in &files {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+            .arg("dump")
+            .arg(f)
+            .stdout(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tsfiled dump {}: {}",
+            f.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     assert_eq!(missing, 0, "acknowledged points missing");
     assert_eq!(dup_acked, 0, "acknowledged points written twice");
 }

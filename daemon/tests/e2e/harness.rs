@@ -33,8 +33,14 @@ impl DaemonProc {
 
     /// Starts `tsfiled <args>` and waits for its bound address.
     pub fn start_with(args: &[&str]) -> DaemonProc {
+        DaemonProc::start_env(args, &[])
+    }
+
+    /// [`DaemonProc::start_with`] with extra environment variables.
+    pub fn start_env(args: &[&str], envs: &[(&str, &str)]) -> DaemonProc {
         let mut child = Command::new(env!("CARGO_BIN_EXE_tsfiled"))
             .args(args)
+            .envs(envs.iter().copied())
             .env("TSFILED_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

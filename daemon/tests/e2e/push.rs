@@ -159,3 +159,53 @@ fn late_points_after_a_flush_go_to_unsequence() {
     assert_eq!(unseq.len(), 1, "{files:?}");
     assert_eq!(files.len(), 3);
 }
+
+#[test]
+fn status_page_and_api_status_show_open_and_sealed_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let d = DaemonProc::start(&data, &["--seal-idle-ms", "300"]);
+    let page = get(d.addr, "/");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("<title>tsfiled status</title>"));
+    // The points seal after 300 ms without new ones.
+    let r = post(
+        d.addr,
+        "/ingest/iotdb-json",
+        &[],
+        br#"{"device":"root.sg.d1","timestamps":[1,2,3],"measurements":["s"],"values":[[1,2,3]]}"#,
+    );
+    assert_eq!(r.status, 200);
+    let start = std::time::Instant::now();
+    let sealed = loop {
+        let st = get(d.addr, "/api/status").json();
+        let p = &st["pipelines"][0];
+        assert_eq!(p["name"], "default");
+        assert_eq!(p["sources"][0]["type"], "http");
+        assert!(p["wal"]["max_bytes"].as_u64().unwrap() > 0);
+        if let Some(f) = p["recent_sealed"]
+            .as_array()
+            .and_then(|a| a.first())
+            .cloned()
+        {
+            assert_eq!(p["open_files"].as_array().unwrap().len(), 0);
+            break f;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "no seal: {st}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(sealed["reason"], "idle");
+    assert_eq!(sealed["points"], 3);
+    assert_eq!(sealed["storage_group"], "root.sg");
+    let path = data.join(sealed["path"].as_str().unwrap());
+    assert!(path.exists(), "{}", path.display());
+    assert_eq!(
+        sealed["bytes"].as_u64().unwrap(),
+        std::fs::metadata(&path).unwrap().len()
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}
