@@ -80,9 +80,15 @@ impl Daemon {
         });
         let tracker = ProgressTracker::new();
         // A pipeline with work queued and no batch applied for this long is wedged.
-        let stall = settings
+        let mut stall = settings
             .shutdown_timeout
             .max(std::time::Duration::from_secs(30));
+        if crate::engine::stall_hook() {
+            // Test-only (see `engine::stall_hook`): judge a stall after two ping intervals.
+            if let Some(iv) = notify::watchdog_interval_from_env() {
+                stall = iv * 2;
+            }
+        }
         let mut pipelines = Vec::new();
         let mut routes = Vec::new();
         let source_token = CancellationToken::new();

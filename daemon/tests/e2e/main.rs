@@ -12,3 +12,4 @@ mod mqtt;
 mod push;
 mod status_page;
 mod systemd;
+mod watchdog_stall;
