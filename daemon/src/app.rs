@@ -9,11 +9,16 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::http::{self, HttpState, SourceRoute};
-use crate::metrics::Metrics;
+use tsfiled_connectors::csv::CsvMetrics;
+use tsfiled_connectors::mqtt::MqttMetrics;
+use tsfiled_connectors::sink::BatchSink;
+
+use crate::metrics::{CsvSourceMetrics, Metrics, MqttSourceMetrics};
 use crate::notify::{self, Notifier, ProgressTracker, Watchdog};
 use crate::parse::{ConnectorParsers, Parsers};
 use crate::pipeline::Pipeline;
 use crate::settings::Settings;
+use crate::sources::PipelineSink;
 
 /// A started daemon.
 pub struct Daemon {
@@ -33,6 +38,8 @@ pub struct Daemon {
     http_tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
     http_token: CancellationToken,
     watchdog: Option<Watchdog>,
+    source_tasks: Vec<(String, tokio::task::JoinHandle<Result<(), String>>)>,
+    source_token: CancellationToken,
 }
 
 /// Why the daemon could not start or stop cleanly.
@@ -73,11 +80,19 @@ impl Daemon {
         });
         let tracker = ProgressTracker::new();
         // A pipeline with work queued and no batch applied for this long is wedged.
-        let stall = settings
+        let mut stall = settings
             .shutdown_timeout
             .max(std::time::Duration::from_secs(30));
+        if crate::engine::stall_hook() {
+            // Test-only (see `engine::stall_hook`): judge a stall after two ping intervals.
+            if let Some(iv) = notify::watchdog_interval_from_env() {
+                stall = iv * 2;
+            }
+        }
         let mut pipelines = Vec::new();
         let mut routes = Vec::new();
+        let source_token = CancellationToken::new();
+        let mut source_tasks = Vec::new();
         for ps in &settings.pipelines {
             let opts = ps.options.clone();
             let m = metrics.clone();
@@ -105,6 +120,55 @@ impl Daemon {
                     stored: ps.time_precision,
                     source: src.clone(),
                 });
+            }
+            for src in &ps.mqtt_sources {
+                metrics
+                    .points_received
+                    .with_label_values(&[name.as_str(), src.name.as_str()]);
+                let label = format!("{name}/{}", src.name);
+                let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
+                let m: Arc<dyn MqttMetrics> = Arc::new(
+                    MqttSourceMetrics::new(metrics.clone(), &name, &src.name)
+                        .with_progress(tracker.register(format!("source/{label}"), stall)),
+                );
+                tracing::info!(source = %label, url = %src.url, "MQTT source starting");
+                let run = tsfiled_connectors::mqtt::run(src.clone(), sink, source_token.clone(), m);
+                let l = label.clone();
+                let t = tokio::spawn(async move {
+                    let r = run.await.map_err(|e| e.to_string());
+                    if let Err(e) = &r {
+                        tracing::error!(source = %l, error = %e, "MQTT source stopped");
+                    }
+                    r
+                });
+                source_tasks.push((label, t));
+            }
+            for src in &ps.csv_sources {
+                metrics
+                    .points_received
+                    .with_label_values(&[name.as_str(), src.name.as_str()]);
+                let label = format!("{name}/{}", src.name);
+                let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
+                let m: Arc<dyn CsvMetrics> = Arc::new(
+                    CsvSourceMetrics::new(&metrics, &name, &src.name)
+                        .with_progress(tracker.register(format!("source/{label}"), stall)),
+                );
+                tracing::info!(source = %label, dirs = ?src.options.directories, "CSV source starting");
+                let run = tsfiled_connectors::csv::run(
+                    src.options.clone(),
+                    sink,
+                    source_token.clone(),
+                    m,
+                );
+                let l = label.clone();
+                let t = tokio::spawn(async move {
+                    let r = run.await.map_err(|e| e.to_string());
+                    if let Err(e) = &r {
+                        tracing::error!(source = %l, error = %e, "CSV source stopped");
+                    }
+                    r
+                });
+                source_tasks.push((label, t));
             }
             pipelines.push(p);
         }
@@ -144,14 +208,20 @@ impl Daemon {
                 .pipelines
                 .iter()
                 .flat_map(|p| {
-                    p.http_sources.iter().map(move |s| {
-                        (
-                            p.options.engine.pipeline.clone(),
-                            s.name.clone(),
-                            "http",
-                            "listening",
-                        )
-                    })
+                    let pl = p.options.engine.pipeline.clone();
+                    let http = p
+                        .http_sources
+                        .iter()
+                        .map(|s| (pl.clone(), s.name.clone(), "http", "listening"));
+                    let mqtt = p
+                        .mqtt_sources
+                        .iter()
+                        .map(|s| (pl.clone(), s.name.clone(), "mqtt", "connecting"));
+                    let csv = p
+                        .csv_sources
+                        .iter()
+                        .map(|s| (pl.clone(), s.name.clone(), "csv", "watching"));
+                    http.chain(mqtt).chain(csv).collect::<Vec<_>>()
                 })
                 .collect(),
         });
@@ -203,6 +273,8 @@ impl Daemon {
             http_tasks,
             http_token,
             watchdog,
+            source_tasks,
+            source_token,
         })
     }
 
@@ -279,6 +351,16 @@ impl Daemon {
         }
         let work = async move {
             self.http_token.cancel();
+            self.source_token.cancel();
+            for (name, t) in self.source_tasks {
+                match t.await {
+                    Ok(Err(e)) => {
+                        tracing::warn!(source = %name, error = %e, "source ended with an error")
+                    }
+                    Err(e) => tracing::warn!(source = %name, error = %e, "source task failed"),
+                    Ok(Ok(())) => {}
+                }
+            }
             for t in self.http_tasks {
                 match t.await {
                     Ok(Err(e)) => tracing::warn!(error = %e, "HTTP server ended with an error"),

@@ -30,6 +30,19 @@ enum Command {
         /// The TOML file.
         file: PathBuf,
     },
+    /// Import CSV files offline into sealed TsFiles under a directory (no HTTP).
+    Import {
+        /// CSV files (`.csv` or `.csv.gz`).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Data directory receiving the TsFiles.
+        #[arg(long)]
+        to: PathBuf,
+        /// Configuration: its first pipeline's storage and schema, and its first CSV
+        /// source's parsing settings (default: the embedded configuration, IoTDB wide CSV).
+        #[arg(long, short = 'c')]
+        config: Option<PathBuf>,
+    },
     /// Print the build version.
     Version,
     #[command(flatten)]
@@ -158,6 +171,22 @@ fn main() -> ExitCode {
         Command::CheckConfig { file } => tsfiled::config_file::check(&file)
             .map(|text| print!("{text}"))
             .map_err(anyhow::Error::from),
+        Command::Import { files, to, config } => {
+            init_logging("warn", false, None);
+            tsfiled::import::import(&files, &to, config.as_deref())
+                .map(|s| {
+                    println!(
+                        "imported {} files: {} rows ({} rejected), {} points ({} rejected) into {}",
+                        s.files,
+                        s.rows,
+                        s.rejected_rows,
+                        s.points,
+                        s.rejected_points,
+                        to.display()
+                    )
+                })
+                .map_err(anyhow::Error::from)
+        }
         Command::Version => {
             println!("tsfiled {}", env!("CARGO_PKG_VERSION"));
             Ok(())

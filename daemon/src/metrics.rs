@@ -4,9 +4,11 @@
 use std::sync::{Arc, Mutex};
 
 use prometheus::{
-    exponential_buckets, Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    exponential_buckets, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
+use tsfiled_connectors::csv::{CsvMetrics, FileResult};
+use tsfiled_connectors::mqtt::{MessageError, MqttMetrics};
 
 type Refresher = Box<dyn Fn() + Send + Sync>;
 
@@ -50,6 +52,28 @@ pub struct Metrics {
     pub backpressure: IntCounterVec,
     /// HTTP requests by status code.
     pub http_requests: IntCounterVec,
+    /// MQTT connection state (1 connected), by pipeline and source.
+    pub mqtt_connected: IntGaugeVec,
+    /// MQTT reconnections.
+    pub mqtt_reconnects: IntCounterVec,
+    /// MQTT messages received.
+    pub mqtt_messages: IntCounterVec,
+    /// MQTT payload bytes received.
+    pub mqtt_bytes: IntCounterVec,
+    /// MQTT messages (or points) not ingested, by reason.
+    pub mqtt_message_errors: IntCounterVec,
+    /// MQTT messages received and not yet durable.
+    pub mqtt_inflight: IntGaugeVec,
+    /// CSV files finished, by result (done, deleted, error, stuck).
+    pub csv_files: IntCounterVec,
+    /// CSV rows, by result (accepted, rejected).
+    pub csv_rows: IntCounterVec,
+    /// CSV points, by result (accepted, rejected).
+    pub csv_points: IntCounterVec,
+    /// CSV bytes read.
+    pub csv_bytes: IntCounterVec,
+    /// CSV files waiting.
+    pub csv_queue: IntGaugeVec,
 }
 
 impl Metrics {
@@ -183,6 +207,61 @@ impl Metrics {
                 "HTTP requests, by status code.",
                 &["code"],
             ),
+            mqtt_connected: gauge(
+                "tsfiled_mqtt_connected",
+                "1 while the MQTT source is connected to its broker.",
+                &["pipeline", "source"],
+            ),
+            mqtt_reconnects: counter(
+                "tsfiled_mqtt_reconnects_total",
+                "MQTT connections established after the first one.",
+                &["pipeline", "source"],
+            ),
+            mqtt_messages: counter(
+                "tsfiled_mqtt_messages_total",
+                "MQTT messages received.",
+                &["pipeline", "source"],
+            ),
+            mqtt_bytes: counter(
+                "tsfiled_mqtt_bytes_total",
+                "MQTT payload bytes received.",
+                &["pipeline", "source"],
+            ),
+            mqtt_message_errors: counter(
+                "tsfiled_mqtt_message_errors_total",
+                "MQTT messages (or points of them) not ingested, by reason.",
+                &["pipeline", "source", "reason"],
+            ),
+            mqtt_inflight: gauge(
+                "tsfiled_mqtt_inflight_messages",
+                "MQTT messages received and not yet durable.",
+                &["pipeline", "source"],
+            ),
+            csv_files: counter(
+                "tsfiled_csv_files_total",
+                "CSV files finished, by result (done, deleted, error, stuck).",
+                &["pipeline", "source", "result"],
+            ),
+            csv_rows: counter(
+                "tsfiled_csv_rows_total",
+                "CSV rows, by result (accepted, rejected).",
+                &["pipeline", "source", "result"],
+            ),
+            csv_points: counter(
+                "tsfiled_csv_points_total",
+                "CSV points, by result (accepted, rejected).",
+                &["pipeline", "source", "result"],
+            ),
+            csv_bytes: counter(
+                "tsfiled_csv_bytes_read_total",
+                "CSV bytes read.",
+                &["pipeline", "source"],
+            ),
+            csv_queue: gauge(
+                "tsfiled_csv_queue_length",
+                "CSV files waiting to be ingested.",
+                &["pipeline", "source"],
+            ),
             registry,
             refreshers: Mutex::new(Vec::new()),
         })
@@ -195,16 +274,190 @@ impl Metrics {
         }
     }
 
-    /// Renders the Prometheus text format.
-    pub fn render(&self) -> String {
+    /// The sum of a counter family over all its labels (0 when absent), e.g. for the
+    /// throughput summary of systemd's `STATUS=`.
+    pub fn total(&self, name: &str) -> f64 {
+        self.registry
+            .gather()
+            .iter()
+            .filter(|f| f.name() == name)
+            .flat_map(|f| f.get_metric().iter())
+            .map(|m| m.get_counter().get_value())
+            .sum()
+    }
+
+    /// Runs the scrape-time updaters (as [`Metrics::render`] does first).
+    pub fn refresh(&self) {
         if let Ok(r) = self.refreshers.lock() {
             for f in r.iter() {
                 f();
             }
         }
+    }
+
+    /// Renders the Prometheus text format.
+    pub fn render(&self) -> String {
+        self.refresh();
         let mut buf = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
         String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+/// The MQTT source's telemetry on the Prometheus metrics of one (pipeline, source).
+pub struct MqttSourceMetrics {
+    metrics: Arc<Metrics>,
+    pipeline: String,
+    source: String,
+    connected: IntGauge,
+    reconnects: IntCounter,
+    messages: IntCounter,
+    bytes: IntCounter,
+    inflight: IntGauge,
+    progress: Option<crate::notify::Progress>,
+}
+
+impl MqttSourceMetrics {
+    /// Resolves (and so exports at 0) the series of `source` in `pipeline`.
+    pub fn new(metrics: Arc<Metrics>, pipeline: &str, source: &str) -> MqttSourceMetrics {
+        let l = [pipeline, source];
+        MqttSourceMetrics {
+            connected: metrics.mqtt_connected.with_label_values(&l),
+            reconnects: metrics.mqtt_reconnects.with_label_values(&l),
+            messages: metrics.mqtt_messages.with_label_values(&l),
+            bytes: metrics.mqtt_bytes.with_label_values(&l),
+            inflight: metrics.mqtt_inflight.with_label_values(&l),
+            progress: None,
+            pipeline: pipeline.to_string(),
+            source: source.to_string(),
+            metrics,
+        }
+    }
+}
+
+impl MqttSourceMetrics {
+    /// Also reports liveness to the watchdog: in-flight messages are pending work, durable
+    /// points are progress.
+    pub fn with_progress(mut self, p: crate::notify::Progress) -> Self {
+        self.progress = Some(p);
+        self
+    }
+}
+
+impl MqttMetrics for MqttSourceMetrics {
+    fn points_durable(&self, _points: u64) {
+        if let Some(p) = &self.progress {
+            p.progress();
+        }
+    }
+    fn connected(&self, up: bool) {
+        self.connected.set(i64::from(up));
+    }
+    fn reconnect(&self) {
+        self.reconnects.inc();
+    }
+    fn received(&self, bytes: u64) {
+        self.messages.inc();
+        self.bytes.inc_by(bytes);
+    }
+    fn message_error(&self, reason: MessageError, count: u64) {
+        self.metrics
+            .mqtt_message_errors
+            .with_label_values(&[&self.pipeline, &self.source, reason.label()])
+            .inc_by(count);
+    }
+    fn in_flight(&self, messages: u64) {
+        self.inflight
+            .set(i64::try_from(messages).unwrap_or(i64::MAX));
+        if let Some(p) = &self.progress {
+            p.set_pending(messages);
+        }
+    }
+}
+
+/// The CSV source's telemetry on the Prometheus metrics of one (pipeline, source).
+pub struct CsvSourceMetrics {
+    files: [IntCounter; 4],
+    rows: [IntCounter; 2],
+    points: [IntCounter; 2],
+    bytes: IntCounter,
+    queue: IntGauge,
+    progress: Option<crate::notify::Progress>,
+}
+
+impl CsvSourceMetrics {
+    /// Also reports liveness to the watchdog: queued files are pending work, ingested points
+    /// and finished files are progress.
+    pub fn with_progress(mut self, p: crate::notify::Progress) -> Self {
+        self.progress = Some(p);
+        self
+    }
+
+    fn tick(&self) {
+        if let Some(p) = &self.progress {
+            p.progress();
+        }
+    }
+}
+
+impl CsvSourceMetrics {
+    /// Resolves (and so exports at 0) the series of `source` in `pipeline`.
+    pub fn new(metrics: &Metrics, pipeline: &str, source: &str) -> CsvSourceMetrics {
+        let f = |r: FileResult| {
+            metrics
+                .csv_files
+                .with_label_values(&[pipeline, source, r.label()])
+        };
+        let two = |v: &IntCounterVec| {
+            [
+                v.with_label_values(&[pipeline, source, "accepted"]),
+                v.with_label_values(&[pipeline, source, "rejected"]),
+            ]
+        };
+        CsvSourceMetrics {
+            files: [
+                f(FileResult::Done),
+                f(FileResult::Deleted),
+                f(FileResult::Error),
+                f(FileResult::Stuck),
+            ],
+            rows: two(&metrics.csv_rows),
+            points: two(&metrics.csv_points),
+            bytes: metrics.csv_bytes.with_label_values(&[pipeline, source]),
+            queue: metrics.csv_queue.with_label_values(&[pipeline, source]),
+            progress: None,
+        }
+    }
+}
+
+impl CsvMetrics for CsvSourceMetrics {
+    fn file_finished(&self, result: FileResult) {
+        let i = match result {
+            FileResult::Done => 0,
+            FileResult::Deleted => 1,
+            FileResult::Error => 2,
+            FileResult::Stuck => 3,
+        };
+        self.files[i].inc();
+        self.tick();
+    }
+    fn rows(&self, accepted: u64, rejected: u64) {
+        self.rows[0].inc_by(accepted);
+        self.rows[1].inc_by(rejected);
+    }
+    fn points(&self, accepted: u64, rejected: u64) {
+        self.points[0].inc_by(accepted);
+        self.points[1].inc_by(rejected);
+        self.tick();
+    }
+    fn bytes_read(&self, bytes: u64) {
+        self.bytes.inc_by(bytes);
+    }
+    fn queue_length(&self, files: usize) {
+        self.queue.set(i64::try_from(files).unwrap_or(i64::MAX));
+        if let Some(p) = &self.progress {
+            p.set_pending(files as u64);
+        }
     }
 }
 

@@ -34,6 +34,19 @@ pub struct PipelineSettings {
     pub time_precision: TimeUnit,
     /// HTTP push sources feeding this pipeline.
     pub http_sources: Vec<HttpSourceSettings>,
+    /// MQTT sources feeding this pipeline.
+    pub mqtt_sources: Vec<tsfiled_connectors::mqtt::MqttSourceOptions>,
+    /// CSV directory sources feeding this pipeline.
+    pub csv_sources: Vec<CsvSourceSettings>,
+}
+
+/// One CSV directory source.
+#[derive(Debug, Clone)]
+pub struct CsvSourceSettings {
+    /// Source name (metric label).
+    pub name: String,
+    /// The connector's options.
+    pub options: tsfiled_connectors::csv::CsvSourceOptions,
 }
 
 /// One HTTP push source: its routes below `base_path`.
@@ -192,7 +205,18 @@ impl Settings {
                 })
                 .collect::<Result<_, String>>()?;
             let mut http_sources = Vec::new();
+            let mut mqtt_sources = Vec::new();
+            let mut csv_sources = Vec::new();
             for s in &p.sources {
+                if let cfg::SourceKind::Csv(c) = &s.kind {
+                    csv_sources.push(CsvSourceSettings {
+                        name: s.name.clone(),
+                        options: crate::sources::csv_options(&s.name, c, precision, &p.state_dir()),
+                    });
+                }
+                if let cfg::SourceKind::Mqtt(m) = &s.kind {
+                    mqtt_sources.push(crate::sources::mqtt_options(&s.name, m, precision));
+                }
                 if let cfg::SourceKind::Http(h) = &s.kind {
                     let lp = &h.line_protocol;
                     let device_template =
@@ -212,6 +236,8 @@ impl Settings {
                 options: o,
                 time_precision: precision,
                 http_sources,
+                mqtt_sources,
+                csv_sources,
             });
         }
         Ok(Settings {

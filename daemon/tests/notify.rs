@@ -1,17 +1,16 @@
 //! The systemd notification module, tested by playing systemd: the test binds the
 //! `NOTIFY_SOCKET` datagram socket itself and reads what the daemon's code sends.
 
-#[path = "../src/notify.rs"]
-#[allow(dead_code)]
-mod notify;
-
 use std::ffi::OsString;
 use std::io::ErrorKind;
 use std::os::unix::net::UnixDatagram;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use notify::{watchdog_interval, ComponentHealth, Notifier, NotifyAddr, ProgressTracker, Watchdog};
+use tsfiled::notify;
+use tsfiled::notify::{
+    watchdog_interval, ComponentHealth, Notifier, NotifyAddr, ProgressTracker, Watchdog,
+};
 
 /// Guards against a hang; never a timing assertion.
 const HANG_GUARD: Duration = Duration::from_secs(20);

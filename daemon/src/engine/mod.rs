@@ -1122,11 +1122,15 @@ impl Engine {
             tracing::warn!(error = %e, "cannot start the sealer thread; sealing inline");
         }
         let tick = self.opts.tick;
+        let stall = stall_hook();
         let mut last_tick = Instant::now();
         loop {
             let msg = rx.recv_timeout(tick);
             self.poll_sealer();
             match msg {
+                Ok(EngineMsg::Write { .. }) if stall => loop {
+                    std::thread::park();
+                },
                 Ok(EngineMsg::Write {
                     lsn,
                     batch,
@@ -1183,6 +1187,13 @@ impl Engine {
             }
         }
     }
+}
+
+/// Test-only hook: with `TSFILED_TEST_STALL_ENGINE=1` in the environment the engine stops
+/// processing at its first live write (it parks forever), so the systemd watchdog test can
+/// see the pings stop. Never set it in production.
+pub fn stall_hook() -> bool {
+    std::env::var_os("TSFILED_TEST_STALL_ENGINE").is_some_and(|v| v == "1")
 }
 
 /// The sealer thread's handle.

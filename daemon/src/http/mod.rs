@@ -576,7 +576,21 @@ async fn api_status(State(state): State<Shared>) -> Response {
                 .sources
                 .iter()
                 .filter(|s| s.0 == p.name())
-                .map(|s| (s.1.clone(), s.2, s.3))
+                .map(|s| {
+                    let st = match s.2 {
+                        "mqtt" => match state
+                            .metrics
+                            .mqtt_connected
+                            .with_label_values(&[s.0.as_str(), s.1.as_str()])
+                            .get()
+                        {
+                            1 => "connected",
+                            _ => "disconnected",
+                        },
+                        _ => s.3,
+                    };
+                    (s.1.clone(), s.2, st)
+                })
                 .collect();
             p.status_json(&sources)
         })

@@ -1,0 +1,215 @@
+//! Non-HTTP sources in pipelines: the [`BatchSink`] adapter over [`Pipeline::submit`] and the
+//! mapping of the configuration's MQTT sources onto the connector's options.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tsfiled_config as cfg;
+use tsfiled_connectors::csv;
+use tsfiled_connectors::mqtt::{
+    MqttSourceOptions, PayloadFormat, Protocol, Qos, Secret, TlsOptions, TopicFilter,
+};
+use tsfiled_connectors::sink::{BatchSink, SinkError, SinkFuture, SinkOutcome};
+use tsfiled_connectors::{Batch, TimeUnit};
+
+use crate::pipeline::{Pipeline, SubmitError, SubmitOutcome};
+
+/// A pipeline seen as a connector's [`BatchSink`], labelled with the source's name.
+pub struct PipelineSink {
+    pipeline: Arc<Pipeline>,
+    source: String,
+}
+
+impl PipelineSink {
+    /// A sink that submits to `pipeline` as source `source`.
+    pub fn new(pipeline: Arc<Pipeline>, source: impl Into<String>) -> PipelineSink {
+        PipelineSink {
+            pipeline,
+            source: source.into(),
+        }
+    }
+}
+
+fn outcome(o: SubmitOutcome) -> SinkOutcome {
+    SinkOutcome {
+        accepted: o.accepted,
+        rejected: o.rejected,
+        rejections: o.rejections,
+    }
+}
+
+fn error(e: SubmitError) -> SinkError {
+    match e {
+        SubmitError::Full {
+            reason,
+            retry_after,
+        } => SinkError::Full {
+            reason,
+            retry_after,
+        },
+        SubmitError::Closed => SinkError::Closed,
+        SubmitError::Io(s) => SinkError::Io(s),
+    }
+}
+
+impl BatchSink for PipelineSink {
+    fn submit(&self, batch: Batch, received: Instant) -> SinkFuture<'_> {
+        Box::pin(async move {
+            self.pipeline
+                .submit(&self.source, batch, received)
+                .await
+                .map(outcome)
+                .map_err(error)
+        })
+    }
+}
+
+fn unit(p: cfg::TimePrecision) -> TimeUnit {
+    match p {
+        cfg::TimePrecision::S => TimeUnit::Seconds,
+        cfg::TimePrecision::Ms => TimeUnit::Millis,
+        cfg::TimePrecision::Us => TimeUnit::Micros,
+        cfg::TimePrecision::Ns => TimeUnit::Nanos,
+    }
+}
+
+/// Maps a validated MQTT source of the configuration onto the connector's options;
+/// `stored` is the pipeline's stored time precision.
+pub fn mqtt_options(name: &str, m: &cfg::MqttSourceConfig, stored: TimeUnit) -> MqttSourceOptions {
+    let mut o = MqttSourceOptions::new(m.url.clone(), m.client_id.clone().unwrap_or_default());
+    o.name = name.to_string();
+    o.protocol = match m.protocol {
+        cfg::MqttProtocol::V3 => Protocol::V311,
+        cfg::MqttProtocol::V5 => Protocol::V5,
+    };
+    o.username = m.username.clone();
+    o.password = m.password.as_ref().map(|p| match p {
+        cfg::Password::Inline(s) => Secret::Inline(s.clone()),
+        cfg::Password::File(f) => Secret::File(f.clone()),
+    });
+    o.tls = match &m.tls {
+        Some(t) => TlsOptions {
+            ca_file: t.ca_file.clone(),
+            client_cert: t.client_auth.as_ref().map(|(c, _)| c.clone()),
+            client_key: t.client_auth.as_ref().map(|(_, k)| k.clone()),
+        },
+        None => TlsOptions::default(),
+    };
+    o.keep_alive = m.keep_alive;
+    o.clean_session = m.clean_session;
+    o.session_expiry = m.session_expiry;
+    o.shared_group = m.shared_group.clone();
+    o.max_payload_bytes = usize::try_from(m.max_payload_size.0).unwrap_or(usize::MAX);
+    o.in_flight = usize::from(m.max_inflight.max(1));
+    o.reconnect_max_backoff = m.reconnect_max_backoff;
+    o.dead_letter = Some(m.dead_letter_file.clone());
+    o.stored_unit = stored;
+    o.filters = m
+        .topics
+        .iter()
+        .map(|t| TopicFilter {
+            filter: t.filter.clone(),
+            qos: match t.qos {
+                cfg::Qos::AtMostOnce => Qos::AtMostOnce,
+                cfg::Qos::AtLeastOnce => Qos::AtLeastOnce,
+                cfg::Qos::ExactlyOnce => Qos::ExactlyOnce,
+            },
+            format: match &t.payload {
+                cfg::MqttPayload::IotdbJson => PayloadFormat::IotdbJson {
+                    time_unit: TimeUnit::Millis,
+                },
+                cfg::MqttPayload::Line(lp) => PayloadFormat::LineProtocol {
+                    precision: unit(lp.precision),
+                    path_prefix: lp.path_prefix.clone(),
+                    device_template: lp.device_template.as_str().to_string(),
+                },
+                cfg::MqttPayload::Value {
+                    topic_template,
+                    path_prefix,
+                } => PayloadFormat::TopicValue {
+                    template: topic_template.as_str().to_string(),
+                    path_prefix: path_prefix.clone(),
+                    time_unit: TimeUnit::Millis,
+                },
+            },
+        })
+        .collect();
+    o
+}
+
+fn column(c: &cfg::ColumnRef) -> csv::ColumnRef {
+    match c {
+        cfg::ColumnRef::Name(n) => csv::ColumnRef::Name(n.clone()),
+        cfg::ColumnRef::Index(i) => csv::ColumnRef::Index(*i),
+    }
+}
+
+/// Maps the parsing settings of a validated CSV source; `stored` is the pipeline's stored
+/// time precision.
+pub fn csv_parse_options(c: &cfg::CsvSourceConfig, stored: TimeUnit) -> csv::CsvParseOptions {
+    csv::CsvParseOptions {
+        format: match &c.format {
+            cfg::CsvFormat::IotdbWide => csv::CsvFormat::IotdbWide,
+            cfg::CsvFormat::IotdbDevice => csv::CsvFormat::IotdbDevice,
+            cfg::CsvFormat::Generic(g) => csv::CsvFormat::Generic(csv::GenericCsv {
+                header_rows: g.header_rows,
+                time_column: column(&g.time_column),
+                device: match &g.device {
+                    cfg::CsvDevice::Column {
+                        column: col,
+                        path_prefix,
+                    } => csv::CsvDevice::Column {
+                        column: column(col),
+                        path_prefix: path_prefix.clone(),
+                    },
+                    cfg::CsvDevice::Template(t) => csv::CsvDevice::Template(t.as_str().to_string()),
+                },
+                value_columns: g.value_columns.iter().map(column).collect(),
+            }),
+        },
+        time_format: match &c.time_format {
+            cfg::TimeFormat::Auto => csv::TimeFormat::Auto,
+            cfg::TimeFormat::EpochS => csv::TimeFormat::EpochS,
+            cfg::TimeFormat::EpochMs => csv::TimeFormat::EpochMs,
+            cfg::TimeFormat::EpochUs => csv::TimeFormat::EpochUs,
+            cfg::TimeFormat::EpochNs => csv::TimeFormat::EpochNs,
+            cfg::TimeFormat::Rfc3339 => csv::TimeFormat::Rfc3339,
+            cfg::TimeFormat::Strftime(s) => csv::TimeFormat::Strftime(s.clone()),
+        },
+        timezone: c.timezone.clone(),
+        ambiguous_time: match c.ambiguous_time {
+            cfg::AmbiguousTime::Earliest => csv::AmbiguousTime::Earliest,
+            cfg::AmbiguousTime::Latest => csv::AmbiguousTime::Latest,
+            cfg::AmbiguousTime::Reject => csv::AmbiguousTime::Reject,
+        },
+        delimiter: c.delimiter,
+        skip_rows: c.skip_rows,
+        precision: stored,
+        ..csv::CsvParseOptions::default()
+    }
+}
+
+/// Maps a validated CSV source onto the connector's options; its checkpoints live under
+/// `state_dir/csv/<name>`.
+pub fn csv_options(
+    name: &str,
+    c: &cfg::CsvSourceConfig,
+    stored: TimeUnit,
+    state_dir: &std::path::Path,
+) -> csv::CsvSourceOptions {
+    let mut o = csv::CsvSourceOptions::new(c.directories.clone(), state_dir.join("csv").join(name));
+    o.patterns = c.patterns.iter().map(|g| g.to_string()).collect();
+    o.ignore = c.ignore.iter().map(|g| g.to_string()).collect();
+    o.recursive = c.recursive;
+    o.settle = c.settle;
+    o.parse = csv_parse_options(c, stored);
+    o.done_dir = c.done_dir.clone();
+    o.error_dir = c.error_dir.clone();
+    o.on_success = match c.on_success {
+        cfg::OnSuccess::Move => csv::OnSuccess::Move,
+        cfg::OnSuccess::Delete => csv::OnSuccess::Delete,
+    };
+    o.max_concurrent_files = c.max_concurrent_files.max(1) as usize;
+    o.rescan_interval = c.rescan_interval;
+    o
+}
