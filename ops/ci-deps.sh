@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system tools the operations tests use (daemon/tests/ops_kit.rs):
 # promtool (Debian's `prometheus`), headless Chromium, systemd-analyze (`systemd`),
-# and what the MQTT broker tests use: mosquitto (with mosquitto_passwd) and openssl.
+# and what the MQTT broker tests use: mosquitto (with mosquitto_passwd), mosquitto-clients
+# (mosquitto_pub) and openssl.
 # For .ci/run and fresh machines; needs root. Does not start any service.
 set -euo pipefail
 need=()
@@ -10,6 +11,8 @@ command -v chromium >/dev/null || need+=(chromium)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 command -v openssl >/dev/null || need+=(openssl)
+command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
+command -v curl >/dev/null || need+=(curl)
 if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
