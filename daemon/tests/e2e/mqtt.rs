@@ -2,6 +2,8 @@
 //! an MQTT source at QoS 1, IoTDB JSON published with `mosquitto_pub`, and every point read
 //! back from the sealed files — after a SIGTERM, and after a SIGKILL mid-stream and restart
 //! (the broker redelivers what was not acknowledged: zero acknowledged points lost).
+//! Also: a persistent broker restarted mid-stream loses no QoS 1 message, and two daemons on
+//! one MQTT 5 shared subscription write every point exactly once between them.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -30,27 +32,45 @@ fn mosquitto_path() -> PathBuf {
 
 /// A Mosquitto on 127.0.0.1 with generous queues for persistent sessions.
 struct Broker {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     port: u16,
     child: Child,
 }
 
 impl Broker {
     fn start() -> Broker {
+        Broker::start_opts(false)
+    }
+
+    /// With `persistence`, sessions and queued messages survive a restart (saved to the
+    /// broker's temp dir on a graceful stop).
+    fn start_opts(persistence: bool) -> Broker {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let conf = dir.path().join("mosquitto.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "listener {port} 127.0.0.1\nallow_anonymous true\nmax_inflight_messages 100\n\
-                 max_queued_messages 1000000\nmessage_size_limit 0\n"
-            ),
-        )
-        .expect("write mosquitto.conf");
+        let mut text = format!(
+            "listener {port} 127.0.0.1\nallow_anonymous true\nmax_inflight_messages 100\n\
+             max_queued_messages 1000000\nmessage_size_limit 0\n"
+        );
+        if persistence {
+            let loc = dir.path().join("db");
+            std::fs::create_dir_all(&loc).expect("persistence dir");
+            // Run as root, Mosquitto drops to user `mosquitto`, which cannot write into
+            // the root-owned temp dir; `user root` keeps it (ignored when not root).
+            text.push_str(&format!(
+                "user root\npersistence true\npersistence_location {}/\n",
+                loc.display()
+            ));
+        }
+        std::fs::write(&conf, text).expect("write mosquitto.conf");
+        let child = Broker::spawn(&conf, port);
+        Broker { dir, port, child }
+    }
+
+    fn spawn(conf: &Path, port: u16) -> Child {
         let child = Command::new(mosquitto_path())
             .arg("-c")
-            .arg(&conf)
+            .arg(conf)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -61,11 +81,23 @@ impl Broker {
             assert!(Instant::now() < deadline, "mosquitto did not listen");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Broker {
-            _dir: dir,
-            port,
-            child,
-        }
+        child
+    }
+
+    /// Stops the broker with SIGTERM (it saves its persistence database) and waits for it.
+    fn stop(&mut self) {
+        let st = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(st.success(), "kill -TERM mosquitto");
+        self.child.wait().expect("wait for mosquitto");
+    }
+
+    /// Starts the broker again on the same port with the same config and persistence dir.
+    fn start_again(&mut self) {
+        let conf = self.dir.path().join("mosquitto.conf");
+        self.child = Broker::spawn(&conf, self.port);
     }
 }
 
@@ -79,6 +111,12 @@ impl Drop for Broker {
 /// Publishes one message per line at QoS 1 and waits until `mosquitto_pub` exits (it
 /// disconnects once the broker acknowledged every message).
 fn publish(port: u16, topic: &str, lines: &[String]) {
+    let (ok, err) = try_publish(port, topic, lines);
+    assert!(ok, "mosquitto_pub failed: {err}");
+}
+
+/// Like [`publish`], returning whether `mosquitto_pub` succeeded and its stderr.
+fn try_publish(port: u16, topic: &str, lines: &[String]) -> (bool, String) {
     let mut child = Command::new("mosquitto_pub")
         .args([
             "-h",
@@ -99,15 +137,16 @@ fn publish(port: u16, topic: &str, lines: &[String]) {
     {
         let mut stdin = child.stdin.take().expect("stdin");
         for l in lines {
-            writeln!(stdin, "{l}").expect("write to mosquitto_pub");
+            if writeln!(stdin, "{l}").is_err() {
+                break;
+            }
         }
     }
     let out = child.wait_with_output().expect("mosquitto_pub");
-    assert!(
+    (
         out.status.success(),
-        "mosquitto_pub failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn config(data: &Path, port: u16, client_id: &str) -> String {
@@ -281,4 +320,126 @@ fn mqtt_sigkill_mid_stream_then_restart_loses_nothing() {
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
     check_all(&data, n);
+}
+
+#[test]
+fn broker_restart_loses_no_qos1_message() {
+    let mut broker = Broker::start_opts(true);
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let file = tmp.path().join("tsfiled.toml");
+    std::fs::write(
+        &file,
+        config(
+            &data,
+            broker.port,
+            &format!("e2e-restart-{}", std::process::id()),
+        ),
+    )
+    .unwrap();
+    let d = DaemonProc::start_with(&["run", "--config", file.to_str().unwrap()]);
+    until("the MQTT source connects", 30, || connected(&d));
+    let (n, m) = (1_000, 1_000);
+    publish(broker.port, "plant/line3", &messages(0, n));
+    broker.stop();
+    until("the daemon sees the broker gone", 30, || !connected(&d));
+    broker.start_again();
+    // Publish the rest while the daemon reconnects; retry until the broker accepts them.
+    let start = Instant::now();
+    loop {
+        let (ok, err) = try_publish(broker.port, "plant/line3", &messages(n, n + m));
+        if ok {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "publishing after the restart: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    until("the MQTT source reconnects", 30, || connected(&d));
+    until("every point is received", 90, || {
+        let mm = metrics(&d);
+        metric(&mm, &format!("tsfiled_points_received_total{SRC}"))
+            .is_some_and(|v| v >= 2.0 * (n + m) as f64)
+            && metric(&mm, &format!("tsfiled_mqtt_inflight_messages{SRC}")) == Some(0.0)
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    check_all(&data, n + m);
+}
+
+fn shared_config(data: &Path, port: u16, client_id: &str) -> String {
+    config(data, port, client_id).replace(
+        "type = \"mqtt\"\n",
+        "type = \"mqtt\"\nprotocol = \"v5\"\nshared_group = \"tsfiled\"\n",
+    )
+}
+
+#[test]
+fn two_daemons_on_a_shared_subscription_write_every_point_once() {
+    let broker = Broker::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut daemons = Vec::new();
+    let mut dirs = Vec::new();
+    for k in 0..2 {
+        let data = tmp.path().join(format!("data{k}"));
+        let file = tmp.path().join(format!("tsfiled{k}.toml"));
+        let text = shared_config(
+            &data,
+            broker.port,
+            &format!("e2e-shared{k}-{}", std::process::id()),
+        );
+        assert!(text.contains("shared_group"), "{text}");
+        std::fs::write(&file, text).unwrap();
+        daemons.push(DaemonProc::start_with(&[
+            "run",
+            "--config",
+            file.to_str().unwrap(),
+        ]));
+        dirs.push(data);
+    }
+    for d in &daemons {
+        until("the MQTT source connects", 30, || connected(d));
+    }
+    // Let both SUBACKs settle so the broker shares among two subscribers.
+    std::thread::sleep(Duration::from_millis(500));
+    let k = 3_000;
+    publish(broker.port, "plant/line4", &messages(0, k));
+    let received = |d: &DaemonProc| {
+        metric(&metrics(d), &format!("tsfiled_points_received_total{SRC}")).unwrap_or(0.0)
+    };
+    until("the daemons received every point between them", 60, || {
+        daemons.iter().map(received).sum::<f64>() >= 2.0 * k as f64
+    });
+    let shares: Vec<f64> = daemons.iter().map(received).collect();
+    assert_eq!(shares.iter().sum::<f64>(), 2.0 * k as f64, "{shares:?}");
+    assert!(shares.iter().all(|s| *s > 0.0), "{shares:?}");
+    for d in daemons {
+        let (code, log) = d.stop();
+        assert_eq!(code, 0, "{log}");
+    }
+    let mut union: std::collections::BTreeMap<(String, String, i64), Vec<Value>> =
+        Default::default();
+    for data in &dirs {
+        let (points, files) = read_all(data);
+        assert!(!files.is_empty(), "{}: no sealed file", data.display());
+        assert!(!points.is_empty(), "{}: no share", data.display());
+        for (key, vals) in points {
+            union.entry(key).or_default().extend(vals);
+        }
+    }
+    for i in 0..k {
+        let dev = format!("root.plant.d{}", i % 3);
+        for (m, v) in [("a", i), ("b", -2 * i)] {
+            let got = union.get(&(dev.clone(), m.to_string(), 1_000 + i));
+            assert_eq!(
+                got,
+                Some(&vec![Value::Int64(v)]),
+                "{dev}.{m} at {}: exactly once",
+                1_000 + i
+            );
+        }
+    }
+    assert_eq!(union.len(), 2 * k as usize, "no other points");
 }
