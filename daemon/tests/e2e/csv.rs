@@ -155,3 +155,45 @@ fn import_subcommand_writes_sealed_files() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/x.csv"), "{err}");
 }
+
+#[test]
+fn sigkill_mid_file_then_restart_loses_and_doubles_no_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let watch = tmp.path().join("inbox");
+    std::fs::create_dir_all(&watch).unwrap();
+    let file = tmp.path().join("tsfiled.toml");
+    std::fs::write(&file, config(&data, &watch)).unwrap();
+    let args = ["run", "--config", file.to_str().unwrap()];
+    let n = 400_000;
+    let part = watch.join("big.csv.part");
+    std::fs::write(&part, wide_csv(n)).unwrap();
+
+    let d = DaemonProc::start_with(&args);
+    std::fs::rename(&part, watch.join("big.csv")).unwrap();
+    let accepted =
+        "tsfiled_csv_points_total{pipeline=\"main\",result=\"accepted\",source=\"drop\"}";
+    until("some rows of the file are durable", 60, || {
+        metric(&get(d.addr, "/metrics").body, accepted).unwrap_or(0.0) > 0.0
+    });
+    assert!(
+        !watch.join("done").join("big.csv").exists(),
+        "the kill must land mid-file"
+    );
+    d.kill();
+    assert!(
+        watch.join("big.csv").exists(),
+        "an unfinished file stays in place"
+    );
+
+    let d = DaemonProc::start_with(&args);
+    until("the file ends in done/ after the restart", 120, || {
+        watch.join("done").join("big.csv").exists()
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(temporaries(&data).is_empty());
+    // Every row exactly once: check_wide requires one value per point and 3 n points.
+    let (points, _) = read_all(&data);
+    check_wide(&points, n);
+}
