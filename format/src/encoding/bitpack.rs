@@ -5,8 +5,6 @@
 //! first byte. [`BitWriter`] appends such fields, [`unpack`] reads them back with 64-bit
 //! (or, for `w > 56`, 128-bit) loads instead of bit-by-bit loops.
 
-use crate::util::io::put_i32;
-
 mod sealed {
     pub trait Sealed {}
     impl Sealed for i32 {}
@@ -51,109 +49,65 @@ pub trait JavaInt: sealed::Sealed + Copy + Eq + Ord + Default + Send + Sync + 's
     }
 }
 
-impl JavaInt for i32 {
-    const BITS: u32 = 32;
-    const BYTES: usize = 4;
-    const MAX: Self = i32::MAX;
-    #[inline]
-    fn wsub(self, o: Self) -> Self {
-        self.wrapping_sub(o)
-    }
-    #[inline]
-    fn wadd(self, o: Self) -> Self {
-        self.wrapping_add(o)
-    }
-    #[inline]
-    fn wmul(self, o: Self) -> Self {
-        self.wrapping_mul(o)
-    }
-    #[inline]
-    fn jdiv(self, o: Self) -> Self {
-        self.wrapping_div(o)
-    }
-    #[inline]
-    fn low_i32(self) -> i32 {
-        self
-    }
-    #[inline]
-    fn to_i128(self) -> i128 {
-        self as i128
-    }
-    #[inline]
-    fn from_i64(v: i64) -> Self {
-        v as i32
-    }
-    #[inline]
-    fn bits(self) -> u64 {
-        self as u32 as u64
-    }
-    #[inline]
-    fn from_bits(b: u64) -> Self {
-        b as u32 as i32
-    }
-    #[inline]
-    fn put_be(self, out: &mut Vec<u8>) {
-        put_i32(out, self);
-    }
-    #[inline]
-    fn from_be_slice(b: &[u8]) -> Self {
-        let mut a = [0u8; 4];
-        a.copy_from_slice(&b[..4]);
-        i32::from_be_bytes(a)
-    }
+/// Implements [`JavaInt`] for a signed integer type and its unsigned twin.
+macro_rules! java_int {
+    ($t:ty, $u:ty) => {
+        impl JavaInt for $t {
+            const BITS: u32 = <$t>::BITS;
+            const BYTES: usize = std::mem::size_of::<$t>();
+            const MAX: Self = <$t>::MAX;
+            #[inline]
+            fn wsub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+            #[inline]
+            fn wadd(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            #[inline]
+            fn wmul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            #[inline]
+            fn jdiv(self, o: Self) -> Self {
+                self.wrapping_div(o)
+            }
+            #[inline]
+            fn low_i32(self) -> i32 {
+                self as i32
+            }
+            #[inline]
+            fn to_i128(self) -> i128 {
+                self as i128
+            }
+            #[inline]
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+            #[inline]
+            fn bits(self) -> u64 {
+                self as $u as u64
+            }
+            #[inline]
+            fn from_bits(b: u64) -> Self {
+                b as $u as $t
+            }
+            #[inline]
+            fn put_be(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_be_bytes());
+            }
+            #[inline]
+            fn from_be_slice(b: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(&b[..std::mem::size_of::<$t>()]);
+                <$t>::from_be_bytes(a)
+            }
+        }
+    };
 }
 
-impl JavaInt for i64 {
-    const BITS: u32 = 64;
-    const BYTES: usize = 8;
-    const MAX: Self = i64::MAX;
-    #[inline]
-    fn wsub(self, o: Self) -> Self {
-        self.wrapping_sub(o)
-    }
-    #[inline]
-    fn wadd(self, o: Self) -> Self {
-        self.wrapping_add(o)
-    }
-    #[inline]
-    fn wmul(self, o: Self) -> Self {
-        self.wrapping_mul(o)
-    }
-    #[inline]
-    fn jdiv(self, o: Self) -> Self {
-        self.wrapping_div(o)
-    }
-    #[inline]
-    fn low_i32(self) -> i32 {
-        self as i32
-    }
-    #[inline]
-    fn to_i128(self) -> i128 {
-        self as i128
-    }
-    #[inline]
-    fn from_i64(v: i64) -> Self {
-        v
-    }
-    #[inline]
-    fn bits(self) -> u64 {
-        self as u64
-    }
-    #[inline]
-    fn from_bits(b: u64) -> Self {
-        b as i64
-    }
-    #[inline]
-    fn put_be(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_be_bytes());
-    }
-    #[inline]
-    fn from_be_slice(b: &[u8]) -> Self {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(&b[..8]);
-        i64::from_be_bytes(a)
-    }
-}
+java_int!(i32, u32);
+java_int!(i64, u64);
 
 /// Appends `w`-bit fields MSB-first to a byte vector.
 ///
