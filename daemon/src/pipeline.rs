@@ -618,10 +618,16 @@ impl Pipeline {
     /// Stops the threads without sealing anything, as a crash would leave the data
     /// directory (for tests of recovery).
     pub fn abandon_blocking(&self) {
+        self.stop_threads(|done| EngineMsg::Abandon { done });
+    }
+
+    /// Stops intake and the WAL, sends the engine its last message, waits for its answer
+    /// and joins the engine thread.
+    fn stop_threads(&self, last: impl FnOnce(tokio::sync::oneshot::Sender<()>) -> EngineMsg) {
         self.accepting.store(false, Ordering::Relaxed);
         self.wal.shutdown();
         let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.engine_tx.send(EngineMsg::Abandon { done: tx }).is_ok() {
+        if self.engine_tx.send(last(tx)).is_ok() {
             let _ = rx.blocking_recv();
         }
         if let Ok(mut t) = self.engine_thread.lock() {
@@ -634,17 +640,7 @@ impl Pipeline {
     /// Stops intake, writes what is queued, seals every file and stops the threads
     /// (blocking; call from a blocking context).
     pub fn shutdown_blocking(&self) {
-        self.accepting.store(false, Ordering::Relaxed);
-        self.wal.shutdown();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.engine_tx.send(EngineMsg::Stop { done: tx }).is_ok() {
-            let _ = rx.blocking_recv();
-        }
-        if let Ok(mut t) = self.engine_thread.lock() {
-            if let Some(t) = t.take() {
-                let _ = t.join();
-            }
-        }
+        self.stop_threads(|done| EngineMsg::Stop { done });
         tracing::info!(pipeline = %self.name, "pipeline stopped; every file sealed");
     }
 }
