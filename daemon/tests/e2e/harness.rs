@@ -82,11 +82,16 @@ impl DaemonProc {
         DaemonProc { child, addr, log }
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends a signal.
     pub fn signal(&self, sig: i32) {
         // SAFETY: plain kill(2) on our own child's pid.
         unsafe {
-            libc::kill(self.child.id() as i32, sig);
+            libc::kill(self.pid() as i32, sig);
         }
     }
 
