@@ -74,6 +74,8 @@ pub struct Metrics {
     pub csv_bytes: IntCounterVec,
     /// CSV files waiting.
     pub csv_queue: IntGaugeVec,
+    /// Full CSV directory rescans, by reason (scheduled, event_loss).
+    pub csv_rescans: IntCounterVec,
 }
 
 impl Metrics {
@@ -262,6 +264,11 @@ impl Metrics {
                 "CSV files waiting to be ingested.",
                 &["pipeline", "source"],
             ),
+            csv_rescans: counter(
+                "tsfiled_csv_rescans_total",
+                "Full CSV directory rescans, by reason (scheduled: at start and every rescan_interval; event_loss: the file watcher lost events).",
+                &["pipeline", "source", "reason"],
+            ),
             registry,
             refreshers: Mutex::new(Vec::new()),
         })
@@ -382,6 +389,7 @@ pub struct CsvSourceMetrics {
     points: [IntCounter; 2],
     bytes: IntCounter,
     queue: IntGauge,
+    rescans: [IntCounter; 2],
     progress: Option<crate::notify::Progress>,
 }
 
@@ -425,6 +433,11 @@ impl CsvSourceMetrics {
             points: two(&metrics.csv_points),
             bytes: metrics.csv_bytes.with_label_values(&[pipeline, source]),
             queue: metrics.csv_queue.with_label_values(&[pipeline, source]),
+            rescans: ["scheduled", "event_loss"].map(|r| {
+                metrics
+                    .csv_rescans
+                    .with_label_values(&[pipeline, source, r])
+            }),
             progress: None,
         }
     }
@@ -458,6 +471,9 @@ impl CsvMetrics for CsvSourceMetrics {
         if let Some(p) = &self.progress {
             p.set_pending(files as u64);
         }
+    }
+    fn rescan(&self, event_loss: bool) {
+        self.rescans[usize::from(event_loss)].inc();
     }
 }
 

@@ -1,6 +1,7 @@
-//! Telemetry hooks of the CSV source. The daemon maps them onto Prometheus, e.g.
-//! `ingest_csv_files_total{result}`, `ingest_csv_rows_total{result}`,
-//! `ingest_csv_points_total{result}`, `ingest_csv_bytes_read_total`, `ingest_csv_queue_files`.
+//! Telemetry hooks of the CSV source. The daemon maps them onto Prometheus:
+//! `tsfiled_csv_files_total{result}`, `tsfiled_csv_rows_total{result}`,
+//! `tsfiled_csv_points_total{result}`, `tsfiled_csv_bytes_read_total`,
+//! `tsfiled_csv_queue_length` and `tsfiled_csv_rescans_total{reason}`.
 //! Labels are bounded: no file or device names.
 
 use std::sync::atomic::{AtomicU64, Ordering};
