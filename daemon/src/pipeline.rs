@@ -273,6 +273,7 @@ impl Pipeline {
             metrics.open_files.with_label_values(&l);
             metrics.memtable_bytes.with_label_values(&l);
             metrics.wal_bytes.with_label_values(&l);
+            metrics.wal_fsyncs.with_label_values(&l);
             metrics.series.with_label_values(&l);
         }
         metrics
@@ -284,6 +285,9 @@ impl Pipeline {
             .with_label_values(&[name.as_str()])
             .set(opts.engine.memtable_bytes.min(i64::MAX as usize) as i64);
         let weak = Arc::downgrade(&p);
+        // The log counts its fsyncs itself; the counter takes the increase since the last
+        // scrape (refreshers run one at a time, under the metrics' lock).
+        let fsyncs_reported = std::sync::atomic::AtomicU64::new(0);
         metrics.on_scrape(move || {
             if let Some(p) = weak.upgrade() {
                 let l = [p.name.as_str()];
@@ -292,10 +296,12 @@ impl Pipeline {
                     .wal_bytes
                     .with_label_values(&l)
                     .set(st.disk_bytes.load(Ordering::Relaxed) as i64);
+                let fsyncs = st.syncs.load(Ordering::Relaxed);
+                let before = fsyncs_reported.swap(fsyncs, Ordering::Relaxed);
                 p.metrics
-                    .wal_syncs
+                    .wal_fsyncs
                     .with_label_values(&l)
-                    .set(st.syncs.load(Ordering::Relaxed) as i64);
+                    .inc_by(fsyncs.saturating_sub(before));
                 if let Ok(r) = p.registry.lock() {
                     p.metrics.series.with_label_values(&l).set(r.len() as i64);
                 }
@@ -696,6 +702,55 @@ mod tests {
                 .map(|(m, v)| Field::new(*m, v.clone()))
                 .collect(),
         }
+    }
+
+    /// The value of `name{pipeline="t"}` in a rendering.
+    fn sample(text: &str, name: &str) -> Option<u64> {
+        let prefix = format!("{name}{{pipeline=\"t\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|v| v.parse().ok())
+    }
+
+    #[test]
+    fn wal_fsyncs_are_a_counter_of_the_logs_syncs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let metrics = Metrics::new();
+        let p = Pipeline::open(PipelineOptions::new("t", tmp.path()), metrics.clone()).unwrap();
+        let text = metrics.render();
+        assert!(
+            text.contains("# TYPE tsfiled_wal_fsyncs_total counter"),
+            "{text}"
+        );
+        let at_start = sample(&text, "tsfiled_wal_fsyncs_total").unwrap();
+        for t in 0..3 {
+            let b = Batch {
+                records: vec![rec("root.sg.d1", t, &[("s", FieldValue::Int(t))])],
+                rejections: vec![],
+            };
+            p.submit_blocking("test", b, Instant::now()).unwrap();
+        }
+        let syncs = p.wal.stats().syncs.load(Ordering::Relaxed);
+        assert!(
+            syncs >= 3,
+            "each blocking submission waits for its own fsync: {syncs}"
+        );
+        let text = metrics.render();
+        assert_eq!(
+            sample(&text, "tsfiled_wal_fsyncs_total"),
+            Some(syncs),
+            "{text}"
+        );
+        // Scraping again adds nothing.
+        let text = metrics.render();
+        assert_eq!(
+            sample(&text, "tsfiled_wal_fsyncs_total"),
+            Some(syncs),
+            "{text}"
+        );
+        assert!(syncs > at_start);
+        assert!(!text.contains("tsfiled_wal_fsyncs{"), "{text}");
+        p.shutdown_blocking();
     }
 
     #[test]
