@@ -1,5 +1,5 @@
 //! Loading a configuration file (or the embedded default) into runtime
-//! [`Settings`](crate::settings::Settings), with the command-line overrides.
+//! [`Settings`], with the command-line overrides.
 //!
 //! The TOML schema and its validation live in the `tsfiled-config` crate.
 
