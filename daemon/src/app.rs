@@ -19,6 +19,7 @@ use crate::parse::{ConnectorParsers, Parsers};
 use crate::pipeline::Pipeline;
 use crate::settings::Settings;
 use crate::sources::PipelineSink;
+use crate::{Error, Result};
 
 /// A started daemon.
 pub struct Daemon {
@@ -38,41 +39,18 @@ pub struct Daemon {
     http_tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
     http_token: CancellationToken,
     watchdog: Option<Watchdog>,
-    source_tasks: Vec<(String, tokio::task::JoinHandle<Result<(), String>>)>,
+    source_tasks: Vec<(
+        String,
+        tokio::task::JoinHandle<std::result::Result<(), String>>,
+    )>,
     source_token: CancellationToken,
-}
-
-/// Why the daemon could not start or stop cleanly.
-#[derive(Debug, thiserror::Error)]
-pub enum DaemonError {
-    /// Opening or recovering a pipeline failed.
-    #[error("pipeline {pipeline}: {source}")]
-    Pipeline {
-        /// Which.
-        pipeline: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Binding the HTTP listener failed.
-    #[error("cannot listen on {addr}: {source}")]
-    Listen {
-        /// Address.
-        addr: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Shutdown did not finish within the deadline.
-    #[error("shutdown did not finish within {0:?}; unsealed points stay in the write-ahead log")]
-    Deadline(std::time::Duration),
 }
 
 impl Daemon {
     /// Opens every pipeline (recovery and replay), binds the HTTP listener (or uses
-    /// `listener`) and starts serving.
-    pub async fn start(
-        settings: Settings,
-        listener: Option<TcpListener>,
-    ) -> Result<Daemon, DaemonError> {
+    /// `listener`) and starts serving. Fails with [`Error::Pipeline`], [`Error::Listen`] or
+    /// [`Error::TokenFile`].
+    pub async fn start(settings: Settings, listener: Option<TcpListener>) -> Result<Daemon> {
         let metrics = Metrics::new();
         let notifier = Notifier::from_env().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "NOTIFY_SOCKET is unusable; not notifying systemd");
@@ -102,14 +80,10 @@ impl Daemon {
             let p =
                 tokio::task::spawn_blocking(move || Pipeline::open_with(opts, m, Some(progress)))
                     .await
-                    .map_err(|e| DaemonError::Pipeline {
+                    .map_err(|e| Error::Pipeline {
                         pipeline: name.clone(),
                         source: std::io::Error::other(e),
-                    })?
-                    .map_err(|e| DaemonError::Pipeline {
-                        pipeline: name.clone(),
-                        source: e,
-                    })?;
+                    })??;
             tracing::info!(pipeline = %name, data_dir = %ps.options.engine.data_dir.display(), elapsed_ms = started.elapsed().as_millis() as u64, "pipeline ready");
             for src in &ps.http_sources {
                 metrics
@@ -172,7 +146,7 @@ impl Daemon {
             }
             pipelines.push(p);
         }
-        let listen_err = |addr: &str, e: std::io::Error| DaemonError::Listen {
+        let listen_err = |addr: &str, e: std::io::Error| Error::Listen {
             addr: addr.to_string(),
             source: e,
         };
@@ -185,10 +159,7 @@ impl Daemon {
         let http_addr = listener
             .local_addr()
             .map_err(|e| listen_err(&settings.http.listen, e))?;
-        let tokens = http::load_tokens(&settings.http).map_err(|e| DaemonError::Listen {
-            addr: "http.token_file".into(),
-            source: e,
-        })?;
+        let tokens = http::load_tokens(&settings.http)?;
         let parsers: Arc<dyn Parsers> = Arc::new(ConnectorParsers);
         let separate_metrics = settings.metrics.enabled && settings.metrics.listen.is_some();
         let state = Arc::new(HttpState {
@@ -334,9 +305,9 @@ impl Daemon {
         tracing::info!("configuration reloaded");
     }
 
-    /// Stops intake, makes everything durable, seals every file; errors if the
-    /// deadline passes first.
-    pub async fn shutdown(self) -> Result<(), DaemonError> {
+    /// Stops intake, makes everything durable, seals every file; fails with
+    /// [`Error::ShutdownDeadline`] if the deadline passes first.
+    pub async fn shutdown(self) -> Result<()> {
         let deadline = self.settings.shutdown_timeout;
         let started = Instant::now();
         tracing::info!(
@@ -384,7 +355,7 @@ impl Daemon {
                 );
                 Ok(())
             }
-            Err(_) => Err(DaemonError::Deadline(deadline)),
+            Err(_) => Err(Error::ShutdownDeadline(deadline)),
         }
     }
 }
@@ -395,7 +366,7 @@ pub async fn run(
     listener: Option<TcpListener>,
     shutdown: CancellationToken,
     mut reloads: tokio::sync::mpsc::Receiver<Settings>,
-) -> Result<(), DaemonError> {
+) -> Result<()> {
     let mut daemon = Daemon::start(settings, listener).await?;
     loop {
         tokio::select! {

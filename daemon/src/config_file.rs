@@ -1,5 +1,5 @@
 //! Loading a configuration file (or the embedded default) into runtime
-//! [`Settings`](crate::settings::Settings), with the command-line overrides.
+//! [`Settings`], with the command-line overrides.
 //!
 //! The TOML schema and its validation live in the `tsfiled-config` crate.
 
@@ -8,34 +8,26 @@ use std::path::Path;
 use tsfiled_config::{Config, Secrets};
 
 use crate::settings::Settings;
-
-/// Why a configuration cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file is unreadable or invalid (the message names file, line and key).
-    #[error("{0}")]
-    Invalid(String),
-}
+use crate::{Error, Result};
 
 /// Loads `path` (or the embedded default) and applies `--data-dir` / `--http-listen`.
 pub fn load_config(
     path: Option<&Path>,
     data_dir: Option<&Path>,
     http_listen: Option<&str>,
-) -> Result<Config, ConfigError> {
-    let inv = |e: tsfiled_config::ConfigError| ConfigError::Invalid(e.to_string());
+) -> Result<Config> {
     let mut c = match path {
-        Some(p) => Config::load(p).map_err(inv)?,
-        None => Config::embedded_default().map_err(inv)?,
+        Some(p) => Config::load(p)?,
+        None => Config::embedded_default()?,
     };
     if let Some(d) = data_dir {
-        c = c.with_data_dir(d).map_err(inv)?;
+        c = c.with_data_dir(d)?;
     }
     if let Some(l) = http_listen {
         let addr = l.parse().map_err(|e| {
-            ConfigError::Invalid(format!("--http-listen {l:?}: not a socket address ({e})"))
+            Error::Config(format!("--http-listen {l:?}: not a socket address ({e})"))
         })?;
-        c = c.with_http_listen(addr).map_err(inv)?;
+        c = c.with_http_listen(addr)?;
     }
     Ok(c)
 }
@@ -45,16 +37,16 @@ pub fn load(
     path: Option<&Path>,
     data_dir: Option<&Path>,
     http_listen: Option<&str>,
-) -> Result<Settings, ConfigError> {
+) -> Result<Settings> {
     let c = load_config(path, data_dir, http_listen)?;
-    Settings::from_config(&c).map_err(ConfigError::Invalid)
+    Settings::from_config(&c)
 }
 
 /// `tsfiled check-config`: validates `path` (syntax, keys, values, directories writable,
 /// ports free) and renders the effective configuration. Errors list every failed check.
-pub fn check(path: &Path) -> Result<String, ConfigError> {
+pub fn check(path: &Path) -> Result<String> {
     let c = load_config(Some(path), None, None)?;
-    Settings::from_config(&c).map_err(ConfigError::Invalid)?;
+    Settings::from_config(&c)?;
     let report = tsfiled_config::check(&c);
     let mut out = String::new();
     for item in &report.items {
@@ -64,11 +56,9 @@ pub fn check(path: &Path) -> Result<String, ConfigError> {
         ));
     }
     if !report.is_ok() {
-        return Err(ConfigError::Invalid(out));
+        return Err(Error::Config(out));
     }
-    let effective = c
-        .to_toml(Secrets::Redact)
-        .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    let effective = c.to_toml(Secrets::Redact)?;
     out.push_str(&effective);
     Ok(out)
 }

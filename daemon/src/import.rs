@@ -12,31 +12,8 @@ use std::time::{Duration, Instant};
 use tsfiled_connectors::csv::{self, Chunk, CsvParseOptions};
 
 use crate::metrics::Metrics;
-use crate::pipeline::{Pipeline, SubmitError};
-
-/// Why an import failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    /// The configuration cannot be used.
-    #[error("{0}")]
-    Config(String),
-    /// Opening the pipeline failed.
-    #[error("opening the pipeline in {dir}: {source}")]
-    Open {
-        /// Data directory.
-        dir: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A file could not be parsed or its points not be made durable.
-    #[error("{file}: {message}")]
-    File {
-        /// Which file.
-        file: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
-}
+use crate::pipeline::Pipeline;
+use crate::{Error, Refusal};
 
 /// What an import did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -91,19 +68,15 @@ impl Progress {
 }
 
 /// Imports `files` into a pipeline writing under `to`; `config` supplies the pipeline and
-/// parsing settings (else the embedded default).
-pub fn import(
-    files: &[PathBuf],
-    to: &Path,
-    config: Option<&Path>,
-) -> Result<ImportSummary, ImportError> {
-    let settings = crate::config_file::load(config, Some(to), None)
-        .map_err(|e| ImportError::Config(e.to_string()))?;
+/// parsing settings (else the embedded default). Fails with a configuration error,
+/// [`Error::ImportOpen`] or [`Error::ImportFile`].
+pub fn import(files: &[PathBuf], to: &Path, config: Option<&Path>) -> crate::Result<ImportSummary> {
+    let settings = crate::config_file::load(config, Some(to), None)?;
     let ps = settings
         .pipelines
         .into_iter()
         .next()
-        .ok_or_else(|| ImportError::Config("the configuration has no pipeline".into()))?;
+        .ok_or_else(|| Error::Config("the configuration has no pipeline".into()))?;
     let parse: CsvParseOptions = match ps.csv_sources.first() {
         Some(c) => c.options.parse.clone(),
         None => CsvParseOptions {
@@ -111,11 +84,13 @@ pub fn import(
             ..CsvParseOptions::default()
         },
     };
-    let pipeline =
-        Pipeline::open(ps.options.clone(), Metrics::new()).map_err(|e| ImportError::Open {
+    let pipeline = Pipeline::open(ps.options.clone(), Metrics::new()).map_err(|e| match e {
+        Error::Pipeline { source, .. } => Error::ImportOpen {
             dir: to.to_path_buf(),
-            source: e,
-        })?;
+            source,
+        },
+        e => e,
+    })?;
     let result = import_into(&pipeline, files, &parse);
     pipeline.shutdown_blocking();
     result
@@ -125,7 +100,7 @@ fn import_into(
     pipeline: &Pipeline,
     files: &[PathBuf],
     parse: &CsvParseOptions,
-) -> Result<ImportSummary, ImportError> {
+) -> crate::Result<ImportSummary> {
     let mut sum = ImportSummary::default();
     let mut progress = Progress {
         on: std::io::stderr().is_terminal(),
@@ -133,12 +108,8 @@ fn import_into(
         started: Instant::now(),
     };
     for (idx, file) in files.iter().enumerate() {
-        let ferr = |message: String| ImportError::File {
-            file: file.clone(),
-            message,
-        };
-        let r = csv::parse_path(file, parse, |chunk: Chunk| -> Result<(), ImportError> {
-            let accepted = submit(pipeline, chunk).map_err(|e| ferr(e.to_string()))?;
+        let r = csv::parse_path(file, parse, |chunk: Chunk| -> Result<(), FileFailure> {
+            let accepted = submit(pipeline, chunk).map_err(|e| FileFailure(e.to_string()))?;
             sum.points += accepted.0;
             sum.rejected_points += accepted.1;
             progress.draw(file, idx, files.len(), &sum, false);
@@ -146,16 +117,11 @@ fn import_into(
         });
         let summary = match r {
             Ok(s) => s,
-            Err(e) => {
+            Err(FileFailure(message)) => {
                 progress.finish();
-                return Err(match e {
-                    ImportError::File { file: f, message } if f.as_os_str().is_empty() => {
-                        ImportError::File {
-                            file: file.clone(),
-                            message,
-                        }
-                    }
-                    e => e,
+                return Err(Error::ImportFile {
+                    file: file.clone(),
+                    message,
                 });
             }
         };
@@ -168,24 +134,26 @@ fn import_into(
     Ok(sum)
 }
 
-/// A parser error; the file is filled in by the caller.
-impl From<tsfiled_connectors::Error> for ImportError {
+/// Why one file's import stopped (a parser or submission error's message); the caller
+/// turns it into an [`Error::ImportFile`] naming the file.
+struct FileFailure(String);
+
+impl From<tsfiled_connectors::Error> for FileFailure {
     fn from(e: tsfiled_connectors::Error) -> Self {
-        ImportError::File {
-            file: PathBuf::new(),
-            message: e.to_string(),
-        }
+        FileFailure(e.to_string())
     }
 }
 
 /// Submits one chunk, waiting while the pipeline is full; returns (durable, rejected) points
 /// (the rejected ones include the parser's).
-fn submit(pipeline: &Pipeline, chunk: Chunk) -> Result<(u64, u64), SubmitError> {
+fn submit(pipeline: &Pipeline, chunk: Chunk) -> crate::Result<(u64, u64)> {
     loop {
         let batch = chunk.batch.clone();
         match pipeline.submit_blocking("import", batch, Instant::now()) {
             Ok(o) => return Ok((o.accepted, o.rejected)),
-            Err(SubmitError::Full { retry_after, .. }) => std::thread::sleep(retry_after),
+            Err(Error::Refused(Refusal::Full { retry_after, .. })) => {
+                std::thread::sleep(retry_after)
+            }
             Err(e) => return Err(e),
         }
     }

@@ -5,12 +5,16 @@
 //! them durable in the write-ahead log ([`wal`]) and only then acknowledges; the
 //! engine ([`engine`]) keeps them in memtables, flushes them into TsFiles and seals
 //! the files atomically into IoTDB's data-directory layout.
+//!
+//! Every fallible operation of the crate reports an [`Error`]; a submission refused for
+//! now (full, shutting down) is an [`Error::Refused`] carrying a [`Refusal`].
 
 #![warn(missing_docs)]
 
 pub mod app;
 pub mod config_file;
 pub mod engine;
+pub mod error;
 pub mod http;
 pub mod import;
 pub mod metrics;
@@ -20,3 +24,5 @@ pub mod pipeline;
 pub mod settings;
 pub mod sources;
 pub mod wal;
+
+pub use error::{Error, Refusal, Result};

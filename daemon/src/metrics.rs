@@ -36,8 +36,8 @@ pub struct Metrics {
     pub wal_max_bytes: IntGaugeVec,
     /// The memtable budget (0: unlimited).
     pub memtable_max_bytes: IntGaugeVec,
-    /// Write-ahead-log fsyncs.
-    pub wal_syncs: IntGaugeVec,
+    /// Write-ahead-log fsyncs (a counter: refreshed at scrape time from the log's own count).
+    pub wal_fsyncs: IntCounterVec,
     /// Known series.
     pub series: IntGaugeVec,
     /// Memtable flush durations.
@@ -82,7 +82,12 @@ impl Metrics {
     /// Creates and registers every metric.
     pub fn new() -> Arc<Metrics> {
         let registry = Registry::new();
+        // Prometheus naming: counters, and only counters, end in `_total`.
         let counter = |name: &str, help: &str, labels: &[&str]| {
+            assert!(
+                name.ends_with("_total"),
+                "counter {name} must end in _total"
+            );
             let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
             registry
                 .register(Box::new(c.clone()))
@@ -90,6 +95,10 @@ impl Metrics {
             c
         };
         let gauge = |name: &str, help: &str, labels: &[&str]| {
+            assert!(
+                !name.ends_with("_total"),
+                "gauge {name} must not end in _total"
+            );
             let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
             registry
                 .register(Box::new(g.clone()))
@@ -165,9 +174,9 @@ impl Metrics {
                 "Memtable budget of the pipeline.",
                 &["pipeline"],
             ),
-            wal_syncs: gauge(
-                "tsfiled_wal_fsyncs",
-                "Write-ahead-log fsync calls since start.",
+            wal_fsyncs: counter(
+                "tsfiled_wal_fsyncs_total",
+                "Write-ahead-log fsync calls.",
                 &["pipeline"],
             ),
             series: gauge(
@@ -499,5 +508,22 @@ mod tests {
         assert!(text.contains("reason=\"type_mismatch\""));
         assert!(text.contains("tsfiled_wal_bytes{pipeline=\"p\"} 42"));
         assert!(text.contains("tsfiled_build_info{version="));
+    }
+
+    /// Prometheus naming (checked as every metric is registered): a counter's name ends in
+    /// `_total`, a gauge's does not.
+    #[test]
+    fn counter_names_end_in_total() {
+        let m = Metrics::new();
+        m.wal_fsyncs.with_label_values(&["p"]).inc_by(3);
+        let text = m.render();
+        assert!(
+            text.contains("# TYPE tsfiled_wal_fsyncs_total counter"),
+            "{text}"
+        );
+        assert!(
+            text.contains("tsfiled_wal_fsyncs_total{pipeline=\"p\"} 3"),
+            "{text}"
+        );
     }
 }

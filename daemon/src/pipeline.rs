@@ -23,7 +23,8 @@ use crate::engine::schema::{self, Registry, SchemaRule, TypeDefaults};
 use crate::engine::{Engine, EngineMsg, EngineOptions, SealReason, WalControl};
 use crate::metrics::Metrics;
 use crate::notify::Progress;
-use crate::wal::{self, Wal, WalError, WalOptions};
+use crate::wal::{self, Wal, WalOptions};
+use crate::{Error, Refusal, Result};
 
 /// Settings of one pipeline.
 #[derive(Debug, Clone)]
@@ -63,25 +64,6 @@ pub struct SubmitOutcome {
     pub rejected: u64,
     /// The rejections, in payload order.
     pub rejections: Vec<Rejection>,
-}
-
-/// Why a submission failed as a whole (nothing of it was accepted).
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum SubmitError {
-    /// The buffer is full: retry after the given time.
-    #[error("buffer full ({reason}); retry after {retry_after:?}")]
-    Full {
-        /// What is full.
-        reason: &'static str,
-        /// Suggested wait.
-        retry_after: Duration,
-    },
-    /// The pipeline is stopping.
-    #[error("the pipeline is shutting down")]
-    Closed,
-    /// The WAL could not write.
-    #[error("{0}")]
-    Io(String),
 }
 
 type WalItem = (WriteBatch, Instant);
@@ -169,13 +151,24 @@ fn lock_dir(state_dir: &std::path::Path) -> io::Result<std::fs::File> {
 
 impl Pipeline {
     /// Recovers the data directory, replays the WAL, and starts the log and engine threads.
-    pub fn open(opts: PipelineOptions, metrics: Arc<Metrics>) -> io::Result<Arc<Pipeline>> {
+    /// Fails with [`Error::Pipeline`].
+    pub fn open(opts: PipelineOptions, metrics: Arc<Metrics>) -> Result<Arc<Pipeline>> {
         Pipeline::open_with(opts, metrics, None)
     }
 
     /// [`Pipeline::open`], reporting liveness to `progress` (the systemd watchdog): one
     /// pending item per accepted submission until the engine has applied it.
     pub fn open_with(
+        opts: PipelineOptions,
+        metrics: Arc<Metrics>,
+        progress: Option<Progress>,
+    ) -> Result<Arc<Pipeline>> {
+        let pipeline = opts.engine.pipeline.clone();
+        Pipeline::open_io(opts, metrics, progress)
+            .map_err(|source| Error::Pipeline { pipeline, source })
+    }
+
+    fn open_io(
         opts: PipelineOptions,
         metrics: Arc<Metrics>,
         progress: Option<Progress>,
@@ -273,6 +266,7 @@ impl Pipeline {
             metrics.open_files.with_label_values(&l);
             metrics.memtable_bytes.with_label_values(&l);
             metrics.wal_bytes.with_label_values(&l);
+            metrics.wal_fsyncs.with_label_values(&l);
             metrics.series.with_label_values(&l);
         }
         metrics
@@ -284,6 +278,9 @@ impl Pipeline {
             .with_label_values(&[name.as_str()])
             .set(opts.engine.memtable_bytes.min(i64::MAX as usize) as i64);
         let weak = Arc::downgrade(&p);
+        // The log counts its fsyncs itself; the counter takes the increase since the last
+        // scrape (refreshers run one at a time, under the metrics' lock).
+        let fsyncs_reported = std::sync::atomic::AtomicU64::new(0);
         metrics.on_scrape(move || {
             if let Some(p) = weak.upgrade() {
                 let l = [p.name.as_str()];
@@ -292,10 +289,12 @@ impl Pipeline {
                     .wal_bytes
                     .with_label_values(&l)
                     .set(st.disk_bytes.load(Ordering::Relaxed) as i64);
+                let fsyncs = st.syncs.load(Ordering::Relaxed);
+                let before = fsyncs_reported.swap(fsyncs, Ordering::Relaxed);
                 p.metrics
-                    .wal_syncs
+                    .wal_fsyncs
                     .with_label_values(&l)
-                    .set(st.syncs.load(Ordering::Relaxed) as i64);
+                    .inc_by(fsyncs.saturating_sub(before));
                 if let Ok(r) = p.registry.lock() {
                     p.metrics.series.with_label_values(&l).set(r.len() as i64);
                 }
@@ -511,9 +510,9 @@ impl Pipeline {
         source: &str,
         batch: Batch,
         received: Instant,
-    ) -> Result<(Option<wal::Ticket>, SubmitOutcome), SubmitError> {
+    ) -> Result<(Option<wal::Ticket>, SubmitOutcome)> {
         if !self.is_accepting() {
-            return Err(SubmitError::Closed);
+            return Err(Error::Refused(Refusal::Closed));
         }
         let (wb, rejections) = self.normalize(batch);
         self.count(source, &wb, &rejections);
@@ -537,20 +536,22 @@ impl Pipeline {
         }
     }
 
-    fn map_err(&self, source: &str, e: WalError) -> SubmitError {
+    /// The write-ahead log's limits become refusals (counted as backpressure); its other
+    /// errors pass unchanged.
+    fn map_err(&self, source: &str, e: Error) -> Error {
         match e {
-            WalError::Full(reason) => {
+            Error::WalFull(reason) => {
                 self.metrics
                     .backpressure
                     .with_label_values(&[&self.name, source])
                     .inc();
-                SubmitError::Full {
+                Error::Refused(Refusal::Full {
                     reason,
                     retry_after: self.retry_after,
-                }
+                })
             }
-            WalError::Closed => SubmitError::Closed,
-            e => SubmitError::Io(e.to_string()),
+            Error::WalClosed => Error::Refused(Refusal::Closed),
+            e => e,
         }
     }
 
@@ -561,13 +562,14 @@ impl Pipeline {
         }
     }
 
-    /// Submits a parsed batch; resolves once its accepted points are durable.
+    /// Submits a parsed batch; resolves once its accepted points are durable. A batch refused
+    /// as a whole for now (nothing of it accepted) fails with [`Error::Refused`].
     pub async fn submit(
         &self,
         source: &str,
         batch: Batch,
         received: Instant,
-    ) -> Result<SubmitOutcome, SubmitError> {
+    ) -> Result<SubmitOutcome> {
         let (ticket, outcome) = self.enqueue(source, batch, received)?;
         if let Some(t) = ticket {
             t.wait().await.map_err(|e| {
@@ -588,7 +590,7 @@ impl Pipeline {
         source: &str,
         batch: Batch,
         received: Instant,
-    ) -> Result<SubmitOutcome, SubmitError> {
+    ) -> Result<SubmitOutcome> {
         let (ticket, outcome) = self.enqueue(source, batch, received)?;
         if let Some(t) = ticket {
             t.wait_blocking().map_err(|e| {
@@ -698,6 +700,55 @@ mod tests {
         }
     }
 
+    /// The value of `name{pipeline="t"}` in a rendering.
+    fn sample(text: &str, name: &str) -> Option<u64> {
+        let prefix = format!("{name}{{pipeline=\"t\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|v| v.parse().ok())
+    }
+
+    #[test]
+    fn wal_fsyncs_are_a_counter_of_the_logs_syncs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let metrics = Metrics::new();
+        let p = Pipeline::open(PipelineOptions::new("t", tmp.path()), metrics.clone()).unwrap();
+        let text = metrics.render();
+        assert!(
+            text.contains("# TYPE tsfiled_wal_fsyncs_total counter"),
+            "{text}"
+        );
+        let at_start = sample(&text, "tsfiled_wal_fsyncs_total").unwrap();
+        for t in 0..3 {
+            let b = Batch {
+                records: vec![rec("root.sg.d1", t, &[("s", FieldValue::Int(t))])],
+                rejections: vec![],
+            };
+            p.submit_blocking("test", b, Instant::now()).unwrap();
+        }
+        let syncs = p.wal.stats().syncs.load(Ordering::Relaxed);
+        assert!(
+            syncs >= 3,
+            "each blocking submission waits for its own fsync: {syncs}"
+        );
+        let text = metrics.render();
+        assert_eq!(
+            sample(&text, "tsfiled_wal_fsyncs_total"),
+            Some(syncs),
+            "{text}"
+        );
+        // Scraping again adds nothing.
+        let text = metrics.render();
+        assert_eq!(
+            sample(&text, "tsfiled_wal_fsyncs_total"),
+            Some(syncs),
+            "{text}"
+        );
+        assert!(syncs > at_start);
+        assert!(!text.contains("tsfiled_wal_fsyncs{"), "{text}");
+        p.shutdown_blocking();
+    }
+
     #[test]
     fn submit_seal_and_read_back() {
         let _ = tracing_subscriber::fmt().with_test_writer().try_init();
@@ -794,11 +845,19 @@ mod tests {
             "the lock is released with the pipeline"
         );
         let p = Pipeline::open(opts, Metrics::new()).unwrap();
-        let second = Pipeline::open(PipelineOptions::new("t2", tmp.path()), Metrics::new());
-        assert!(
-            second.is_err(),
-            "two pipelines never share a data directory"
-        );
+        // Two pipelines never share a data directory; the error names the pipeline and why.
+        match Pipeline::open(PipelineOptions::new("t2", tmp.path()), Metrics::new()) {
+            Err(e @ Error::Pipeline { .. }) => {
+                let m = e.to_string();
+                assert!(m.starts_with("pipeline t2: "), "{m}");
+                assert!(
+                    m.ends_with("is locked: another tsfiled uses this data directory"),
+                    "{m}"
+                );
+            }
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => panic!("a second pipeline opened the same data directory"),
+        }
         let out = p
             .submit_blocking(
                 "test",
@@ -811,6 +870,15 @@ mod tests {
             .unwrap();
         assert_eq!(out.rejected, 1);
         p.shutdown_blocking();
+        // After shutdown a submission is refused (not failed): the source retries elsewhere.
+        let late = Batch {
+            records: vec![rec("root.sg.d1", 30, &[("a", FieldValue::Int(1))])],
+            rejections: vec![],
+        };
+        match p.submit_blocking("test", late, Instant::now()) {
+            Err(Error::Refused(Refusal::Closed)) => {}
+            other => panic!("{other:?}"),
+        }
         let (points2, _) = read_dir_points(tmp.path());
         assert_eq!(points2.len(), points.len(), "nothing replayed twice");
     }
@@ -1070,7 +1138,7 @@ mod tests {
             };
             match p.submit_blocking("test", b.clone(), Instant::now()) {
                 Ok(o) => accepted += o.accepted,
-                Err(SubmitError::Full { .. }) => {
+                Err(Error::Refused(Refusal::Full { .. })) => {
                     refused += 1;
                     t -= 100;
                     std::thread::sleep(Duration::from_millis(5));

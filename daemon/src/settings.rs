@@ -150,8 +150,13 @@ fn size(b: cfg::ByteSize) -> u64 {
 }
 
 impl Settings {
-    /// Maps a validated configuration onto runtime settings.
-    pub fn from_config(c: &cfg::Config) -> Result<Settings, String> {
+    /// Maps a validated configuration onto runtime settings; fails with
+    /// [`Error::Config`](crate::Error::Config).
+    pub fn from_config(c: &cfg::Config) -> crate::Result<Settings> {
+        Settings::map(c).map_err(crate::Error::Config)
+    }
+
+    fn map(c: &cfg::Config) -> Result<Settings, String> {
         let mut pipelines = Vec::new();
         for p in &c.pipelines {
             let st = &p.storage;

@@ -12,7 +12,8 @@ use tsfiled_connectors::mqtt::{
 use tsfiled_connectors::sink::{BatchSink, SinkError, SinkFuture, SinkOutcome};
 use tsfiled_connectors::{Batch, TimeUnit};
 
-use crate::pipeline::{Pipeline, SubmitError, SubmitOutcome};
+use crate::pipeline::{Pipeline, SubmitOutcome};
+use crate::{Error, Refusal};
 
 /// A pipeline seen as a connector's [`BatchSink`], labelled with the source's name.
 pub struct PipelineSink {
@@ -38,17 +39,17 @@ fn outcome(o: SubmitOutcome) -> SinkOutcome {
     }
 }
 
-fn error(e: SubmitError) -> SinkError {
-    match e {
-        SubmitError::Full {
+fn error(e: Error) -> SinkError {
+    match e.refusal() {
+        Some(Refusal::Full {
             reason,
             retry_after,
-        } => SinkError::Full {
+        }) => SinkError::Full {
             reason,
             retry_after,
         },
-        SubmitError::Closed => SinkError::Closed,
-        SubmitError::Io(s) => SinkError::Io(s),
+        Some(Refusal::Closed) => SinkError::Closed,
+        None => SinkError::Io(e.to_string()),
     }
 }
 

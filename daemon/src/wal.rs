@@ -25,6 +25,8 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use crate::{Error, Result};
+
 /// A log position: `segment << 40 | byte offset in the segment`.
 pub type Lsn = u64;
 
@@ -42,23 +44,6 @@ pub fn lsn(segment: u64, offset: u64) -> Lsn {
 /// The segment of an LSN.
 pub fn lsn_segment(lsn: Lsn) -> u64 {
     lsn >> OFFSET_BITS
-}
-
-/// Why an append failed.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum WalError {
-    /// The log or its queue is at its size limit: retry later.
-    #[error("write-ahead log is full ({0})")]
-    Full(&'static str),
-    /// The log is shut down.
-    #[error("write-ahead log is closed")]
-    Closed,
-    /// Writing or syncing failed.
-    #[error("write-ahead log I/O error: {0}")]
-    Io(String),
-    /// The record is larger than [`MAX_RECORD`].
-    #[error("record of {0} bytes exceeds the write-ahead log's record limit")]
-    TooLarge(usize),
 }
 
 /// WAL settings.
@@ -143,7 +128,7 @@ impl<T, F: FnMut(Lsn, T) + Send + 'static> Sink<T> for F {
 struct Request<T> {
     payload: Vec<u8>,
     item: T,
-    done: oneshot::Sender<Result<Lsn, WalError>>,
+    done: oneshot::Sender<Result<Lsn>>,
 }
 
 enum Msg<T> {
@@ -162,17 +147,17 @@ pub struct Wal<T: Send + 'static> {
 }
 
 /// A pending append: resolves once the record is durable.
-pub struct Ticket(oneshot::Receiver<Result<Lsn, WalError>>);
+pub struct Ticket(oneshot::Receiver<Result<Lsn>>);
 
 impl Ticket {
     /// Waits for durability.
-    pub async fn wait(self) -> Result<Lsn, WalError> {
-        self.0.await.unwrap_or(Err(WalError::Closed))
+    pub async fn wait(self) -> Result<Lsn> {
+        self.0.await.unwrap_or(Err(Error::WalClosed))
     }
 
     /// Waits for durability from a non-async thread.
-    pub fn wait_blocking(self) -> Result<Lsn, WalError> {
-        self.0.blocking_recv().unwrap_or(Err(WalError::Closed))
+    pub fn wait_blocking(self) -> Result<Lsn> {
+        self.0.blocking_recv().unwrap_or(Err(Error::WalClosed))
     }
 }
 
@@ -329,31 +314,34 @@ impl<T: Send + 'static> Wal<T> {
     }
 
     /// Queues a record; the ticket resolves once it is durable. Refuses with
-    /// [`WalError::Full`] when the log or its queue is at its limit.
-    pub fn append(&self, payload: Vec<u8>, item: T) -> Result<Ticket, WalError> {
+    /// [`Error::WalFull`] when the log or its queue is at its limit.
+    pub fn append(&self, payload: Vec<u8>, item: T) -> Result<Ticket> {
         if payload.len() > MAX_RECORD {
-            return Err(WalError::TooLarge(payload.len()));
+            return Err(Error::WalRecordTooLarge {
+                bytes: payload.len(),
+                limit: MAX_RECORD,
+            });
         }
         if self.broken.load(Ordering::Relaxed) {
-            return Err(WalError::Io(
+            return Err(Error::WalIo(
                 "an earlier write failed and could not be undone".into(),
             ));
         }
         let size = payload.len() + 8;
         let pending = self.stats.pending_bytes.load(Ordering::Relaxed);
         if pending + size > self.opts.max_pending_bytes && pending > 0 {
-            return Err(WalError::Full("queue"));
+            return Err(Error::WalFull("queue"));
         }
         let disk = self.stats.disk_bytes.load(Ordering::Relaxed);
         if disk + (pending + size) as u64 > self.opts.max_bytes {
-            return Err(WalError::Full("disk budget"));
+            return Err(Error::WalFull("disk budget"));
         }
         self.stats.pending_bytes.fetch_add(size, Ordering::Relaxed);
         let (done, rx) = oneshot::channel();
-        let guard = self.tx.lock().map_err(|_| WalError::Closed)?;
+        let guard = self.tx.lock().map_err(|_| Error::WalClosed)?;
         let Some(tx) = guard.as_ref() else {
             self.stats.pending_bytes.fetch_sub(size, Ordering::Relaxed);
-            return Err(WalError::Closed);
+            return Err(Error::WalClosed);
         };
         if tx
             .send(Msg::Append(Request {
@@ -364,7 +352,7 @@ impl<T: Send + 'static> Wal<T> {
             .is_err()
         {
             self.stats.pending_bytes.fetch_sub(size, Ordering::Relaxed);
-            return Err(WalError::Closed);
+            return Err(Error::WalClosed);
         }
         Ok(Ticket(rx))
     }
@@ -392,7 +380,7 @@ impl<T: Send + 'static> Wal<T> {
     }
 
     /// Writes what is queued, stops the thread and waits for it. Appends after this
-    /// fail with [`WalError::Closed`].
+    /// fail with [`Error::WalClosed`].
     pub fn shutdown(&self) {
         if let Ok(mut g) = self.tx.lock() {
             if let Some(tx) = g.take() {
@@ -546,13 +534,18 @@ impl Worker {
                 }
                 // A full disk is a transient condition for the sender (retry later);
                 // other errors are failures.
-                let err = if e.raw_os_error() == Some(libc::ENOSPC) {
-                    WalError::Full("no space left on the WAL device")
-                } else {
-                    WalError::Io(e.to_string())
-                };
+                let full = e.raw_os_error() == Some(libc::ENOSPC);
+                let message = format!(
+                    "writing {}: {e}",
+                    segment_path(&self.dir, self.active_id).display()
+                );
                 for r in group.drain(..) {
-                    let _ = r.done.send(Err(err.clone()));
+                    let err = if full {
+                        Error::WalFull("no space left on the WAL device")
+                    } else {
+                        Error::WalIo(message.clone())
+                    };
+                    let _ = r.done.send(Err(err));
                 }
             }
         }
@@ -804,6 +797,23 @@ mod tests {
     }
 
     #[test]
+    fn an_oversized_record_is_refused_with_its_size_and_the_limit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (wal, _rx, _, _) = start(tmp.path(), None);
+        let e = wal.append(vec![0; MAX_RECORD + 1], 0).err().unwrap();
+        assert!(
+            matches!(e, Error::WalRecordTooLarge { bytes, limit: MAX_RECORD } if bytes == MAX_RECORD + 1)
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "record of {} bytes exceeds the write-ahead log's record limit of {MAX_RECORD} bytes",
+                MAX_RECORD + 1
+            )
+        );
+    }
+
+    #[test]
     fn rotation_trimming_and_backpressure() {
         let tmp = tempfile::tempdir().unwrap();
         let mut opts = WalOptions::new(tmp.path());
@@ -815,7 +825,7 @@ mod tests {
         for i in 0..100u32 {
             match wal.append(vec![7; 500], i) {
                 Ok(t) => lsns.push(t.wait_blocking().unwrap()),
-                Err(WalError::Full(_)) => {
+                Err(Error::WalFull(_)) => {
                     full = true;
                     break;
                 }

@@ -30,8 +30,9 @@ use tsfiled_connectors::{Batch, RejectReason, TimeUnit};
 
 use crate::metrics::Metrics;
 use crate::parse::Parsers;
-use crate::pipeline::{Pipeline, SubmitError, SubmitOutcome};
+use crate::pipeline::{Pipeline, SubmitOutcome};
 use crate::settings::{HttpSettings, HttpSourceSettings};
+use crate::{Error, Refusal};
 
 /// Shared state of the HTTP server.
 pub struct HttpState {
@@ -77,11 +78,15 @@ struct RouteState {
 type Shared = Arc<HttpState>;
 type RouteRef = Arc<RouteState>;
 
-/// Reads the token file (one token per line, `#` comments and blank lines ignored).
-pub fn load_tokens(settings: &HttpSettings) -> std::io::Result<Vec<String>> {
+/// The configured tokens plus the token file's (one token per line, `#` comments and blank
+/// lines ignored). Fails with [`Error::TokenFile`].
+pub fn load_tokens(settings: &HttpSettings) -> crate::Result<Vec<String>> {
     let mut tokens = settings.tokens.clone();
     if let Some(f) = &settings.token_file {
-        let text = std::fs::read_to_string(f)?;
+        let text = std::fs::read_to_string(f).map_err(|source| Error::TokenFile {
+            path: f.clone(),
+            source,
+        })?;
         tokens.extend(
             text.lines()
                 .map(str::trim)
@@ -259,6 +264,7 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Why a request body is unusable (private to [`ingest`]: picks 413 or 400).
 enum BodyError {
     TooLarge(String),
     Bad(String),
@@ -367,10 +373,10 @@ async fn ingest(
     .await;
     match submitted {
         Ok(Ok(outcome)) => outcome_response(state, outcome, style),
-        Ok(Err(SubmitError::Full {
+        Ok(Err(Error::Refused(Refusal::Full {
             reason,
             retry_after,
-        })) => {
+        }))) => {
             let code = if reason == "queue" {
                 StatusCode::TOO_MANY_REQUESTS
             } else {
@@ -389,7 +395,7 @@ async fn ingest(
             );
             r
         }
-        Ok(Err(SubmitError::Closed)) => {
+        Ok(Err(Error::Refused(Refusal::Closed))) => {
             let mut r = error(
                 state,
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -399,7 +405,7 @@ async fn ingest(
                 .insert(header::RETRY_AFTER, HeaderValue::from(5u64));
             r
         }
-        Ok(Err(SubmitError::Io(m))) => error(state, StatusCode::INTERNAL_SERVER_ERROR, &m),
+        Ok(Err(e)) => error(state, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         Err(_) => {
             let mut r = error(
                 state,
@@ -652,5 +658,26 @@ mod tests {
             HeaderValue::from_static("Basic dXNlcjpzZWNyZXQ="),
         );
         assert!(authorized(&s, &h, &q));
+    }
+
+    #[test]
+    fn token_file_is_read_and_a_missing_one_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("tokens");
+        std::fs::write(&path, "# comment\n\n  t2  \nt3\n").unwrap();
+        let mut settings = HttpSettings {
+            tokens: vec!["t1".into()],
+            token_file: Some(path.clone()),
+            ..HttpSettings::default()
+        };
+        assert_eq!(load_tokens(&settings).unwrap(), ["t1", "t2", "t3"]);
+        settings.token_file = Some(tmp.path().join("absent"));
+        let e = load_tokens(&settings).unwrap_err();
+        assert!(matches!(&e, Error::TokenFile { path, .. } if path.ends_with("absent")));
+        let want = format!(
+            "cannot read http.token_file {}: ",
+            tmp.path().join("absent").display()
+        );
+        assert!(e.to_string().starts_with(&want), "{e}");
     }
 }
