@@ -17,7 +17,8 @@
 //!
 //! This crate knows neither tokio nor the `tsfile` crate: TsFile types, encodings and
 //! compressions are named by [`DataType`], [`Encoding`] and [`Compression`], whose
-//! `as_str()` gives the canonical TsFile names.
+//! `as_str()` gives the canonical TsFile names. `tsfiled-connectors` depends on this crate
+//! and uses its CSV option types, [`Glob`], [`Template`] and [`check_topic_filter`] as they are.
 
 mod check;
 mod default;

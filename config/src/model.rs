@@ -560,7 +560,7 @@ impl MqttSourceConfig {
 /// A CSV column reference.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ColumnRef {
-    /// By header name.
+    /// By header name (exact match with the header cell after trimming ASCII whitespace).
     Name(String),
     /// By 0-based position (written 1-based in the configuration).
     Index(usize),
@@ -569,36 +569,40 @@ pub enum ColumnRef {
 /// Where the device of a generic CSV row comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CsvDevice {
-    /// From a column, optionally below a prefix.
+    /// From a column, optionally below a prefix (`prefix.cell`).
     Column {
         /// The column.
         column: ColumnRef,
-        /// Prefix prepended with a `.`.
+        /// Prefix prepended with a `.`, e.g. `root.plant`.
         path_prefix: Option<String>,
     },
-    /// From a template with `{file_stem}` and `{dir}`.
+    /// A template such as `root.plc.{file_stem}` ([`Template::parse_csv_device`]):
+    /// `{file_stem}` is the file name without `.gz` and its last extension, `{dir}` the name
+    /// of the file's directory; both are sanitized into path nodes (`line-3.csv.gz` →
+    /// `line_3`).
     Template(Template),
 }
 
 /// Options of the generic CSV format.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GenericCsv {
-    /// Header rows after the skipped rows (the first names columns).
+    /// Header rows after the skipped rows; the first names the columns, others are ignored.
+    /// With 0, value columns are named `col1`, `col2`, … (1-based position).
     pub header_rows: u32,
     /// Time column.
     pub time_column: ColumnRef,
     /// Device.
     pub device: CsvDevice,
-    /// Value columns; empty = all but time and device.
+    /// Value columns; empty = every column but the time and device columns.
     pub value_columns: Vec<ColumnRef>,
 }
 
 /// CSV file format.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CsvFormat {
-    /// `Time,root.sg.d1.s1,...`.
+    /// IoTDB export, aligned by time: `Time,root.sg.d1.s1,root.sg.d1.s2(INT32),...`.
     IotdbWide,
-    /// `Time,Device,s1,...`.
+    /// IoTDB export, aligned by device: `Time,Device,s1,s2(DOUBLE),...`.
     IotdbDevice,
     /// As configured.
     Generic(GenericCsv),
@@ -607,19 +611,22 @@ pub enum CsvFormat {
 /// Timestamp format of CSV rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TimeFormat {
-    /// Integer: epoch ms; otherwise RFC 3339 (or a naive ISO time in `timezone`).
+    /// An integer is epoch milliseconds; anything else is RFC 3339, or an ISO 8601 date-time
+    /// without offset (`2024-03-01 12:00:00[.fff]`, `T` or space) read in the time zone.
     Auto,
-    /// Epoch seconds.
+    /// Epoch seconds (an optional decimal fraction is kept exactly, down to the precision).
     EpochS,
-    /// Epoch milliseconds.
+    /// Epoch milliseconds (optional decimal fraction).
     EpochMs,
-    /// Epoch microseconds.
+    /// Epoch microseconds (optional decimal fraction).
     EpochUs,
     /// Epoch nanoseconds.
     EpochNs,
-    /// RFC 3339.
+    /// RFC 3339 (`2024-03-01T12:00:00.5+01:00`, `Z`, `T` or space).
     Rfc3339,
-    /// strftime with this (checked) pattern.
+    /// A strftime pattern (chrono syntax; the configuration checks it with
+    /// [`check_strftime`](crate::check_strftime)). Without `%z`/`%:z`/`%s` in the pattern the
+    /// time is local to the time zone; a pattern without a time of day means midnight.
     Strftime(String),
 }
 
@@ -638,23 +645,24 @@ impl TimeFormat {
     }
 }
 
-/// Resolution of DST-ambiguous local times.
+/// Resolution of local times that occur twice (the hour repeated when DST ends).
+/// Local times that do not exist (skipped when DST starts) are always rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AmbiguousTime {
-    /// The first occurrence.
+    /// The first occurrence (the earlier instant, still in DST).
     Earliest,
-    /// The second occurrence.
+    /// The second occurrence (the later instant).
     Latest,
     /// Reject the row.
     Reject,
 }
 
-/// What happens to an ingested file.
+/// What happens to a file whose rows were all ingested without error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnSuccess {
-    /// Move to `done_dir`.
+    /// Move it into the done directory.
     Move,
-    /// Delete.
+    /// Delete it.
     Delete,
 }
 
@@ -696,6 +704,11 @@ pub struct CsvSourceConfig {
 }
 
 impl CsvSourceConfig {
+    /// The default of `patterns`.
+    pub const DEFAULT_PATTERNS: &'static [&'static str] = &["*.csv", "*.csv.gz"];
+    /// The default of `ignore`.
+    pub const DEFAULT_IGNORE: &'static [&'static str] = &["*.tmp", "*.part", ".*"];
+
     /// Whether a file name is taken: matches a pattern and no ignore glob.
     pub fn accepts(&self, file_name: &str) -> bool {
         self.patterns.iter().any(|g| g.matches(file_name))

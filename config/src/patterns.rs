@@ -133,7 +133,8 @@ impl Glob {
                 return false;
             }
         }
-        t[ti..].iter().all(|x| *x == GlobToken::AnyRun)
+        t.get(ti..)
+            .is_some_and(|rest| rest.iter().all(|x| *x == GlobToken::AnyRun))
     }
 }
 
@@ -282,6 +283,22 @@ impl Template {
             parts,
         })
     }
+
+    /// Parses the device template of a generic CSV source: a full device path starting with
+    /// `root.`, with the placeholders `{file_stem}` and `{dir}` (e.g.
+    /// `root.plant.{dir}.{file_stem}`).
+    pub fn parse_csv_device(text: &str) -> Result<Self, String> {
+        let t = Template::parse(text, Some(Self::CSV_DEVICE_PLACEHOLDERS), &[])?;
+        if !text.starts_with("root.") {
+            return Err(format!(
+                "\"{text}\" must start with \"root.\" (e.g. \"root.plant.{{file_stem}}\")"
+            ));
+        }
+        Ok(t)
+    }
+
+    /// The placeholders of a CSV device template ([`Template::parse_csv_device`]).
+    pub const CSV_DEVICE_PLACEHOLDERS: &'static [&'static str] = &["file_stem", "dir"];
 
     /// A stand-in used after an error has been recorded: the literal node `x`.
     pub(crate) fn fallback() -> Self {
@@ -571,6 +588,28 @@ mod tests {
         assert!(Glob::parse("").is_err());
         assert!(Glob::parse("[z-a]").is_err());
         assert!(Glob::parse("[]]").unwrap().matches("]"));
+        let g = |s| Glob::parse(s).unwrap();
+        assert!(g("*.csv.gz").matches("a.csv.gz"));
+        assert!(g("*.tmp").matches("a.csv.tmp"));
+        assert!(g("a*b*c").matches("aXXbYYc"));
+        assert!(!g("a*b*c").matches("aXXbYY"));
+        assert!(g("[^x]").matches("y") && !g("[^x]").matches("x"));
+        assert_eq!(g("data-??.[ct]sv").as_str(), "data-??.[ct]sv");
+    }
+
+    #[test]
+    fn csv_device_templates() {
+        let t = Template::parse_csv_device("root.plant.{dir}.{file_stem}").unwrap();
+        assert_eq!(
+            t.placeholders().collect::<Vec<_>>(),
+            vec!["dir", "file_stem"]
+        );
+        assert!(Template::parse_csv_device("root.{host}")
+            .unwrap_err()
+            .contains("unknown placeholder {host}"));
+        assert!(Template::parse_csv_device("plant.{file_stem}")
+            .unwrap_err()
+            .contains("must start with \"root.\""));
     }
 
     #[test]

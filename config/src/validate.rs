@@ -1838,8 +1838,20 @@ fn validate_csv(v: &mut V<'_>, c: &RawCsvSource, sp: &KeyPath) -> Option<CsvSour
                 })
                 .collect::<Vec<_>>()
         };
-    let patterns = globs(v, &c.patterns, "patterns", &["*.csv", "*.csv.gz"], true);
-    let ignore = globs(v, &c.ignore, "ignore", &["*.tmp", "*.part", ".*"], false);
+    let patterns = globs(
+        v,
+        &c.patterns,
+        "patterns",
+        CsvSourceConfig::DEFAULT_PATTERNS,
+        true,
+    );
+    let ignore = globs(
+        v,
+        &c.ignore,
+        "ignore",
+        CsvSourceConfig::DEFAULT_IGNORE,
+        false,
+    );
     let recursive = c.recursive.unwrap_or(false);
     let settle = v.positive_duration(&c.settle, &sp.key("settle"), Duration::from_secs(2));
 
@@ -1900,15 +1912,8 @@ fn validate_csv(v: &mut V<'_>, c: &RawCsvSource, sp: &KeyPath) -> Option<CsvSour
                     &sp.key("path_prefix"),
                     "with device_template (write the full path in the template)",
                 );
-                match Template::parse(t, Some(&["file_stem", "dir"]), &[]) {
-                    Ok(tpl) if t.starts_with("root.") => Some(CsvDevice::Template(tpl)),
-                    Ok(_) => {
-                        v.err(
-                            &sp.key("device_template"),
-                            format!("\"{t}\" must start with \"root.\" (e.g. \"root.plant.{{file_stem}}\")"),
-                        );
-                        None
-                    }
+                match Template::parse_csv_device(t) {
+                    Ok(tpl) => Some(CsvDevice::Template(tpl)),
                     Err(e) => {
                         v.err(&sp.key("device_template"), e);
                         None

@@ -4,6 +4,10 @@
 //!
 //! The parsers are pure and synchronous: bytes in, a [`Batch`] of records and rejections out.
 //! They never panic on any input.
+//!
+//! Option types that the configuration also has (CSV formats and columns, time formats,
+//! file-name globs, the CSV device template, MQTT topic-filter syntax) are those of
+//! `tsfiled-config`, used directly rather than mirrored.
 
 #![warn(missing_docs)]
 

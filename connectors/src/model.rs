@@ -20,6 +20,19 @@ pub enum TimeUnit {
     Nanos,
 }
 
+impl From<tsfiled_config::TimePrecision> for TimeUnit {
+    /// The configuration's `time_precision` (`"s"`, `"ms"`, `"us"`, `"ns"`).
+    fn from(p: tsfiled_config::TimePrecision) -> TimeUnit {
+        use tsfiled_config::TimePrecision as P;
+        match p {
+            P::S => TimeUnit::Seconds,
+            P::Ms => TimeUnit::Millis,
+            P::Us => TimeUnit::Micros,
+            P::Ns => TimeUnit::Nanos,
+        }
+    }
+}
+
 impl TimeUnit {
     /// Converts `t` from `self` to `target`; `None` when the result overflows i64.
     /// Conversions to a coarser unit truncate toward negative infinity.

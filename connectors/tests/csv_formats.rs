@@ -6,7 +6,7 @@ use std::io::Write;
 use tsfiled_connectors::csv::{
     parse_path, parse_reader, AmbiguousTime, Chunk, ColumnRef, CsvDevice, CsvFormat,
     CsvParseOptions, CsvParser, FileContext, GenericCsv, ParseSummary, ResumePoint, Sequential,
-    TimeFormat,
+    Template, TimeFormat,
 };
 use tsfiled_connectors::{Error, Field, FieldValue, Record, RejectReason, TimeUnit, TypeHint};
 
@@ -251,6 +251,10 @@ fn iotdb_by_device() {
     }
 }
 
+fn tpl(text: &str) -> Template {
+    Template::parse_csv_device(text).unwrap()
+}
+
 fn generic(g: GenericCsv) -> CsvParseOptions {
     CsvParseOptions {
         format: CsvFormat::Generic(g),
@@ -308,7 +312,7 @@ fn generic_template_from_file_name_and_all_columns() {
     let o = generic(GenericCsv {
         header_rows: 1,
         time_column: ColumnRef::Index(1),
-        device: CsvDevice::Template("root.plant.{dir}.{file_stem}".into()),
+        device: CsvDevice::Template(tpl("root.plant.{dir}.{file_stem}")),
         value_columns: vec![],
     });
     let ctx = FileContext::from_path(std::path::Path::new("/srv/drop/hall-2/line-3.csv.gz"));
@@ -330,7 +334,7 @@ fn generic_without_header_names_columns_by_position() {
     let o = generic(GenericCsv {
         header_rows: 0,
         time_column: ColumnRef::Index(0),
-        device: CsvDevice::Template("root.x".into()),
+        device: CsvDevice::Template(tpl("root.x")),
         value_columns: vec![ColumnRef::Index(2)],
     });
     let (chunks, _) = parse(&o, "5,1,2\n6,3,4\n");
@@ -348,7 +352,9 @@ fn generic_option_and_header_errors() {
     let bad_template = generic(GenericCsv {
         header_rows: 1,
         time_column: ColumnRef::Index(0),
-        device: CsvDevice::Template("root.{host}".into()),
+        // Only a template built outside the configuration's CSV rule can carry another
+        // placeholder: the parser refuses it.
+        device: CsvDevice::Template(Template::parse("root.{host}", None, &[]).unwrap()),
         value_columns: vec![],
     });
     assert!(matches!(
@@ -358,10 +364,23 @@ fn generic_option_and_header_errors() {
             ..
         })
     ));
+    let no_root = generic(GenericCsv {
+        header_rows: 1,
+        time_column: ColumnRef::Index(0),
+        device: CsvDevice::Template(Template::parse("plant.{file_stem}", None, &[]).unwrap()),
+        value_columns: vec![],
+    });
+    assert!(matches!(
+        CsvParser::new(&no_root),
+        Err(Error::CsvOption {
+            key: "device_template",
+            ..
+        })
+    ));
     let missing = generic(GenericCsv {
         header_rows: 1,
         time_column: ColumnRef::Name("ts".into()),
-        device: CsvDevice::Template("root.x".into()),
+        device: CsvDevice::Template(tpl("root.x")),
         value_columns: vec![],
     });
     match parse_err(&missing, "time,a\n1,2\n") {
@@ -373,7 +392,7 @@ fn generic_option_and_header_errors() {
     let clash = generic(GenericCsv {
         header_rows: 1,
         time_column: ColumnRef::Index(0),
-        device: CsvDevice::Template("root.x".into()),
+        device: CsvDevice::Template(tpl("root.x")),
         value_columns: vec![],
     });
     match parse_err(&clash, "t,a-b,a.b\n") {

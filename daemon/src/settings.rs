@@ -124,15 +124,6 @@ impl Default for HttpSettings {
     }
 }
 
-fn unit(p: cfg::TimePrecision) -> TimeUnit {
-    match p {
-        cfg::TimePrecision::S => TimeUnit::Seconds,
-        cfg::TimePrecision::Ms => TimeUnit::Millis,
-        cfg::TimePrecision::Us => TimeUnit::Micros,
-        cfg::TimePrecision::Ns => TimeUnit::Nanos,
-    }
-}
-
 fn data_type(t: cfg::DataType) -> Result<tsfile::DataType, String> {
     t.as_str().parse().map_err(|e| format!("{e}"))
 }
@@ -160,7 +151,7 @@ impl Settings {
         let mut pipelines = Vec::new();
         for p in &c.pipelines {
             let st = &p.storage;
-            let precision = unit(st.time_precision);
+            let precision = TimeUnit::from(st.time_precision);
             let mut o = PipelineOptions::new(&p.name, st.data_dir.clone());
             o.engine.state_dir = p.state_dir();
             o.engine.sg_level = st.storage_group_level as usize;
@@ -233,7 +224,7 @@ impl Settings {
                         iotdb_json: h.endpoints.contains(&cfg::HttpEndpoint::IotdbJson),
                         line_protocol: h.endpoints.contains(&cfg::HttpEndpoint::LineProtocol),
                         device_template,
-                        line_precision: unit(lp.precision),
+                        line_precision: lp.precision.into(),
                     });
                 }
             }

@@ -65,15 +65,6 @@ impl BatchSink for PipelineSink {
     }
 }
 
-fn unit(p: cfg::TimePrecision) -> TimeUnit {
-    match p {
-        cfg::TimePrecision::S => TimeUnit::Seconds,
-        cfg::TimePrecision::Ms => TimeUnit::Millis,
-        cfg::TimePrecision::Us => TimeUnit::Micros,
-        cfg::TimePrecision::Ns => TimeUnit::Nanos,
-    }
-}
-
 /// Maps a validated MQTT source of the configuration onto the connector's options;
 /// `stored` is the pipeline's stored time precision.
 pub fn mqtt_options(name: &str, m: &cfg::MqttSourceConfig, stored: TimeUnit) -> MqttSourceOptions {
@@ -120,7 +111,7 @@ pub fn mqtt_options(name: &str, m: &cfg::MqttSourceConfig, stored: TimeUnit) -> 
                     time_unit: TimeUnit::Millis,
                 },
                 cfg::MqttPayload::Line(lp) => PayloadFormat::LineProtocol {
-                    precision: unit(lp.precision),
+                    precision: lp.precision.into(),
                     path_prefix: lp.path_prefix.clone(),
                     device_template: lp.device_template.as_str().to_string(),
                 },
@@ -138,51 +129,14 @@ pub fn mqtt_options(name: &str, m: &cfg::MqttSourceConfig, stored: TimeUnit) -> 
     o
 }
 
-fn column(c: &cfg::ColumnRef) -> csv::ColumnRef {
-    match c {
-        cfg::ColumnRef::Name(n) => csv::ColumnRef::Name(n.clone()),
-        cfg::ColumnRef::Index(i) => csv::ColumnRef::Index(*i),
-    }
-}
-
 /// Maps the parsing settings of a validated CSV source; `stored` is the pipeline's stored
 /// time precision.
 pub fn csv_parse_options(c: &cfg::CsvSourceConfig, stored: TimeUnit) -> csv::CsvParseOptions {
     csv::CsvParseOptions {
-        format: match &c.format {
-            cfg::CsvFormat::IotdbWide => csv::CsvFormat::IotdbWide,
-            cfg::CsvFormat::IotdbDevice => csv::CsvFormat::IotdbDevice,
-            cfg::CsvFormat::Generic(g) => csv::CsvFormat::Generic(csv::GenericCsv {
-                header_rows: g.header_rows,
-                time_column: column(&g.time_column),
-                device: match &g.device {
-                    cfg::CsvDevice::Column {
-                        column: col,
-                        path_prefix,
-                    } => csv::CsvDevice::Column {
-                        column: column(col),
-                        path_prefix: path_prefix.clone(),
-                    },
-                    cfg::CsvDevice::Template(t) => csv::CsvDevice::Template(t.as_str().to_string()),
-                },
-                value_columns: g.value_columns.iter().map(column).collect(),
-            }),
-        },
-        time_format: match &c.time_format {
-            cfg::TimeFormat::Auto => csv::TimeFormat::Auto,
-            cfg::TimeFormat::EpochS => csv::TimeFormat::EpochS,
-            cfg::TimeFormat::EpochMs => csv::TimeFormat::EpochMs,
-            cfg::TimeFormat::EpochUs => csv::TimeFormat::EpochUs,
-            cfg::TimeFormat::EpochNs => csv::TimeFormat::EpochNs,
-            cfg::TimeFormat::Rfc3339 => csv::TimeFormat::Rfc3339,
-            cfg::TimeFormat::Strftime(s) => csv::TimeFormat::Strftime(s.clone()),
-        },
+        format: c.format.clone(),
+        time_format: c.time_format.clone(),
         timezone: c.timezone.clone(),
-        ambiguous_time: match c.ambiguous_time {
-            cfg::AmbiguousTime::Earliest => csv::AmbiguousTime::Earliest,
-            cfg::AmbiguousTime::Latest => csv::AmbiguousTime::Latest,
-            cfg::AmbiguousTime::Reject => csv::AmbiguousTime::Reject,
-        },
+        ambiguous_time: c.ambiguous_time,
         delimiter: c.delimiter,
         skip_rows: c.skip_rows,
         precision: stored,
@@ -199,17 +153,14 @@ pub fn csv_options(
     state_dir: &std::path::Path,
 ) -> csv::CsvSourceOptions {
     let mut o = csv::CsvSourceOptions::new(c.directories.clone(), state_dir.join("csv").join(name));
-    o.patterns = c.patterns.iter().map(|g| g.to_string()).collect();
-    o.ignore = c.ignore.iter().map(|g| g.to_string()).collect();
+    o.patterns = c.patterns.clone();
+    o.ignore = c.ignore.clone();
     o.recursive = c.recursive;
     o.settle = c.settle;
     o.parse = csv_parse_options(c, stored);
     o.done_dir = c.done_dir.clone();
     o.error_dir = c.error_dir.clone();
-    o.on_success = match c.on_success {
-        cfg::OnSuccess::Move => csv::OnSuccess::Move,
-        cfg::OnSuccess::Delete => csv::OnSuccess::Delete,
-    };
+    o.on_success = c.on_success;
     o.max_concurrent_files = c.max_concurrent_files.max(1) as usize;
     o.rescan_interval = c.rescan_interval;
     o

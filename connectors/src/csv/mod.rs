@@ -10,7 +10,6 @@
 
 pub mod checkpoint;
 pub mod files;
-pub mod glob;
 pub mod metrics;
 pub mod options;
 pub mod parser;
@@ -22,7 +21,7 @@ pub mod value;
 pub use metrics::{CountingMetrics, CsvMetrics, FileResult, NoMetrics};
 pub use options::{
     AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, CsvSourceOptions, GenericCsv,
-    OnSuccess, TimeFormat,
+    Glob, OnSuccess, Template, TimeFormat,
 };
 pub use parser::{
     is_gzip, parse_path, parse_reader, Chunk, CsvParser, FileContext, ParseSummary, ResumePoint,

@@ -1,106 +1,22 @@
 //! Runtime options of the CSV parser and the CSV watch-directory source.
 //!
-//! They mirror the daemon configuration's `[[pipeline.source]] type = "csv"` table one to one
-//! (the daemon maps one onto the other); only [`CsvSourceOptions::state_dir`],
-//! [`CsvParseOptions::precision`], [`CsvParseOptions::max_batch_points`] and
+//! The option types (formats, columns, time formats, globs, device templates) are those of the
+//! configuration (`tsfiled-config`), re-exported here; the structs carry the values of the
+//! `[[pipeline.source]] type = "csv"` table field by field. Only
+//! [`CsvSourceOptions::state_dir`], [`CsvParseOptions::precision`],
+//! [`CsvParseOptions::max_batch_points`], [`CsvParseOptions::max_record_bytes`] and
 //! [`CsvSourceOptions::close_write_completes`] have no configuration key of their own.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use tsfiled_config::CsvSourceConfig;
+pub use tsfiled_config::{
+    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, GenericCsv, Glob, OnSuccess, Template,
+    TimeFormat,
+};
+
 use crate::model::TimeUnit;
-
-/// A CSV column reference.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ColumnRef {
-    /// By header name (exact match after trimming ASCII whitespace).
-    Name(String),
-    /// By 0-based position.
-    Index(usize),
-}
-
-/// Where the device of a generic CSV row comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CsvDevice {
-    /// From a column, optionally below a prefix (`prefix.cell`).
-    Column {
-        /// The column.
-        column: ColumnRef,
-        /// Prefix prepended with a `.`, e.g. `root.plant`.
-        path_prefix: Option<String>,
-    },
-    /// A template such as `root.plc.{file_stem}`: `{file_stem}` is the file name without its
-    /// extensions (`line-3.csv.gz` → `line_3`), `{dir}` the name of the file's directory; both
-    /// are sanitized into path nodes.
-    Template(String),
-}
-
-/// Options of the generic CSV format.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GenericCsv {
-    /// Header rows after the skipped rows; the first names the columns, others are ignored.
-    /// With 0, value columns are named `col1`, `col2`, … (1-based position).
-    pub header_rows: u32,
-    /// Time column.
-    pub time_column: ColumnRef,
-    /// Device.
-    pub device: CsvDevice,
-    /// Value columns; empty = every column but the time and device columns.
-    pub value_columns: Vec<ColumnRef>,
-}
-
-/// CSV file format.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CsvFormat {
-    /// IoTDB export, aligned by time: `Time,root.sg.d1.s1,root.sg.d1.s2(INT32),...`.
-    IotdbWide,
-    /// IoTDB export, aligned by device: `Time,Device,s1,s2(DOUBLE),...`.
-    IotdbDevice,
-    /// As configured.
-    Generic(GenericCsv),
-}
-
-/// Timestamp format of CSV rows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TimeFormat {
-    /// An integer is epoch milliseconds; anything else is RFC 3339, or an ISO 8601 date-time
-    /// without offset (`2024-03-01 12:00:00[.fff]`, `T` or space) read in the time zone.
-    Auto,
-    /// Epoch seconds (an optional decimal fraction is kept exactly, down to the precision).
-    EpochS,
-    /// Epoch milliseconds (optional decimal fraction).
-    EpochMs,
-    /// Epoch microseconds (optional decimal fraction).
-    EpochUs,
-    /// Epoch nanoseconds.
-    EpochNs,
-    /// RFC 3339 (`2024-03-01T12:00:00.5+01:00`, `Z`, `T` or space).
-    Rfc3339,
-    /// A strftime pattern (chrono syntax). Without `%z`/`%:z`/`%s` in the pattern the time is
-    /// local to the time zone; a pattern without a time of day means midnight.
-    Strftime(String),
-}
-
-/// Resolution of local times that occur twice (the hour repeated when DST ends).
-/// Local times that do not exist (skipped when DST starts) are always rejected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AmbiguousTime {
-    /// The first occurrence (the earlier instant, still in DST).
-    Earliest,
-    /// The second occurrence (the later instant).
-    Latest,
-    /// Reject the row.
-    Reject,
-}
-
-/// What happens to a file whose rows were all ingested without error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnSuccess {
-    /// Move it into the done directory.
-    Move,
-    /// Delete it.
-    Delete,
-}
 
 /// How rows are parsed (shared by the watch-directory source and offline imports).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,10 +63,10 @@ impl Default for CsvParseOptions {
 pub struct CsvSourceOptions {
     /// Watched directories.
     pub directories: Vec<PathBuf>,
-    /// File-name globs taken (`*`, `?`, `[a-z]`, `[!x]`), e.g. `*.csv`, `*.csv.gz`.
-    pub patterns: Vec<String>,
+    /// File-name globs taken (at least one), e.g. `*.csv`, `*.csv.gz`.
+    pub patterns: Vec<Glob>,
     /// File-name globs ignored (default `*.tmp`, `*.part`, `.*`).
-    pub ignore: Vec<String>,
+    pub ignore: Vec<Glob>,
     /// Watch subdirectories too (the done and error directories are never scanned).
     pub recursive: bool,
     /// A file is complete once its size and mtime have not changed for this long.
@@ -181,8 +97,8 @@ impl CsvSourceOptions {
     pub fn new(directories: Vec<PathBuf>, state_dir: PathBuf) -> Self {
         CsvSourceOptions {
             directories,
-            patterns: vec!["*.csv".into(), "*.csv.gz".into()],
-            ignore: vec!["*.tmp".into(), "*.part".into(), ".*".into()],
+            patterns: globs(CsvSourceConfig::DEFAULT_PATTERNS),
+            ignore: globs(CsvSourceConfig::DEFAULT_IGNORE),
             recursive: false,
             settle: Duration::from_secs(2),
             parse: CsvParseOptions::default(),
@@ -194,5 +110,23 @@ impl CsvSourceOptions {
             state_dir,
             close_write_completes: true,
         }
+    }
+}
+
+/// The configuration's default globs, compiled (they are valid; see the test below).
+fn globs(texts: &[&str]) -> Vec<Glob> {
+    texts.iter().filter_map(|t| Glob::parse(t).ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_globs_compile() {
+        let o = CsvSourceOptions::new(vec![], PathBuf::new());
+        let texts = |g: &[Glob]| g.iter().map(|g| g.as_str().to_owned()).collect::<Vec<_>>();
+        assert_eq!(texts(&o.patterns), ["*.csv", "*.csv.gz"]);
+        assert_eq!(texts(&o.ignore), ["*.tmp", "*.part", ".*"]);
     }
 }

@@ -24,7 +24,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::Path;
 
-use super::options::{ColumnRef, CsvDevice, CsvFormat, CsvParseOptions};
+use super::options::{ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, Template};
 use super::records::{FieldsRef, Input, Next, RecordReader, RecordSpan, Sequential};
 use super::time::TimeParser;
 use super::value::{parse_value, show, trim};
@@ -134,51 +134,44 @@ impl FileContext {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum TemplatePart {
-    Lit(String),
-    FileStem,
-    Dir,
-}
-
-fn parse_template(t: &str) -> Result<Vec<TemplatePart>, Error> {
-    let err = |message: String| Error::CsvOption {
+fn template_error(message: String) -> Error {
+    Error::CsvOption {
         key: "device_template",
         message,
-    };
-    let mut parts = Vec::new();
-    let mut rest = t;
-    while !rest.is_empty() {
-        match rest.find('{') {
-            Some(0) => {
-                let close = rest
-                    .find('}')
-                    .ok_or_else(|| err(format!("{t:?}: unclosed '{{'")))?;
-                parts.push(match &rest[1..close] {
-                    "file_stem" => TemplatePart::FileStem,
-                    "dir" => TemplatePart::Dir,
-                    other => {
-                        return Err(err(format!(
-                        "{t:?}: unknown placeholder {{{other}}}; expected {{file_stem}} or {{dir}}"
-                    )))
-                    }
-                });
-                rest = &rest[close + 1..];
-            }
-            Some(i) => {
-                parts.push(TemplatePart::Lit(rest[..i].to_owned()));
-                rest = &rest[i..];
-            }
-            None => {
-                parts.push(TemplatePart::Lit(rest.to_owned()));
-                rest = "";
-            }
-        }
     }
-    if !t.starts_with("root.") {
-        return Err(err(format!("{t:?} must start with \"root.\"")));
+}
+
+/// Checks a CSV device template. One built with [`Template::parse_csv_device`] always passes;
+/// one built otherwise may use other placeholders or miss the `root.` start.
+fn check_template(t: &Template) -> Result<(), Error> {
+    if !t.as_str().starts_with("root.") {
+        return Err(template_error(format!(
+            "{:?} must start with \"root.\"",
+            t.as_str()
+        )));
     }
-    Ok(parts)
+    match t
+        .placeholders()
+        .find(|p| !Template::CSV_DEVICE_PLACEHOLDERS.contains(p))
+    {
+        Some(other) => Err(template_error(format!(
+            "{:?}: unknown placeholder {{{other}}}; expected {{file_stem}} or {{dir}}",
+            t.as_str()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The device a checked template gives for a file.
+fn render_template(t: &Template, file: &FileContext) -> Result<String, Error> {
+    let stem = sanitize_node(&file.file_stem);
+    let dir = sanitize_node(&file.dir);
+    t.render(|p| match p {
+        "file_stem" => Some(stem.as_str()),
+        "dir" => Some(dir.as_str()),
+        _ => None,
+    })
+    .ok_or_else(|| template_error(format!("{:?}: unknown placeholder", t.as_str())))
 }
 
 /// A compiled parser configuration. Cheap to share; [`CsvParser::parse`] holds all per-file
@@ -187,7 +180,6 @@ fn parse_template(t: &str) -> Result<Vec<TemplatePart>, Error> {
 pub struct CsvParser {
     opts: CsvParseOptions,
     time: TimeParser,
-    template: Option<Vec<TemplatePart>>,
 }
 
 #[derive(Debug, Clone)]
@@ -237,10 +229,9 @@ impl CsvParser {
                 ),
             });
         }
-        let mut template = None;
         if let CsvFormat::Generic(g) = &opts.format {
             match &g.device {
-                CsvDevice::Template(t) => template = Some(parse_template(t)?),
+                CsvDevice::Template(t) => check_template(t)?,
                 CsvDevice::Column {
                     path_prefix: Some(p),
                     ..
@@ -254,7 +245,6 @@ impl CsvParser {
         Ok(CsvParser {
             opts: opts.clone(),
             time,
-            template,
         })
     }
 
@@ -544,8 +534,8 @@ impl CsvParser {
                             Some(idx),
                         )
                     }
-                    CsvDevice::Template(_) => {
-                        let d = self.render_template(file);
+                    CsvDevice::Template(t) => {
+                        let d = render_template(t, file)?;
                         validate_device(&d).map_err(|e| Error::CsvFile {
                             line: 0,
                             message: format!(
@@ -602,18 +592,6 @@ impl CsvParser {
                 })
             }
         }
-    }
-
-    fn render_template(&self, file: &FileContext) -> String {
-        let mut s = String::new();
-        for p in self.template.iter().flatten() {
-            match p {
-                TemplatePart::Lit(l) => s.push_str(l),
-                TemplatePart::FileStem => s.push_str(&sanitize_node(&file.file_stem)),
-                TemplatePart::Dir => s.push_str(&sanitize_node(&file.dir)),
-            }
-        }
-        s
     }
 
     /// Parses one row into `chunk`.

@@ -53,7 +53,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::checkpoint::{mtime_ns, Checkpoint, Fingerprint, Store};
 use super::files::{delete_file, move_file, unique_name, write_report};
-use super::glob::Glob;
 use super::metrics::{CsvMetrics, FileResult};
 use super::options::{CsvSourceOptions, OnSuccess};
 use super::parser::{is_gzip, Chunk, CsvParser, FileContext, ParseSummary, ResumePoint};
@@ -63,7 +62,7 @@ use crate::sink::{BatchSink, SinkError, SinkOutcome};
 
 /// Runs a CSV source until `shutdown` is cancelled.
 ///
-/// Validates the options (globs, time format and zone, template), checks that the watched
+/// Validates the options (patterns, time format and zone, template), checks that the watched
 /// directories exist, opens the state directory, then watches and ingests. On shutdown it
 /// stops taking files, lets each file in progress finish the batch being submitted and write
 /// its checkpoint, and returns. Returns [`Error::SinkClosed`] when the sink closed.
@@ -74,22 +73,12 @@ pub async fn run(
     metrics: Arc<dyn CsvMetrics>,
 ) -> Result<(), Error> {
     let parser = CsvParser::new(&opts.parse)?;
-    let patterns = opts
-        .patterns
-        .iter()
-        .map(|p| Glob::new(p, "patterns"))
-        .collect::<Result<Vec<_>, _>>()?;
-    if patterns.is_empty() {
+    if opts.patterns.is_empty() {
         return Err(Error::CsvOption {
             key: "patterns",
             message: "at least one file pattern is required".into(),
         });
     }
-    let ignore = opts
-        .ignore
-        .iter()
-        .map(|p| Glob::new(p, "ignore"))
-        .collect::<Result<Vec<_>, _>>()?;
     if opts.directories.is_empty() {
         return Err(Error::CsvOption {
             key: "directories",
@@ -136,8 +125,6 @@ pub async fn run(
     let mut s = Scheduler {
         shared: shared.clone(),
         roots,
-        patterns,
-        ignore,
         pending: HashMap::new(),
         ready: VecDeque::new(),
         queued: HashSet::new(),
@@ -201,8 +188,6 @@ enum Outcome {
 struct Scheduler {
     shared: Arc<Shared>,
     roots: Vec<Root>,
-    patterns: Vec<Glob>,
-    ignore: Vec<Glob>,
     pending: HashMap<PathBuf, Candidate>,
     ready: VecDeque<(PathBuf, usize)>,
     queued: HashSet<PathBuf>,
@@ -378,8 +363,8 @@ impl Scheduler {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             return false;
         };
-        self.patterns.iter().any(|g| g.matches(name))
-            && !self.ignore.iter().any(|g| g.matches(name))
+        let o = &self.shared.opts;
+        o.patterns.iter().any(|g| g.matches(name)) && !o.ignore.iter().any(|g| g.matches(name))
     }
 
     fn event(&mut self, ev: notify::Result<notify::Event>) {

@@ -36,8 +36,8 @@ mod tls;
 pub use error::MqttError;
 pub use metrics::{CountingMetrics, MessageError, MqttMetrics, NoMetrics};
 pub use options::{
-    split_shared, topic_matches, validate_filter, Endpoint, MqttSourceOptions, PayloadFormat,
-    Protocol, Qos, Secret, TlsOptions, TopicFilter, DEFAULT_MAX_PAYLOAD, MQTT_MAX_PACKET,
+    split_shared, topic_matches, Endpoint, MqttSourceOptions, PayloadFormat, Protocol, Qos, Secret,
+    TlsOptions, TopicFilter, DEFAULT_MAX_PAYLOAD, MQTT_MAX_PACKET,
 };
 pub use source::run;
 pub use tls::SYSTEM_CA_BUNDLE;

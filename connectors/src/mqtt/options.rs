@@ -362,7 +362,7 @@ impl MqttSourceOptions {
             } else {
                 f.filter.as_str()
             };
-            validate_filter(plain).map_err(|m| {
+            tsfiled_config::check_topic_filter(plain).map_err(|m| {
                 MqttError::invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
             })?;
             super::parse::build_parser(&f.format, self.stored_unit).map_err(|m| {
@@ -557,31 +557,6 @@ pub fn split_shared(filter: &str) -> Option<(&str, &str)> {
         return None;
     }
     Some((group, f))
-}
-
-/// Checks MQTT topic-filter syntax: non-empty, `#` only as the whole last level, `+` only as
-/// a whole level, no NUL.
-pub fn validate_filter(filter: &str) -> Result<(), String> {
-    if filter.is_empty() {
-        return Err("a topic filter must not be empty".into());
-    }
-    if filter.len() > 65535 {
-        return Err("a topic filter is at most 65535 bytes".into());
-    }
-    if filter.contains('\0') {
-        return Err("a topic filter must not contain NUL".into());
-    }
-    let levels: Vec<&str> = filter.split('/').collect();
-    let last = levels.len() - 1;
-    for (i, level) in levels.iter().enumerate() {
-        if level.contains('#') && (*level != "#" || i != last) {
-            return Err("'#' must be the whole last level".into());
-        }
-        if level.contains('+') && *level != "+" {
-            return Err("'+' must be a whole level".into());
-        }
-    }
-    Ok(())
 }
 
 /// Whether `topic` matches the (non-shared) `filter`, with MQTT's rules: `+` is one level,
