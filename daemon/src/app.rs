@@ -39,11 +39,132 @@ pub struct Daemon {
     http_tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
     http_token: CancellationToken,
     watchdog: Option<Watchdog>,
-    source_tasks: Vec<(
-        String,
-        tokio::task::JoinHandle<std::result::Result<(), String>>,
-    )>,
-    source_token: CancellationToken,
+    sources: Vec<RunningSource>,
+    /// (pipeline, name) of the HTTP sources served (their routes are fixed at start).
+    http_sources: Vec<(String, String)>,
+    starter: SourceStarter,
+}
+
+/// (pipeline, source, kind, state) of every source, for the status page.
+fn status_sources(
+    http: &[(String, String)],
+    running: &[RunningSource],
+) -> Vec<(String, String, &'static str, &'static str)> {
+    let http = http
+        .iter()
+        .map(|(p, n)| (p.clone(), n.clone(), "http", "listening"));
+    let others = running.iter().map(|s| {
+        let state = match s.spec {
+            SourceSpec::Mqtt(_) => "connecting",
+            SourceSpec::Csv(_) => "watching",
+        };
+        (s.pipeline.clone(), s.name.clone(), s.spec.kind(), state)
+    });
+    http.chain(others).collect()
+}
+
+/// What an MQTT or CSV source runs with; a reload restarts a source whose spec changed.
+#[derive(Debug, Clone, PartialEq)]
+enum SourceSpec {
+    Mqtt(tsfiled_connectors::mqtt::MqttSourceOptions),
+    Csv(tsfiled_connectors::csv::CsvSourceOptions),
+}
+
+impl SourceSpec {
+    /// The source kind, as on the status page.
+    fn kind(&self) -> &'static str {
+        match self {
+            SourceSpec::Mqtt(_) => "mqtt",
+            SourceSpec::Csv(_) => "csv",
+        }
+    }
+
+    /// The MQTT and CSV sources of a pipeline's settings, as (name, spec).
+    fn of(ps: &crate::settings::PipelineSettings) -> Vec<(String, SourceSpec)> {
+        let mqtt = ps
+            .mqtt_sources
+            .iter()
+            .map(|s| (s.name.clone(), SourceSpec::Mqtt(s.clone())));
+        let csv = ps
+            .csv_sources
+            .iter()
+            .map(|s| (s.name.clone(), SourceSpec::Csv(s.options.clone())));
+        mqtt.chain(csv).collect()
+    }
+}
+
+/// A running MQTT or CSV source task.
+struct RunningSource {
+    pipeline: String,
+    name: String,
+    spec: SourceSpec,
+    /// Cancels this source only (a child of the daemon's source token).
+    token: CancellationToken,
+    task: tokio::task::JoinHandle<std::result::Result<(), String>>,
+}
+
+impl RunningSource {
+    fn label(&self) -> String {
+        format!("{}/{}", self.pipeline, self.name)
+    }
+}
+
+/// Starts MQTT and CSV sources, at start-up and on reload.
+struct SourceStarter {
+    metrics: Arc<Metrics>,
+    tracker: ProgressTracker,
+    stall: std::time::Duration,
+    /// Cancelled at shutdown: stops every source.
+    token: CancellationToken,
+}
+
+impl SourceStarter {
+    fn start(&self, pipeline: &Arc<Pipeline>, name: &str, spec: SourceSpec) -> RunningSource {
+        let pl = pipeline.name().to_string();
+        self.metrics
+            .points_received
+            .with_label_values(&[pl.as_str(), name]);
+        let label = format!("{pl}/{name}");
+        let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(pipeline.clone(), name));
+        let progress = self.tracker.register(format!("source/{label}"), self.stall);
+        let token = self.token.child_token();
+        let run: std::pin::Pin<
+            Box<dyn std::future::Future<Output = std::result::Result<(), String>> + Send>,
+        > = match &spec {
+            SourceSpec::Mqtt(o) => {
+                let m: Arc<dyn MqttMetrics> = Arc::new(
+                    MqttSourceMetrics::new(self.metrics.clone(), &pl, name).with_progress(progress),
+                );
+                tracing::info!(source = %label, url = %o.url, "MQTT source starting");
+                let run = tsfiled_connectors::mqtt::run(o.clone(), sink, token.clone(), m);
+                Box::pin(async move { run.await.map_err(|e| e.to_string()) })
+            }
+            SourceSpec::Csv(o) => {
+                let m: Arc<dyn CsvMetrics> = Arc::new(
+                    CsvSourceMetrics::new(&self.metrics, &pl, name).with_progress(progress),
+                );
+                tracing::info!(source = %label, dirs = ?o.directories, "CSV source starting");
+                let run = tsfiled_connectors::csv::run(o.clone(), sink, token.clone(), m);
+                Box::pin(async move { run.await.map_err(|e| e.to_string()) })
+            }
+        };
+        let kind = spec.kind();
+        let l = label.clone();
+        let task = tokio::spawn(async move {
+            let r = run.await;
+            if let Err(e) = &r {
+                tracing::error!(source = %l, kind, error = %e, "source stopped");
+            }
+            r
+        });
+        RunningSource {
+            pipeline: pl,
+            name: name.to_string(),
+            spec,
+            token,
+            task,
+        }
+    }
 }
 
 impl Daemon {
@@ -69,8 +190,22 @@ impl Daemon {
         }
         let mut pipelines = Vec::new();
         let mut routes = Vec::new();
-        let source_token = CancellationToken::new();
-        let mut source_tasks = Vec::new();
+        let starter = SourceStarter {
+            metrics: metrics.clone(),
+            tracker: tracker.clone(),
+            stall,
+            token: CancellationToken::new(),
+        };
+        let mut sources = Vec::new();
+        let http_sources: Vec<(String, String)> = settings
+            .pipelines
+            .iter()
+            .flat_map(|p| {
+                p.http_sources
+                    .iter()
+                    .map(|s| (p.options.engine.pipeline.clone(), s.name.clone()))
+            })
+            .collect();
         for ps in &settings.pipelines {
             let opts = ps.options.clone();
             let m = metrics.clone();
@@ -95,54 +230,8 @@ impl Daemon {
                     source: src.clone(),
                 });
             }
-            for src in &ps.mqtt_sources {
-                metrics
-                    .points_received
-                    .with_label_values(&[name.as_str(), src.name.as_str()]);
-                let label = format!("{name}/{}", src.name);
-                let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
-                let m: Arc<dyn MqttMetrics> = Arc::new(
-                    MqttSourceMetrics::new(metrics.clone(), &name, &src.name)
-                        .with_progress(tracker.register(format!("source/{label}"), stall)),
-                );
-                tracing::info!(source = %label, url = %src.url, "MQTT source starting");
-                let run = tsfiled_connectors::mqtt::run(src.clone(), sink, source_token.clone(), m);
-                let l = label.clone();
-                let t = tokio::spawn(async move {
-                    let r = run.await.map_err(|e| e.to_string());
-                    if let Err(e) = &r {
-                        tracing::error!(source = %l, error = %e, "MQTT source stopped");
-                    }
-                    r
-                });
-                source_tasks.push((label, t));
-            }
-            for src in &ps.csv_sources {
-                metrics
-                    .points_received
-                    .with_label_values(&[name.as_str(), src.name.as_str()]);
-                let label = format!("{name}/{}", src.name);
-                let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(p.clone(), &src.name));
-                let m: Arc<dyn CsvMetrics> = Arc::new(
-                    CsvSourceMetrics::new(&metrics, &name, &src.name)
-                        .with_progress(tracker.register(format!("source/{label}"), stall)),
-                );
-                tracing::info!(source = %label, dirs = ?src.options.directories, "CSV source starting");
-                let run = tsfiled_connectors::csv::run(
-                    src.options.clone(),
-                    sink,
-                    source_token.clone(),
-                    m,
-                );
-                let l = label.clone();
-                let t = tokio::spawn(async move {
-                    let r = run.await.map_err(|e| e.to_string());
-                    if let Err(e) = &r {
-                        tracing::error!(source = %l, error = %e, "CSV source stopped");
-                    }
-                    r
-                });
-                source_tasks.push((label, t));
+            for (src_name, spec) in SourceSpec::of(ps) {
+                sources.push(starter.start(&p, &src_name, spec));
             }
             pipelines.push(p);
         }
@@ -175,26 +264,7 @@ impl Daemon {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_millis() as i64)
                 .unwrap_or(0),
-            sources: settings
-                .pipelines
-                .iter()
-                .flat_map(|p| {
-                    let pl = p.options.engine.pipeline.clone();
-                    let http = p
-                        .http_sources
-                        .iter()
-                        .map(|s| (pl.clone(), s.name.clone(), "http", "listening"));
-                    let mqtt = p
-                        .mqtt_sources
-                        .iter()
-                        .map(|s| (pl.clone(), s.name.clone(), "mqtt", "connecting"));
-                    let csv = p
-                        .csv_sources
-                        .iter()
-                        .map(|s| (pl.clone(), s.name.clone(), "csv", "watching"));
-                    http.chain(mqtt).chain(csv).collect::<Vec<_>>()
-                })
-                .collect(),
+            sources: RwLock::new(status_sources(&http_sources, &sources)),
         });
         let http_token = CancellationToken::new();
         let grace = settings.http.shutdown_grace;
@@ -244,17 +314,99 @@ impl Daemon {
             http_tasks,
             http_token,
             watchdog,
-            source_tasks,
-            source_token,
+            sources,
+            http_sources,
+            starter,
         })
     }
 
     /// Applies a new configuration where that is possible without a restart: HTTP
-    /// tokens, limits and mapping, and schema rules. Other changes are logged.
-    pub fn reload(&mut self, new: Settings) {
+    /// tokens, limits and mapping, schema rules, and MQTT and CSV sources (a source whose
+    /// settings changed is stopped and started again; added ones start, removed ones stop;
+    /// unchanged ones keep running). Other changes are logged.
+    pub async fn reload(&mut self, new: Settings) {
         let _ = self.notifier.reloading();
+        self.reload_sources(&new).await;
         self.apply_reload(new);
         let _ = self.notifier.ready();
+    }
+
+    /// Stops the MQTT and CSV sources that a reload to `new` removes or changes (and waits
+    /// for them: a source's checkpoint or MQTT session is handed over whole), then starts
+    /// the changed and added ones. Sources of pipelines that `new` does not have keep
+    /// running (pipelines change with a restart).
+    async fn reload_sources(&mut self, new: &Settings) {
+        let wanted: Vec<(String, String, SourceSpec)> = new
+            .pipelines
+            .iter()
+            .filter(|ps| self.pipeline(&ps.options.engine.pipeline).is_some())
+            .flat_map(|ps| {
+                SourceSpec::of(ps)
+                    .into_iter()
+                    .map(|(n, spec)| (ps.options.engine.pipeline.clone(), n, spec))
+            })
+            .collect();
+        let (mut keep, mut stop) = (Vec::new(), Vec::new());
+        for s in self.sources.drain(..) {
+            let pipeline_stays = new
+                .pipelines
+                .iter()
+                .any(|ps| ps.options.engine.pipeline == s.pipeline);
+            let unchanged = wanted
+                .iter()
+                .any(|(p, n, spec)| *p == s.pipeline && *n == s.name && *spec == s.spec);
+            if unchanged || !pipeline_stays {
+                keep.push(s);
+            } else {
+                stop.push(s);
+            }
+        }
+        for s in &stop {
+            s.token.cancel();
+        }
+        let deadline = self.settings.shutdown_timeout;
+        for s in stop {
+            let label = s.label();
+            let still_wanted = wanted
+                .iter()
+                .any(|(p, n, _)| *p == s.pipeline && *n == s.name);
+            match tokio::time::timeout(deadline, s.task).await {
+                Ok(Ok(Err(e))) => {
+                    tracing::warn!(source = %label, error = %e, "reload: source ended with an error")
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(source = %label, error = %e, "reload: source task failed")
+                }
+                Ok(Ok(Ok(()))) => {}
+                Err(_) => tracing::error!(
+                    source = %label,
+                    "reload: source did not stop within the shutdown timeout; starting its successor anyway"
+                ),
+            }
+            if still_wanted {
+                tracing::info!(source = %label, "reload: source settings changed; restarting it");
+            } else {
+                tracing::info!(source = %label, "reload: source removed");
+                self.metrics
+                    .forget_source(&s.pipeline, &s.name, s.spec.kind());
+            }
+        }
+        for (pl, name, spec) in wanted {
+            if keep.iter().any(|s| s.pipeline == pl && s.name == name) {
+                continue;
+            }
+            if let Some(p) = self.pipeline(&pl).cloned() {
+                keep.push(self.starter.start(&p, &name, spec));
+            }
+        }
+        self.sources = keep;
+        if let Ok(mut list) = self.http.sources.write() {
+            *list = status_sources(&self.http_sources, &self.sources);
+        }
+    }
+
+    fn pipeline(&self, name: &str) -> Option<&Arc<Pipeline>> {
+        self.pipelines.iter().find(|p| p.name() == name)
     }
 
     fn apply_reload(&mut self, new: Settings) {
@@ -322,9 +474,10 @@ impl Daemon {
         }
         let work = async move {
             self.http_token.cancel();
-            self.source_token.cancel();
-            for (name, t) in self.source_tasks {
-                match t.await {
+            self.starter.token.cancel();
+            for s in self.sources {
+                let name = s.label();
+                match s.task.await {
                     Ok(Err(e)) => {
                         tracing::warn!(source = %name, error = %e, "source ended with an error")
                     }
@@ -372,7 +525,7 @@ pub async fn run(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             s = reloads.recv() => match s {
-                Some(s) => daemon.reload(s),
+                Some(s) => daemon.reload(s).await,
                 None => { shutdown.cancelled().await; break; }
             },
         }

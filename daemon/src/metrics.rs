@@ -283,6 +283,23 @@ impl Metrics {
         })
     }
 
+    /// Drops the gauge series of a source that a reload removed (`kind`: "mqtt" or "csv"),
+    /// so dashboards do not show a removed source as disconnected or its last queue length.
+    /// Counters stay: their totals remain true.
+    pub fn forget_source(&self, pipeline: &str, source: &str, kind: &str) {
+        let l = [pipeline, source];
+        match kind {
+            "mqtt" => {
+                let _ = self.mqtt_connected.remove_label_values(&l);
+                let _ = self.mqtt_inflight.remove_label_values(&l);
+            }
+            "csv" => {
+                let _ = self.csv_queue.remove_label_values(&l);
+            }
+            _ => {}
+        }
+    }
+
     /// Adds a function that updates gauges just before each scrape.
     pub fn on_scrape(&self, f: impl Fn() + Send + Sync + 'static) {
         if let Ok(mut r) = self.refreshers.lock() {

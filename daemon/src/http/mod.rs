@@ -53,7 +53,7 @@ pub struct HttpState {
     /// Unix ms of the daemon's start (status page).
     pub started_at_ms: i64,
     /// (pipeline, source name, type, state) of every source (status page).
-    pub sources: Vec<(String, String, &'static str, &'static str)>,
+    pub sources: RwLock<Vec<(String, String, &'static str, &'static str)>>,
 }
 
 /// The status page, served at `/`.
@@ -578,8 +578,8 @@ async fn api_status(State(state): State<Shared>) -> Response {
         .pipelines
         .iter()
         .map(|p| {
-            let sources: Vec<(String, &'static str, &'static str)> = state
-                .sources
+            let all = state.sources.read().unwrap_or_else(|e| e.into_inner());
+            let sources: Vec<(String, &'static str, &'static str)> = all
                 .iter()
                 .filter(|s| s.0 == p.name())
                 .map(|s| {

@@ -11,6 +11,7 @@ mod csv;
 mod limits;
 mod mqtt;
 mod push;
+mod reload;
 mod status_page;
 mod systemd;
 mod watchdog_stall;

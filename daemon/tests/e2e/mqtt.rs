@@ -31,14 +31,14 @@ fn mosquitto_path() -> PathBuf {
 }
 
 /// A Mosquitto on 127.0.0.1 with generous queues for persistent sessions.
-struct Broker {
+pub(crate) struct Broker {
     dir: tempfile::TempDir,
-    port: u16,
+    pub(crate) port: u16,
     child: Child,
 }
 
 impl Broker {
-    fn start() -> Broker {
+    pub(crate) fn start() -> Broker {
         Broker::start_opts(false)
     }
 
@@ -110,7 +110,7 @@ impl Drop for Broker {
 
 /// Publishes one message per line at QoS 1 and waits until `mosquitto_pub` exits (it
 /// disconnects once the broker acknowledged every message).
-fn publish(port: u16, topic: &str, lines: &[String]) {
+pub(crate) fn publish(port: u16, topic: &str, lines: &[String]) {
     let (ok, err) = try_publish(port, topic, lines);
     assert!(ok, "mosquitto_pub failed: {err}");
 }
