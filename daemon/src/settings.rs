@@ -211,7 +211,12 @@ impl Settings {
                     });
                 }
                 if let cfg::SourceKind::Mqtt(m) = &s.kind {
-                    mqtt_sources.push(crate::sources::mqtt_options(&s.name, m, precision));
+                    mqtt_sources.push(crate::sources::mqtt_options(
+                        &s.name,
+                        m,
+                        precision,
+                        &p.state_dir(),
+                    ));
                 }
                 if let cfg::SourceKind::Http(h) = &s.kind {
                     let lp = &h.line_protocol;

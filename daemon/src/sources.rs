@@ -1,6 +1,7 @@
 //! Non-HTTP sources in pipelines: the [`BatchSink`] adapter over [`Pipeline::submit`] and the
 //! mapping of the configuration's MQTT sources onto the connector's options.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -66,8 +67,14 @@ impl BatchSink for PipelineSink {
 }
 
 /// Maps a validated MQTT source of the configuration onto the connector's options;
-/// `stored` is the pipeline's stored time precision.
-pub fn mqtt_options(name: &str, m: &cfg::MqttSourceConfig, stored: TimeUnit) -> MqttSourceOptions {
+/// `stored` is the pipeline's stored time precision; the session's subscriptions are recorded in
+/// `state_dir/mqtt/<name>.subscriptions.json`.
+pub fn mqtt_options(
+    name: &str,
+    m: &cfg::MqttSourceConfig,
+    stored: TimeUnit,
+    state_dir: &Path,
+) -> MqttSourceOptions {
     let mut o = MqttSourceOptions::new(m.url.clone(), m.client_id.clone().unwrap_or_default());
     o.name = name.to_string();
     o.protocol = match m.protocol {
@@ -95,6 +102,11 @@ pub fn mqtt_options(name: &str, m: &cfg::MqttSourceConfig, stored: TimeUnit) -> 
     o.in_flight = usize::from(m.max_inflight.max(1));
     o.reconnect_max_backoff = m.reconnect_max_backoff;
     o.dead_letter = Some(m.dead_letter_file.clone());
+    o.subscription_record = Some(
+        state_dir
+            .join("mqtt")
+            .join(format!("{name}.subscriptions.json")),
+    );
     o.stored_unit = stored;
     o.filters = m
         .topics

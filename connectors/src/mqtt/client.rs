@@ -32,6 +32,8 @@ pub(crate) enum Event {
     SubAck {
         refused: usize,
     },
+    /// An UNSUBACK.
+    UnsubAck,
     /// A PUBACK or PUBREC we requested went out.
     AckSent,
     /// We sent DISCONNECT.
@@ -172,6 +174,7 @@ impl Conn {
                             .filter(|c| matches!(c, rumqttc::SubscribeReasonCode::Failure))
                             .count(),
                     },
+                    rumqttc::Packet::UnsubAck(_) => Event::UnsubAck,
                     _ => Event::Other,
                 }),
                 Ok(rumqttc::Event::Outgoing(o)) => Ok(outgoing(o)),
@@ -195,6 +198,7 @@ impl Conn {
                             .filter(|c| !matches!(c, p5::SubscribeReasonCode::Success(_)))
                             .count(),
                     },
+                    p5::Packet::UnsubAck(_) => Event::UnsubAck,
                     _ => Event::Other,
                 }),
                 Ok(v5::Event::Outgoing(o)) => Ok(outgoing(o)),
@@ -257,6 +261,18 @@ impl Client {
                 )
                 .map_err(|e| e.to_string()),
         }
+    }
+
+    /// Queues one UNSUBSCRIBE per filter.
+    pub fn try_unsubscribe(&self, filters: &[String]) -> Result<(), String> {
+        for f in filters {
+            let r = match self {
+                Client::V3(c) => c.try_unsubscribe(f.clone()).map_err(|e| e.to_string()),
+                Client::V5(c) => c.try_unsubscribe(f.clone()).map_err(|e| e.to_string()),
+            };
+            r?;
+        }
+        Ok(())
     }
 
     /// Queues a DISCONNECT.

@@ -30,6 +30,7 @@ mod error;
 mod metrics;
 mod options;
 mod parse;
+mod session;
 mod source;
 mod tls;
 

@@ -244,6 +244,10 @@ pub struct MqttSourceOptions {
     pub connect_timeout: Duration,
     /// JSON-lines file receiving messages that cannot be parsed (`None`: log and count only).
     pub dead_letter: Option<PathBuf>,
+    /// File recording the filters this client's persistent session is subscribed to; on a
+    /// connection with a session present, recorded filters that are no longer configured are
+    /// unsubscribed (`None`: a dropped filter stays subscribed until the session expires).
+    pub subscription_record: Option<PathBuf>,
     /// The pipeline's stored timestamp precision.
     pub stored_unit: TimeUnit,
     /// Messages gathered into one sink submission at most (what arrived while the previous
@@ -282,6 +286,7 @@ impl MqttSourceOptions {
             reconnect_max_backoff: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             dead_letter: None,
+            subscription_record: None,
             stored_unit: TimeUnit::Millis,
             max_batch_messages: 256,
             max_concurrent_submits: 2,

@@ -39,6 +39,7 @@ use super::error::MqttError;
 use super::metrics::{MessageError, MqttMetrics};
 use super::options::MqttSourceOptions;
 use super::parse::Parsers;
+use super::session::SubscriptionRecord;
 use super::tls;
 
 /// A connection that lasted this long resets the reconnect backoff.
@@ -234,6 +235,28 @@ impl Poller {
     async fn run(self, conn: Conn, tx: mpsc::UnboundedSender<Msg>) {
         let opts = &self.opts;
         let subs = opts.subscriptions();
+        let record = opts
+            .subscription_record
+            .as_deref()
+            .map(|p| SubscriptionRecord::new(p, &opts.url, &opts.client_id));
+        let current: Vec<String> = subs.iter().map(|(f, _)| f.clone()).collect();
+        // Filters an earlier configuration left subscribed in the session.
+        let mut stale = record
+            .as_ref()
+            .map(|r| r.stale(&current))
+            .unwrap_or_default();
+        let mut unsubacks_due = 0usize;
+        let mut recorded = false;
+        let save_record = |recorded: &mut bool| {
+            if let Some(r) = &record {
+                match r.save(&current) {
+                    Ok(()) => *recorded = true,
+                    Err(e) => {
+                        tracing::warn!(source = %opts.name, error = %e, "cannot record the subscriptions")
+                    }
+                }
+            }
+        };
         let mut tx = Some(tx);
         let mut conn = Some(conn);
         let mut pending: Option<PollFuture> = None;
@@ -326,6 +349,18 @@ impl Poller {
                         }
                         subscribed_once = true;
                     }
+                    if !session_present {
+                        // A fresh session holds no earlier subscription.
+                        stale.clear();
+                    } else if !stale.is_empty() {
+                        tracing::info!(source = %opts.name, filters = ?stale, "unsubscribing filters no longer configured");
+                        match self.client.try_unsubscribe(&stale) {
+                            Ok(()) => unsubacks_due = stale.len(),
+                            Err(e) => {
+                                tracing::error!(source = %opts.name, "cannot queue UNSUBSCRIBE: {e}")
+                            }
+                        }
+                    }
                 }
                 Ok(Event::Publish(incoming)) => {
                     self.metrics.received(incoming.payload.len() as u64);
@@ -361,6 +396,17 @@ impl Poller {
                     } else {
                         tracing::debug!(source = %opts.name, "subscribed");
                         self.metrics.subscribed();
+                        if stale.is_empty() && !recorded {
+                            save_record(&mut recorded);
+                        }
+                    }
+                }
+                Ok(Event::UnsubAck) => {
+                    unsubacks_due = unsubacks_due.saturating_sub(1);
+                    if unsubacks_due == 0 && !stale.is_empty() {
+                        tracing::info!(source = %opts.name, filters = ?stale, "unsubscribed");
+                        stale.clear();
+                        save_record(&mut recorded);
                     }
                 }
                 Ok(Event::AckSent) => acks_sent += 1,

@@ -183,6 +183,14 @@ fn sighup_restarts_changed_sources_and_leaves_the_others_alone() {
             && b.join("done/b1.csv").exists()
             && c.join("done/c1.csv").exists()
     });
+    // old/x was published before new/x: had it been delivered, it would have come first.
+    let m = get(d.addr, "/metrics").body;
+    let moving = "{pipeline=\"main\",source=\"moving\"}";
+    assert_eq!(
+        metric(&m, &format!("tsfiled_mqtt_messages_total{moving}")),
+        Some(2.0),
+        "{m}"
+    );
     // a is no longer watched: its new file stays (rescans of b and c ran meanwhile).
     std::thread::sleep(Duration::from_millis(1_500));
     assert!(a.join("a2.csv").exists() && !a.join("done/a2.csv").exists());

@@ -1,0 +1,111 @@
+//! The filters a persistent MQTT session is subscribed to, recorded in a small JSON file.
+//!
+//! A broker keeps a persistent session's subscriptions across connections. When the
+//! configuration drops or changes a filter, the old one would stay subscribed and its
+//! messages would keep arriving (and be dead-lettered as matching no filter). The source
+//! therefore records what it subscribed, and on the next connection with a session present
+//! it unsubscribes the recorded filters that are no longer configured. A record made for
+//! another broker URL or client id is about another session and is ignored.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct Record {
+    url: String,
+    client_id: String,
+    filters: Vec<String>,
+}
+
+/// Where a source records its session's subscriptions.
+#[derive(Debug, Clone)]
+pub(crate) struct SubscriptionRecord {
+    path: PathBuf,
+    url: String,
+    client_id: String,
+}
+
+impl SubscriptionRecord {
+    pub(crate) fn new(path: &Path, url: &str, client_id: &str) -> SubscriptionRecord {
+        SubscriptionRecord {
+            path: path.to_path_buf(),
+            url: url.to_string(),
+            client_id: client_id.to_string(),
+        }
+    }
+
+    /// Recorded filters of this session that `current` no longer has. A missing, unreadable
+    /// or foreign record yields none (an unreadable one is logged).
+    pub(crate) fn stale(&self, current: &[String]) -> Vec<String> {
+        let text = match std::fs::read(&self.path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
+            Err(e) => {
+                tracing::warn!(file = %self.path.display(), error = %e, "mqtt: cannot read the subscription record");
+                return Vec::new();
+            }
+        };
+        match serde_json::from_slice::<Record>(&text) {
+            Ok(r) if r.url == self.url && r.client_id == self.client_id => r
+                .filters
+                .into_iter()
+                .filter(|f| !current.contains(f))
+                .collect(),
+            Ok(_) => Vec::new(),
+            Err(e) => {
+                tracing::warn!(file = %self.path.display(), error = %e, "mqtt: ignoring a malformed subscription record");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Records `filters` as the session's subscriptions (write to a temporary file, then
+    /// rename over the record).
+    pub(crate) fn save(&self, filters: &[String]) -> io::Result<()> {
+        let r = Record {
+            url: self.url.clone(),
+            client_id: self.client_id.clone(),
+            filters: filters.to_vec(),
+        };
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut tmp = self.path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let bytes = serde_json::to_vec(&r).map_err(io::Error::other)?;
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, &self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn stale_filters_are_the_recorded_ones_no_longer_configured() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/broker.json");
+        let rec = SubscriptionRecord::new(&path, "mqtt://h", "c1");
+        assert!(rec.stale(&v(&["a/#"])).is_empty(), "no record yet");
+        rec.save(&v(&["a/#", "b/+"])).unwrap();
+        assert_eq!(rec.stale(&v(&["a/#", "c/#"])), v(&["b/+"]));
+        assert!(rec.stale(&v(&["b/+", "a/#"])).is_empty());
+        // Another session's record is not ours to act on.
+        let other = SubscriptionRecord::new(&path, "mqtt://h", "c2");
+        assert!(other.stale(&[]).is_empty());
+        let other = SubscriptionRecord::new(&path, "mqtt://other", "c1");
+        assert!(other.stale(&[]).is_empty());
+        // Garbage is ignored, and overwritten by the next save.
+        std::fs::write(&path, b"{not json").unwrap();
+        assert!(rec.stale(&[]).is_empty());
+        rec.save(&v(&["x"])).unwrap();
+        assert_eq!(rec.stale(&[]), v(&["x"]));
+    }
+}
