@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the system tools the operations tests use (daemon/tests/ops_kit.rs):
+# Installs the system tools the operations tests use (tests/ops_kit.rs):
 # promtool (Debian's `prometheus`), headless Chromium, systemd-analyze (`systemd`),
 # and what the MQTT broker tests use: mosquitto (with mosquitto_passwd), mosquitto-clients
 # (mosquitto_pub) and openssl.

@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod cli;
 pub mod config_file;
 pub mod engine;
 pub mod error;

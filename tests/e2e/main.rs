@@ -1,3 +1,17 @@
-//! End-to-end tests of the daemon live in `daemon/tests/e2e/` (test target `e2e` of the
-//! `tsfiled` package), where Cargo provides the path of the real `tsfiled` binary
-//! (`CARGO_BIN_EXE_tsfiled`); run them with `cargo test -p tsfiled --test e2e`.
+//! End-to-end tests of tsfiled: the real binary on temporary directories, pushed to
+//! over HTTP, stopped with SIGTERM or killed with SIGKILL, and every sealed file read
+//! back with the format library.
+
+mod harness;
+
+mod bad_input;
+mod config;
+mod crash;
+mod csv;
+mod limits;
+mod mqtt;
+mod push;
+mod reload;
+mod status_page;
+mod systemd;
+mod watchdog_stall;

@@ -120,7 +120,7 @@ fn import_subcommand_writes_sealed_files() {
     let f = tmp.path().join("wide.csv");
     let n = 3_000;
     std::fs::write(&f, wide_csv(n)).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
         .arg("import")
         .arg(&f)
         .arg("--to")
@@ -146,7 +146,7 @@ fn import_subcommand_writes_sealed_files() {
     check_wide(&points, n);
 
     // A missing file fails, naming it.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
         .args(["import", "/nonexistent/x.csv", "--to"])
         .arg(&out_dir)
         .output()

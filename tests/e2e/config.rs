@@ -60,7 +60,7 @@ fn check_config_run_and_reload() {
     let file = tmp.path().join("tsfiled.toml");
     std::fs::write(&file, config(&data, "t1")).unwrap();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+    let out = Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
         .arg("check-config")
         .arg(&file)
         .output()
@@ -83,7 +83,7 @@ fn check_config_run_and_reload() {
         config(&data, "t1").replace("[http]", "[http]\nlisten_port = 3"),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+    let out = Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
         .arg("check-config")
         .arg(&bad)
         .output()

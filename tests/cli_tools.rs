@@ -1,14 +1,15 @@
-//! The format tools through the real `tsfiled` binary, on the golden corpus.
+//! The format tools through the real `tsfiled` program (the `tsfiled-e2e` binary), on the
+//! golden corpus.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+    Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
 }
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../format/tests/fixtures")
+    tsfiled_tests::workspace_root().join("format/tests/fixtures")
 }
 
 fn golden_names() -> Vec<String> {

@@ -28,7 +28,7 @@ fn localize(text: &str, root: &Path) -> String {
 
 #[test]
 fn every_example_passes_check_config() {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/examples");
+    let examples = tsfiled_tests::workspace_root().join("config/examples");
     let mut names: Vec<_> = std::fs::read_dir(&examples)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -65,7 +65,7 @@ fn every_example_passes_check_config() {
         let text = localize(&std::fs::read_to_string(&path).unwrap(), root);
         let file = root.join(path.file_name().unwrap());
         std::fs::write(&file, text).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+        let out = Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
             .arg("check-config")
             .arg(&file)
             .output()
@@ -96,7 +96,7 @@ fn check_config_fails_on_an_unwritable_data_dir() {
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+    let out = Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
         .arg("check-config")
         .arg(&file)
         .output()

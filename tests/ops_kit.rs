@@ -6,12 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The workspace root (the daemon crate's parent).
+/// The workspace root.
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
+    tsfiled_tests::workspace_root()
 }
 
 fn read(rel: &str) -> String {
@@ -661,7 +658,7 @@ fn mode(p: &Path) -> u32 {
 fn install_script_stages_binary_unit_config_and_directories() {
     let stage = tempfile::tempdir().expect("tempdir");
     let d = stage.path();
-    let bin = env!("CARGO_BIN_EXE_tsfiled");
+    let bin = env!("CARGO_BIN_EXE_tsfiled-e2e");
     let out = run_install(d, None, &["--binary", bin]);
     assert_success("install.sh", &out);
 
@@ -729,7 +726,7 @@ fn install_script_stages_binary_unit_config_and_directories() {
 fn install_script_follows_prefix_and_refuses_bad_input() {
     let stage = tempfile::tempdir().expect("tempdir");
     let d = stage.path();
-    let bin = env!("CARGO_BIN_EXE_tsfiled");
+    let bin = env!("CARGO_BIN_EXE_tsfiled-e2e");
     let out = run_install(d, Some("/usr/local"), &["--binary", bin]);
     assert_success("install.sh with PREFIX=/usr/local", &out);
     assert!(d.join("usr/local/bin/tsfiled").is_file());
@@ -781,7 +778,7 @@ fn systemd_verify(unit_text: &str, exec: &str) -> Output {
 fn systemd_analyze_verify_prints_nothing_for_the_unit() {
     let unit = read("systemd/tsfiled.service");
     assert!(unit.contains("\nExecStart=/usr/bin/tsfiled run "));
-    let out = systemd_verify(&unit, env!("CARGO_BIN_EXE_tsfiled"));
+    let out = systemd_verify(&unit, env!("CARGO_BIN_EXE_tsfiled-e2e"));
     let printed = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -852,7 +849,7 @@ fn unit_has_the_service_contract() {
 #[path = "support/browser.rs"]
 mod browser;
 
-const STATUS_PAGE: &str = include_str!("../assets/status.html");
+const STATUS_PAGE: &str = include_str!("../daemon/assets/status.html");
 const T0_MS: u64 = 1_700_000_000_000;
 
 /// `/metrics` at the `n`-th scrape: every counter is a multiple of `n`.

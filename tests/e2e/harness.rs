@@ -1,5 +1,5 @@
-//! Test harness: run the real `tsfiled` binary on a temporary directory, a minimal
-//! HTTP/1.1 client, and a reader for every sealed file.
+//! Test harness: run the real `tsfiled` program (this package's `tsfiled-e2e` binary) on a
+//! temporary directory, a minimal HTTP/1.1 client, and a reader for every sealed file.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -38,7 +38,7 @@ impl DaemonProc {
 
     /// [`DaemonProc::start_with`] with extra environment variables.
     pub fn start_env(args: &[&str], envs: &[(&str, &str)]) -> DaemonProc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
             .args(args)
             .envs(envs.iter().copied())
             .env("TSFILED_LOG", "info")

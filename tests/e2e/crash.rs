@@ -138,7 +138,7 @@ fn sigkill_during_ingest_loses_no_acknowledged_point() {
     );
     // Every sealed file also passes the format tool's full dump.
     for f in &files {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled"))
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
             .arg("dump")
             .arg(f)
             .stdout(std::process::Stdio::null())
