@@ -14,7 +14,6 @@ mod harness;
 
 use std::fs;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use harness::*;
 use tsfile::Value;
@@ -37,17 +36,6 @@ impl QueueLimit {
 impl Drop for QueueLimit {
     fn drop(&mut self) {
         let _ = fs::write(MAX_QUEUED, &self.0);
-    }
-}
-
-fn until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(secs),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

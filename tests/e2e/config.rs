@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use tsfile::file::reader::TsFileReader;
 use tsfile::DataType;
@@ -40,17 +39,6 @@ precision = "s"
 "#,
         data.display()
     )
-}
-
-fn until(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -108,7 +96,7 @@ fn check_config_run_and_reload() {
     // A valid new file: t2 replaces t1.
     std::fs::write(&file, config(&data, "t2")).unwrap();
     d.signal(libc::SIGHUP);
-    until("t2 accepted", || {
+    until("t2 accepted", 30, || {
         post(a, "/write", t2, b"cpu,host=gw1 usage=0.75 3\n").status == 204
     });
     assert_eq!(
@@ -119,7 +107,7 @@ fn check_config_run_and_reload() {
     // An invalid file is refused; t2 keeps working.
     std::fs::write(&file, "this is = not [valid").unwrap();
     d.signal(libc::SIGHUP);
-    until("reload refusal logged", || {
+    until("reload refusal logged", 30, || {
         d.log.lock().unwrap().contains("reload failed")
     });
     assert_eq!(

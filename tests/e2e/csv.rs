@@ -2,7 +2,6 @@
 //! `done/`, and every point is read back from the sealed files.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use tsfile::Value;
 
@@ -33,17 +32,6 @@ rescan_interval = "1s"
         data.display(),
         watch.display()
     )
-}
-
-fn until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(secs),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Rows `0..n` of devices d1 and d2: `d1.a = i` (INT64), `d1.b = i / 4` (DOUBLE),

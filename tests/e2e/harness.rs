@@ -382,6 +382,18 @@ pub fn read_all(data: &Path) -> (PointMap, Vec<PathBuf>) {
     (map, files)
 }
 
+/// Polls `f` every 50 ms until it holds; fails naming `what` after `secs` seconds.
+pub fn until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Extracts a metric sample's value from Prometheus text.
 pub fn metric(text: &str, name_and_labels: &str) -> Option<f64> {
     text.lines()

@@ -183,17 +183,6 @@ fn metrics(d: &DaemonProc) -> String {
     get(d.addr, "/metrics").body
 }
 
-fn until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(secs),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 const SRC: &str = "{pipeline=\"main\",source=\"broker\"}";
 
 fn connected(d: &DaemonProc) -> bool {

@@ -3,7 +3,7 @@
 //! gauges go), and an unchanged one keeps running untouched.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tsfile::Value;
 
@@ -64,17 +64,6 @@ payload = "iotdb-json"
         ));
     }
     s
-}
-
-fn until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(secs),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn connected(d: &DaemonProc, source: &str) -> Option<f64> {
