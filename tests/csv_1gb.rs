@@ -235,17 +235,22 @@ rescan_interval = "1s"
     fs::remove_file(&done).unwrap();
 
     let (code, log) = d.stop();
+    // SIGTERM seals the open files: from here every point is in a sealed file.
+    let sealed = t0.elapsed();
     stop.store(true, Ordering::Relaxed);
     sampler.join().unwrap();
     assert_eq!(code, 0, "{log}");
     let peak = peak_kib.load(Ordering::Relaxed);
     let files = verify_sealed(&data, rows);
+    let points = (rows * COLUMNS as i64) as f64;
     eprintln!(
-        "ingested {bytes} bytes ({} points) in {:.3?}: {:.0} points/s; {files} sealed files; \
-         daemon peak RSS {peak} KiB (bound {} KiB)",
-        rows * COLUMNS as i64,
+        "ingested {bytes} bytes ({points} points): durable and in done/ after {:.3?} \
+         ({:.0} points/s), in sealed files after {:.3?} ({:.0} points/s); {files} sealed \
+         files; daemon peak RSS {peak} KiB (bound {} KiB)",
         ingest,
-        (rows * COLUMNS as i64) as f64 / ingest.as_secs_f64(),
+        points / ingest.as_secs_f64(),
+        sealed,
+        points / sealed.as_secs_f64(),
         (BUDGET_MIB + 64) * 1024
     );
     assert!(peak > 0, "no RSS sample");
