@@ -18,7 +18,9 @@
 //! This crate knows neither tokio nor the `tsfile` crate: TsFile types, encodings and
 //! compressions are named by [`DataType`], [`Encoding`] and [`Compression`], whose
 //! `as_str()` gives the canonical TsFile names. `tsfiled-connectors` depends on this crate
-//! and uses its CSV option types, [`Glob`], [`Template`] and [`check_topic_filter`] as they are.
+//! and uses its CSV option types, [`Glob`], [`Template`], [`check_topic_filter`] and its MQTT
+//! option types ([`BrokerAddress`], [`MqttProtocol`], [`Qos`], [`Password`], [`MqttTls`]) as
+//! they are.
 
 mod check;
 mod default;

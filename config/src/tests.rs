@@ -1234,3 +1234,32 @@ proptest::proptest! {
         let _ = Config::from_toml_str(&text, "x.toml");
     }
 }
+
+#[test]
+fn mqtt_values() {
+    assert_eq!(
+        format!("{:?}", Password::Inline("s3cret".into())),
+        "Inline(***)"
+    );
+    assert_eq!(
+        format!("{:?}", Password::File("/pw".into())),
+        "File(\"/pw\")"
+    );
+    // A whole configuration never shows an inline password either.
+    let c = ok(&mqtt(
+        "client_id = \"c\"\nusername = \"u\"\npassword = \"s3cret\"",
+        "",
+    ));
+    assert!(!format!("{c:?}").contains("s3cret"));
+    for (level, q) in [
+        (0, Qos::AtMostOnce),
+        (1, Qos::AtLeastOnce),
+        (2, Qos::ExactlyOnce),
+    ] {
+        assert_eq!(q.level(), level);
+        assert_eq!(Qos::from_level(level), Some(q));
+    }
+    assert_eq!(Qos::from_level(3), None);
+    assert_eq!(Qos::default(), Qos::AtLeastOnce);
+    assert_eq!(MqttProtocol::default(), MqttProtocol::V311);
+}
