@@ -28,6 +28,7 @@ mod effective;
 mod error;
 mod locate;
 mod model;
+pub mod path;
 mod patterns;
 pub mod raw;
 mod reference;
@@ -40,14 +41,14 @@ pub use default::DEFAULT_CONFIG;
 pub use effective::Secrets;
 pub use error::{ConfigError, Diagnostic, Diagnostics, KeyPath, Result, Segment};
 pub use model::*;
+pub use path::PathError;
 pub use patterns::{
     check_strftime, check_timezone, check_topic_filter, Glob, Template, TemplatePart, TopicLevel,
     TopicTemplate,
 };
 pub use reference::{reference, reference_markdown, KeyDoc};
 pub use schema::{
-    check_node, check_path, encoding_supported, encodings_for, is_node_char, Compression, DataType,
-    Encoding, PathPattern, PatternNode,
+    encoding_supported, encodings_for, Compression, DataType, Encoding, PathPattern, PatternNode,
 };
 pub use units::{format_duration, parse_duration, parse_size, ByteSize, UnitError};
 

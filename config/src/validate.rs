@@ -14,8 +14,9 @@ use toml::Spanned;
 use crate::error::{ConfigError, Diagnostic, Diagnostics, KeyPath};
 use crate::locate::SpanIndex;
 use crate::model::*;
+use crate::path::check_prefix;
 use crate::patterns::{
-    check_prefix, check_strftime, check_timezone, check_topic_filter, Glob, Template, TopicTemplate,
+    check_strftime, check_timezone, check_topic_filter, Glob, Template, TopicLevel, TopicTemplate,
 };
 use crate::raw::*;
 use crate::schema::{
@@ -1308,13 +1309,15 @@ fn line_mapping(
     default_prefix: &str,
 ) -> LineProtocolMapping {
     let path_prefix = prefix.clone().unwrap_or_else(|| default_prefix.to_string());
-    if let Err(e) = check_prefix(&path_prefix) {
+    if let Err(e) = check_prefix(&path_prefix, true) {
         v.err(&at.key("path_prefix"), e);
     }
     let tpl_text = template
         .clone()
         .unwrap_or_else(|| "{measurement}.{tags}".to_string());
-    let device_template = match Template::parse(&tpl_text, None, &["tags"]) {
+    // The template's first node is the level after the prefix's last.
+    let first_level = path_prefix.split('.').count();
+    let device_template = match Template::parse_at(&tpl_text, first_level, None, &["tags"]) {
         Ok(t) => t,
         Err(e) => {
             v.err(&at.key("device_template"), e);
@@ -1675,9 +1678,6 @@ fn validate_topic(v: &mut V<'_>, t: &RawTopic, tp: &KeyPath) -> Option<TopicConf
         )),
         P::Value => {
             let path_prefix = t.path_prefix.clone().unwrap_or_else(|| "root.mqtt".into());
-            if let Err(e) = check_prefix(&path_prefix) {
-                v.err(&tp.key("path_prefix"), e);
-            }
             let tpl = match &t.topic_template {
                 None => {
                     v.err(
@@ -1690,6 +1690,13 @@ fn validate_topic(v: &mut V<'_>, t: &RawTopic, tp: &KeyPath) -> Option<TopicConf
                     .map_err(|e| v.err(&tp.key("topic_template"), e))
                     .ok(),
             };
+            // `root` alone is a prefix only when the topic adds device levels below it.
+            let root_allowed = tpl
+                .as_ref()
+                .is_none_or(|t| t.levels().contains(&TopicLevel::Device));
+            if let Err(e) = check_prefix(&path_prefix, root_allowed) {
+                v.err(&tp.key("path_prefix"), e);
+            }
             if let (Some(tpl), Some(f)) = (&tpl, &filter) {
                 if !f.contains('#')
                     && f.split('/').count() != tpl.levels().len()
@@ -1841,7 +1848,7 @@ fn validate_csv(v: &mut V<'_>, c: &RawCsvSource, sp: &KeyPath) -> Option<CsvSour
             (Some(col), None) => {
                 let path_prefix = c.path_prefix.clone();
                 if let Some(p) = &path_prefix {
-                    if let Err(e) = check_prefix(p) {
+                    if let Err(e) = check_prefix(p, false) {
                         v.err(&sp.key("path_prefix"), e);
                     }
                 }
