@@ -290,19 +290,19 @@ mod tests {
         assert!(!p.matches("other.sg.d"));
         assert!(PathPattern::parse("sg.d1").is_err());
         assert!(PathPattern::parse("root").is_err());
-        assert!(PathPattern::parse("root.s*")
-            .unwrap_err()
-            .contains("whole path node"));
-        assert!(PathPattern::parse("root..a")
-            .unwrap_err()
-            .contains("empty path node"));
-        assert!(PathPattern::parse("root.a b").unwrap_err().contains("' '"));
-        // Literal nodes follow the path rules, so that a pattern can match what is written.
-        assert!(PathPattern::parse("root.*.1e5")
-            .unwrap_err()
-            .contains("level 2 \"1e5\" reads as a number with an exponent"));
-        assert!(PathPattern::parse("root.**.root.x")
-            .unwrap_err()
-            .contains("reserved word"));
+        for (pattern, why) in [
+            ("root.s*", "whole path node"),
+            ("root..a", "empty path node"),
+            ("root.a b", "' '"),
+            // Literal nodes follow the path rules, so that a pattern can match what is written.
+            (
+                "root.*.1e5",
+                "level 2 \"1e5\" reads as a number with an exponent",
+            ),
+            ("root.**.root.x", "level 2 \"root\" is a reserved word"),
+        ] {
+            let e = PathPattern::parse(pattern).unwrap_err();
+            assert!(e.contains(why), "{pattern}: {e}");
+        }
     }
 }
