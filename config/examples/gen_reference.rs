@@ -25,6 +25,11 @@ pub fn document() -> String {
          bytes (units B, kB, MB, GB, TB, KiB, MiB, GiB, TiB).\n\
          - **Durations** are strings such as `\"30s\"`, `\"10m\"`, `\"1h30m\"`, `\"250ms\"` (units ns, us,\n\
          ms, s, m, h, d).\n\
+         - **IoTDB paths** (`path_prefix`, schema `pattern`s, the fixed nodes of device templates)\n\
+         are `root` and `.`-separated nodes of letters, digits, `_` and CJK characters, as IoTDB\n\
+         0.10 takes them unquoted. No node after the first is `root`, none reads as a number with\n\
+         an exponent (`1e5`), a node has at most 255 bytes and a device path at most 1024. The\n\
+         sources apply the same rules to the paths they receive.\n\
          - `pipeline[]` is an array of tables (`[[pipeline]]`); `pipeline[].source[type=mqtt]` means\n\
          the keys of a `[[pipeline.source]]` table with `type = \"mqtt\"`.\n\
          - Flags override the file: `--data-dir DIR` and `--http-listen ADDR` (port 0 picks a free\n\

@@ -178,7 +178,7 @@ fn source_raw(src: &SourceConfig, secret: &dyn Fn(&str) -> String) -> RawSource 
                 name,
                 url: t(&m.url),
                 protocol: t(match m.protocol {
-                    MqttProtocol::V3 => "v3",
+                    MqttProtocol::V311 => "v3",
                     MqttProtocol::V5 => "v5",
                 }),
                 client_id: m.client_id.clone(),
@@ -196,7 +196,7 @@ fn source_raw(src: &SourceConfig, secret: &dyn Fn(&str) -> String) -> RawSource 
                 clean_session: Some(m.clean_session),
                 session_expiry: match m.protocol {
                     MqttProtocol::V5 => d(m.session_expiry),
-                    MqttProtocol::V3 => None,
+                    MqttProtocol::V311 => None,
                 },
                 shared_group: m.shared_group.clone(),
                 max_payload_size: s(m.max_payload_size),

@@ -18,7 +18,9 @@
 //! This crate knows neither tokio nor the `tsfile` crate: TsFile types, encodings and
 //! compressions are named by [`DataType`], [`Encoding`] and [`Compression`], whose
 //! `as_str()` gives the canonical TsFile names. `tsfiled-connectors` depends on this crate
-//! and uses its CSV option types, [`Glob`], [`Template`] and [`check_topic_filter`] as they are.
+//! and uses its CSV option types, [`Glob`], [`Template`], [`check_topic_filter`] and its MQTT
+//! option types ([`BrokerAddress`], [`MqttProtocol`], [`Qos`], [`Password`], [`MqttTls`]) as
+//! they are.
 
 mod check;
 mod default;
@@ -26,6 +28,7 @@ mod effective;
 mod error;
 mod locate;
 mod model;
+pub mod path;
 mod patterns;
 pub mod raw;
 mod reference;
@@ -38,14 +41,14 @@ pub use default::DEFAULT_CONFIG;
 pub use effective::Secrets;
 pub use error::{ConfigError, Diagnostic, Diagnostics, KeyPath, Result, Segment};
 pub use model::*;
+pub use path::PathError;
 pub use patterns::{
     check_strftime, check_timezone, check_topic_filter, Glob, Template, TemplatePart, TopicLevel,
     TopicTemplate,
 };
 pub use reference::{reference, reference_markdown, KeyDoc};
 pub use schema::{
-    check_node, check_path, encoding_supported, encodings_for, is_node_char, Compression, DataType,
-    Encoding, PathPattern, PatternNode,
+    encoding_supported, encodings_for, Compression, DataType, Encoding, PathPattern, PatternNode,
 };
 pub use units::{format_duration, parse_duration, parse_size, ByteSize, UnitError};
 

@@ -31,12 +31,21 @@ pub struct Config {
 }
 
 /// What a [`Config`] was built from, so that overrides can be re-validated against the same
-/// document and positions. Ignored by equality.
-#[derive(Debug, Clone)]
+/// document and positions. Ignored by equality; `Debug` shows only the origin (the raw
+/// document holds secrets such as an inline MQTT password).
+#[derive(Clone)]
 pub(crate) struct Provenance {
     pub(crate) origin: String,
     pub(crate) raw: RawConfig,
     pub(crate) spans: Arc<crate::locate::SpanIndex>,
+}
+
+impl std::fmt::Debug for Provenance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provenance")
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PartialEq for Config {
@@ -419,11 +428,12 @@ impl HttpSourceConfig {
 }
 
 /// MQTT protocol version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MqttProtocol {
-    /// MQTT 3.1.1.
-    V3,
-    /// MQTT 5.
+    /// MQTT 3.1.1 (`protocol = "v3"`).
+    #[default]
+    V311,
+    /// MQTT 5 (`protocol = "v5"`).
     V5,
 }
 
@@ -438,8 +448,69 @@ pub struct BrokerAddress {
     pub port: u16,
 }
 
-/// Where the MQTT password comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+impl BrokerAddress {
+    /// Parses `mqtt://host[:port]` or `mqtts://host[:port]` (TLS); an IPv6 host is written in
+    /// brackets, one trailing `/` is allowed. The error names the URL and what is wrong.
+    pub fn parse(url: &str) -> Result<BrokerAddress, String> {
+        let (tls, rest) = if let Some(r) = url.strip_prefix("mqtt://") {
+            (false, r)
+        } else if let Some(r) = url.strip_prefix("mqtts://") {
+            (true, r)
+        } else {
+            return Err(format!(
+                "broker URL \"{url}\" must start with mqtt:// or mqtts:// (TLS)"
+            ));
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.contains(['/', '?', '#', '@']) {
+            return Err(format!(
+                "broker URL \"{url}\": expected only host and port (credentials go in username/password)"
+            ));
+        }
+        let default_port = if tls { 8883 } else { 1883 };
+        let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
+            let Some((h, after)) = v6.split_once(']') else {
+                return Err(format!("broker URL \"{url}\": unclosed '['"));
+            };
+            let port = match after.strip_prefix(':') {
+                Some(p) => Some(p),
+                None if after.is_empty() => None,
+                None => return Err(format!("broker URL \"{url}\": unexpected text after ']'")),
+            };
+            (h, port)
+        } else {
+            match rest.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (rest, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(format!("broker URL \"{url}\" has no host"));
+        }
+        if host.contains(|c: char| c.is_whitespace()) {
+            return Err(format!("broker URL \"{url}\": host contains whitespace"));
+        }
+        let port = match port {
+            None => default_port,
+            Some(p) => match p.parse::<u16>() {
+                Ok(0) | Err(_) => {
+                    return Err(format!(
+                        "broker URL \"{url}\": port \"{p}\" is not a number from 1 to 65535"
+                    ))
+                }
+                Ok(n) => n,
+            },
+        };
+        Ok(BrokerAddress {
+            tls,
+            host: host.to_string(),
+            port,
+        })
+    }
+}
+
+/// Where the MQTT password comes from. `Debug` never shows an inline password.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Password {
     /// Written in the configuration.
     Inline(String),
@@ -447,24 +518,52 @@ pub enum Password {
     File(PathBuf),
 }
 
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Password::Inline(_) => f.write_str("Inline(***)"),
+            Password::File(p) => f.debug_tuple("File").field(p).finish(),
+        }
+    }
+}
+
 /// TLS settings of an `mqtts://` source.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MqttTls {
-    /// CA bundle; `None` = the system roots.
+    /// PEM file of the CA certificates to trust; `None` = the system roots.
     pub ca_file: Option<PathBuf>,
-    /// Client certificate and key.
+    /// PEM client certificate chain and its private key (PKCS#8, PKCS#1 or SEC1), for
+    /// mutual TLS.
     pub client_auth: Option<(PathBuf, PathBuf)>,
 }
 
-/// MQTT QoS.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// MQTT QoS of a subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Qos {
-    /// At most once.
+    /// QoS 0: at most once (no acknowledgement, lost on any failure).
     AtMostOnce = 0,
-    /// At least once.
+    /// QoS 1: at least once (the configuration's default).
+    #[default]
     AtLeastOnce = 1,
-    /// Exactly once (at the broker; at least once into files).
+    /// QoS 2: exactly once between broker and daemon (at least once into files).
     ExactlyOnce = 2,
+}
+
+impl Qos {
+    /// The numeric level (0, 1, 2).
+    pub fn level(self) -> u8 {
+        self as u8
+    }
+
+    /// From a numeric level; `None` above 2.
+    pub fn from_level(level: u8) -> Option<Qos> {
+        Some(match level {
+            0 => Qos::AtMostOnce,
+            1 => Qos::AtLeastOnce,
+            2 => Qos::ExactlyOnce,
+            _ => return None,
+        })
+    }
 }
 
 /// Payload format of a topic.
@@ -553,7 +652,8 @@ impl MqttSourceConfig {
 
     /// Whether the broker keeps a session across disconnects.
     pub fn persistent_session(&self) -> bool {
-        !self.clean_session && (self.protocol == MqttProtocol::V3 || !self.session_expiry.is_zero())
+        !self.clean_session
+            && (self.protocol == MqttProtocol::V311 || !self.session_expiry.is_zero())
     }
 }
 

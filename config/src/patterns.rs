@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::schema::{check_node, check_path};
+use crate::path::{check_node, is_node_char, PathError};
 
 /// A file-name glob: `*` any run of characters, `?` one character, `[abc]`, `[a-z]` and
 /// `[!x]` character classes. Matches the whole file name (not the directory part).
@@ -164,8 +164,23 @@ pub struct Template {
 impl Template {
     /// Parses a template. `allowed` lists the placeholder names it may use (`None`: any name,
     /// e.g. tag keys); `whole_node` lists placeholders that must fill a whole node alone.
+    /// Its first node is level 0 of a path: it may be `root` (see [`Template::parse_at`]).
     pub fn parse(
         text: &str,
+        allowed: Option<&[&str]>,
+        whole_node: &[&str],
+    ) -> Result<Self, String> {
+        Template::parse_at(text, 0, allowed, whole_node)
+    }
+
+    /// Parses a template whose first node is at `first_level` of the device path, e.g. the
+    /// line-protocol `device_template` below a `path_prefix` of that many levels after `root`.
+    /// A node of literal text alone must be a valid path node there
+    /// ([`check_node`](crate::path::check_node): not `root` below level 0, not `1e5`, at most
+    /// 255 bytes); the literal text of a node with placeholders must use node characters.
+    pub fn parse_at(
+        text: &str,
+        first_level: usize,
         allowed: Option<&[&str]>,
         whole_node: &[&str],
     ) -> Result<Self, String> {
@@ -257,7 +272,16 @@ impl Template {
                 }
             }
         }
-        for n in &nodes {
+        if let Some(p) = whole_node.iter().find(|w| {
+            parts
+                .iter()
+                .filter(|p| matches!(p, TemplatePart::Placeholder(n) if n == *w))
+                .count()
+                > 1
+        }) {
+            return Err(format!("template \"{text}\": {{{p}}} appears twice"));
+        }
+        for (i, n) in nodes.iter().enumerate() {
             if n.parts == 0 {
                 return Err(format!(
                     "template \"{text}\": empty path node (two dots in a row, or a leading or trailing dot)"
@@ -274,9 +298,20 @@ impl Template {
                     ));
                 }
             }
-            if !n.literal.is_empty() {
-                check_node(&n.literal).map_err(|e| format!("template \"{text}\": {e}"))?;
-            }
+            let level = first_level + i;
+            let checked = if n.placeholders.is_empty() {
+                check_node(&n.literal, level, false)
+            } else {
+                match n.literal.chars().find(|c| !is_node_char(*c)) {
+                    Some(ch) => Err(PathError::InvalidChar {
+                        level,
+                        node: n.literal.clone(),
+                        ch,
+                    }),
+                    None => Ok(()),
+                }
+            };
+            checked.map_err(|e| format!("template \"{text}\": {e}"))?;
         }
         Ok(Template {
             text: text.to_string(),
@@ -554,11 +589,6 @@ pub fn check_timezone(name: &str) -> Result<(), String> {
     }
 }
 
-/// Checks a path prefix such as `root.plant`.
-pub fn check_prefix(prefix: &str) -> Result<(), String> {
-    check_path(prefix)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -635,6 +665,9 @@ mod tests {
         assert!(Template::parse("a.{tags}x", None, &["tags"])
             .unwrap_err()
             .contains("whole path node"));
+        assert!(Template::parse("{tags}.a.{tags}", None, &["tags"])
+            .unwrap_err()
+            .contains("{tags} appears twice"));
         assert!(Template::parse("a..b", None, &[])
             .unwrap_err()
             .contains("empty path node"));
@@ -647,6 +680,38 @@ mod tests {
             .unwrap_err()
             .contains("unknown placeholder {file}"));
         assert!(Template::parse("root.a b", None, &[]).is_err());
+    }
+
+    #[test]
+    fn template_nodes_follow_the_path_rules() {
+        // A node of literal text alone is a path node at its level.
+        assert!(Template::parse_csv_device("root.plant.{file_stem}").is_ok());
+        for (text, why) in [
+            (
+                "root.root.{file_stem}",
+                "level 1 \"root\" is a reserved word",
+            ),
+            ("root.1e5.{file_stem}", "level 1 \"1e5\" reads as a number"),
+            ("root.a-b.{dir}", "level 1 \"a-b\": character '-'"),
+        ] {
+            let e = Template::parse_csv_device(text).unwrap_err();
+            assert!(e.starts_with(&format!("template \"{text}\": {why}")), "{e}");
+        }
+        let long = format!("root.{}.{{dir}}", "x".repeat(256));
+        assert!(Template::parse_csv_device(&long)
+            .unwrap_err()
+            .contains("more than the 255 allowed"));
+        // Below a prefix (`root.lp`: 2 levels), the first node is level 2: no `root` there.
+        let e = Template::parse_at("root.{measurement}", 2, None, &["tags"]).unwrap_err();
+        assert!(e.contains("level 2 \"root\" is a reserved word"), "{e}");
+        let e = Template::parse_at("{measurement}.2E3", 2, None, &[]).unwrap_err();
+        assert!(e.contains("level 3 \"2E3\" reads as a number"), "{e}");
+        // Literal text next to a placeholder is only part of a node: characters are checked,
+        // the node as a whole is known when rendering.
+        assert!(Template::parse_at("{measurement}.1e{host}", 2, None, &[]).is_ok());
+        assert!(Template::parse_at("x{host}root", 2, None, &[]).is_ok());
+        let e = Template::parse_at("{measurement}.a-{host}", 2, None, &[]).unwrap_err();
+        assert!(e.contains("level 3 \"a-\": character '-'"), "{e}");
     }
 
     #[test]

@@ -399,7 +399,7 @@ config_table! {
         #[key("endpoints", "array of \"iotdb-json\" | \"line-protocol\"", "[\"iotdb-json\", \"line-protocol\"]")]
         endpoints: Option<Vec<String>>,
         /// Line protocol: device path = `path_prefix` + `.` + `device_template`, the fields
-        /// become measurements.
+        /// become measurements. May be `"root"` itself.
         #[key("path_prefix", "IoTDB path", "\"root.lp\"")]
         path_prefix: Option<String>,
         /// Line protocol: the device path below `path_prefix`. `{measurement}` is the line's
@@ -509,7 +509,9 @@ config_table! {
         /// level, a final `#` skips the rest.
         #[key("topic_template", "string", "none")]
         topic_template: Option<String>,
-        /// For `payload = "value"` and `"line"`: path prefix of the device paths.
+        /// For `payload = "value"` and `"line"`: path prefix of the device paths. It may be
+        /// `"root"` itself for `"line"`, and for `"value"` when the topic template has
+        /// `{device}` levels.
         #[key("path_prefix", "IoTDB path", "\"root.mqtt\"")]
         path_prefix: Option<String>,
         /// For `payload = "line"`: device path below `path_prefix`, as in the http source.
@@ -585,7 +587,8 @@ config_table! {
         /// extensions) and `{dir}` (name of the file's directory). Give this or `device_column`.
         #[key("device_template", "template", "none")]
         device_template: Option<String>,
-        /// Generic format with `device_column`: path prefix of the device column's values.
+        /// Generic format with `device_column`: path prefix of the device column's values, a
+        /// device path such as `"root.plant"` (not `"root"` alone).
         #[key("path_prefix", "IoTDB path", "none")]
         path_prefix: Option<String>,
         /// Generic format: the value columns (names or numbers); each header name becomes a

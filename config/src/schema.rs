@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::path::check_node;
+
 macro_rules! name_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident = $s:literal),* $(,)? }) => {
         $(#[$m])*
@@ -110,41 +112,6 @@ pub fn encodings_for(t: DataType) -> Vec<Encoding> {
         .collect()
 }
 
-/// Whether `c` may appear in a path node name written in the configuration.
-///
-/// What IoTDB 0.10 accepts unquoted: ASCII letters and digits, `_`, and CJK characters
-/// (U+2E80..=U+9FFF).
-pub fn is_node_char(c: char) -> bool {
-    // IoTDB 0.10's grammar (SqlBase.g4): letters, digits, '_' and the CJK range;
-    // the same rule as `tsfiled_connectors::path::is_node_char`.
-    c.is_ascii_alphanumeric() || c == '_' || ('\u{2E80}'..='\u{9FFF}').contains(&c)
-}
-
-/// Checks a literal IoTDB path node name; returns why it is refused.
-pub fn check_node(node: &str) -> Result<(), String> {
-    if node.is_empty() {
-        return Err("empty path node (two dots in a row, or a leading or trailing dot)".into());
-    }
-    if let Some(c) = node.chars().find(|c| !is_node_char(*c)) {
-        return Err(format!(
-            "path node \"{node}\" contains {c:?}; node names use letters, digits, '_' and CJK characters"
-        ));
-    }
-    Ok(())
-}
-
-/// Checks a full IoTDB path such as `root.plant.line1` (no wildcards); returns why it is refused.
-pub fn check_path(path: &str) -> Result<(), String> {
-    let mut nodes = path.split('.');
-    if nodes.next() != Some("root") {
-        return Err(format!("path \"{path}\" must start with \"root\""));
-    }
-    for n in nodes {
-        check_node(n).map_err(|e| format!("in \"{path}\": {e}"))?;
-    }
-    Ok(())
-}
-
 /// One node of a [`PathPattern`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PatternNode {
@@ -175,7 +142,7 @@ impl PathPattern {
             ));
         }
         let mut nodes = Vec::new();
-        for p in parts {
+        for (i, p) in parts.enumerate() {
             nodes.push(match p {
                 "*" => PatternNode::One,
                 "**" => PatternNode::Many,
@@ -184,8 +151,14 @@ impl PathPattern {
                         "in pattern \"{text}\": \"{p}\": '*' and '**' must be a whole path node"
                     ))
                 }
+                "" => {
+                    return Err(format!(
+                        "in pattern \"{text}\": empty path node (two dots in a row, or a leading or trailing dot)"
+                    ))
+                }
                 _ => {
-                    check_node(p).map_err(|e| format!("in pattern \"{text}\": {e}"))?;
+                    check_node(p, i + 1, false)
+                        .map_err(|e| format!("in pattern \"{text}\": {e}"))?;
                     PatternNode::Literal(p.to_string())
                 }
             });
@@ -317,22 +290,19 @@ mod tests {
         assert!(!p.matches("other.sg.d"));
         assert!(PathPattern::parse("sg.d1").is_err());
         assert!(PathPattern::parse("root").is_err());
-        assert!(PathPattern::parse("root.s*")
-            .unwrap_err()
-            .contains("whole path node"));
-        assert!(PathPattern::parse("root..a")
-            .unwrap_err()
-            .contains("empty path node"));
-        assert!(PathPattern::parse("root.a b").unwrap_err().contains("' '"));
-    }
-
-    #[test]
-    fn paths() {
-        assert!(check_path("root.plant.line_1").is_ok());
-        // '-' needs quoting in IoTDB 0.10 SQL, so it is refused unquoted.
-        assert!(check_path("root.plant.line-1").is_err());
-        assert!(check_path("root.工厂").is_ok());
-        assert!(check_path("plant").is_err());
-        assert!(check_path("root.a.").is_err());
+        for (pattern, why) in [
+            ("root.s*", "whole path node"),
+            ("root..a", "empty path node"),
+            ("root.a b", "' '"),
+            // Literal nodes follow the path rules, so that a pattern can match what is written.
+            (
+                "root.*.1e5",
+                "level 2 \"1e5\" reads as a number with an exponent",
+            ),
+            ("root.**.root.x", "level 2 \"root\" is a reserved word"),
+        ] {
+            let e = PathPattern::parse(pattern).unwrap_err();
+            assert!(e.contains(why), "{pattern}: {e}");
+        }
     }
 }

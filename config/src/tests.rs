@@ -1234,3 +1234,128 @@ proptest::proptest! {
         let _ = Config::from_toml_str(&text, "x.toml");
     }
 }
+
+#[test]
+fn mqtt_values() {
+    assert_eq!(
+        format!("{:?}", Password::Inline("s3cret".into())),
+        "Inline(***)"
+    );
+    assert_eq!(
+        format!("{:?}", Password::File("/pw".into())),
+        "File(\"/pw\")"
+    );
+    // A whole configuration never shows an inline password either.
+    let c = ok(&mqtt(
+        "client_id = \"c\"\nusername = \"u\"\npassword = \"s3cret\"",
+        "",
+    ));
+    assert!(!format!("{c:?}").contains("s3cret"));
+    for (level, q) in [
+        (0, Qos::AtMostOnce),
+        (1, Qos::AtLeastOnce),
+        (2, Qos::ExactlyOnce),
+    ] {
+        assert_eq!(q.level(), level);
+        assert_eq!(Qos::from_level(level), Some(q));
+    }
+    assert_eq!(Qos::from_level(3), None);
+    assert_eq!(Qos::default(), Qos::AtLeastOnce);
+    assert_eq!(MqttProtocol::default(), MqttProtocol::V311);
+}
+
+/// Prefixes and fixed template nodes follow the connectors' path rules
+/// ([`crate::path`]): what `check-config` accepts, the sources accept at run time.
+#[test]
+fn path_rules_are_the_connectors() {
+    // HTTP line protocol.
+    err1(
+        &format!("{MIN}path_prefix = \"root.1e5\""),
+        "t.toml:5:15: pipeline[0].source[0].path_prefix: path \"root.1e5\" level 1 \"1e5\" reads as a number with an exponent",
+    );
+    err1(
+        &format!("{MIN}path_prefix = \"root.lp.ROOT\""),
+        "t.toml:5:15: pipeline[0].source[0].path_prefix: path \"root.lp.ROOT\" level 2 \"ROOT\" is a reserved word",
+    );
+    let long = format!("root.{}x", "abcdefghi.".repeat(102));
+    let e = errs(&format!("{MIN}path_prefix = \"{long}\""));
+    assert_eq!(
+        e,
+        [format!("t.toml:5:15: pipeline[0].source[0].path_prefix: path \"{long}\" is 1026 bytes long, more than the 1024 allowed")]
+    );
+    err1(
+        &format!("{MIN}device_template = \"{{measurement}}.root\""),
+        "t.toml:5:19: pipeline[0].source[0].device_template: template \"{measurement}.root\": level 3 \"root\" is a reserved word",
+    );
+    err1(
+        &format!("{MIN}path_prefix = \"root\"\ndevice_template = \"root.{{measurement}}\""),
+        "t.toml:6:19: pipeline[0].source[0].device_template: template \"root.{measurement}\": level 1 \"root\" is a reserved word",
+    );
+    err1(
+        &format!("{MIN}device_template = \"{{measurement}}.1E3\""),
+        "t.toml:5:19: pipeline[0].source[0].device_template: template \"{measurement}.1E3\": level 3 \"1E3\" reads as a number with an exponent",
+    );
+    err1(
+        &format!("{MIN}device_template = \"{{tags}}.{{measurement}}.{{tags}}\""),
+        "t.toml:5:19: pipeline[0].source[0].device_template: template \"{tags}.{measurement}.{tags}\": {tags} appears twice",
+    );
+    // Line protocol below `root` itself is fine: the template adds the levels.
+    ok(&format!("{MIN}path_prefix = \"root\""));
+
+    // MQTT: line protocol and plain values.
+    err1(
+        &mqtt(
+            "client_id = \"c\"",
+            "payload = \"line\"\npath_prefix = \"root.1e5\"",
+        ),
+        "t.toml:10:15: pipeline[0].source[0].topic[0].path_prefix: path \"root.1e5\" level 1 \"1e5\" reads as a number with an exponent",
+    );
+    err1(
+        &mqtt(
+            "client_id = \"c\"",
+            "payload = \"value\"\ntopic_template = \"a/{device}/{measurement}\"\npath_prefix = \"root.x.root\"",
+        ),
+        "t.toml:11:15: pipeline[0].source[0].topic[0].path_prefix: path \"root.x.root\" level 2 \"root\" is a reserved word",
+    );
+    // `root` alone needs device levels from the topic.
+    ok(&mqtt(
+        "client_id = \"c\"",
+        "payload = \"value\"\ntopic_template = \"a/{device}/{measurement}\"\npath_prefix = \"root\"",
+    ));
+    err1(
+        &mqtt(
+            "client_id = \"c\"",
+            "payload = \"value\"\ntopic_template = \"a/{measurement}\"\npath_prefix = \"root\"",
+        )
+        .replace("a/#", "a/+"),
+        "t.toml:11:15: pipeline[0].source[0].topic[0].path_prefix: path \"root\" needs at least one level after `root`",
+    );
+
+    // CSV.
+    let csv = |extra: &str| {
+        format!("[[pipeline]]\nname = \"p\"\n[[pipeline.source]]\ntype = \"csv\"\ndirectories = [\"/d\"]\nformat = \"generic\"\ntime_column = 1\n{extra}\n")
+    };
+    ok(&csv("device_column = 2\npath_prefix = \"root.plant\""));
+    err1(
+        &csv("device_column = 2\npath_prefix = \"root\""),
+        "t.toml:9:15: pipeline[0].source[0].path_prefix: path \"root\" needs at least one level after `root`",
+    );
+    err1(
+        &csv("device_column = 2\npath_prefix = \"root.1e5\""),
+        "t.toml:9:15: pipeline[0].source[0].path_prefix: path \"root.1e5\" level 1 \"1e5\" reads as a number with an exponent",
+    );
+    err1(
+        &csv("device_template = \"root.root.{file_stem}\""),
+        "t.toml:8:19: pipeline[0].source[0].device_template: template \"root.root.{file_stem}\": level 1 \"root\" is a reserved word",
+    );
+    err1(
+        &csv("device_template = \"root.plant.2e2\""),
+        "t.toml:8:19: pipeline[0].source[0].device_template: template \"root.plant.2e2\": level 2 \"2e2\" reads as a number with an exponent",
+    );
+
+    // Schema rules: a literal node that no written path can have.
+    err1(
+        &format!("{MIN}[[pipeline.schema]]\npattern = \"root.*.1e5\"\ntype = \"INT32\"\n"),
+        "t.toml:6:11: pipeline[0].schema[0].pattern: in pattern \"root.*.1e5\": level 2 \"1e5\" reads as a number with an exponent",
+    );
+}

@@ -14,8 +14,9 @@ use toml::Spanned;
 use crate::error::{ConfigError, Diagnostic, Diagnostics, KeyPath};
 use crate::locate::SpanIndex;
 use crate::model::*;
+use crate::path::check_prefix;
 use crate::patterns::{
-    check_prefix, check_strftime, check_timezone, check_topic_filter, Glob, Template, TopicTemplate,
+    check_strftime, check_timezone, check_topic_filter, Glob, Template, TopicLevel, TopicTemplate,
 };
 use crate::raw::*;
 use crate::schema::{
@@ -641,59 +642,6 @@ fn check_log_level(s: &str) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-fn parse_broker_url(url: &str) -> Result<BrokerAddress, String> {
-    let (tls, rest) = if let Some(r) = url.strip_prefix("mqtt://") {
-        (false, r)
-    } else if let Some(r) = url.strip_prefix("mqtts://") {
-        (true, r)
-    } else {
-        return Err(format!(
-            "broker URL \"{url}\" must start with mqtt:// or mqtts:// (TLS)"
-        ));
-    };
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    if rest.contains('/') || rest.contains('?') || rest.contains('@') {
-        return Err(format!(
-            "broker URL \"{url}\": expected only host and port (credentials go in username/password)"
-        ));
-    }
-    let default_port = if tls { 8883 } else { 1883 };
-    let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
-        let Some((h, after)) = v6.split_once(']') else {
-            return Err(format!("broker URL \"{url}\": unclosed '['"));
-        };
-        let port = match after.strip_prefix(':') {
-            Some(p) => Some(p),
-            None if after.is_empty() => None,
-            None => return Err(format!("broker URL \"{url}\": unexpected text after ']'")),
-        };
-        (h.to_string(), port)
-    } else {
-        match rest.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (rest.to_string(), None),
-        }
-    };
-    if host.is_empty() {
-        return Err(format!("broker URL \"{url}\" has no host"));
-    }
-    if host.contains(|c: char| c.is_whitespace()) {
-        return Err(format!("broker URL \"{url}\": host contains whitespace"));
-    }
-    let port = match port {
-        None => default_port,
-        Some(p) => match p.parse::<u16>() {
-            Ok(0) | Err(_) => {
-                return Err(format!(
-                    "broker URL \"{url}\": port \"{p}\" is not a number from 1 to 65535"
-                ))
-            }
-            Ok(n) => n,
-        },
-    };
-    Ok(BrokerAddress { tls, host, port })
 }
 
 fn check_base_path(p: &str) -> Result<(), String> {
@@ -1361,13 +1309,15 @@ fn line_mapping(
     default_prefix: &str,
 ) -> LineProtocolMapping {
     let path_prefix = prefix.clone().unwrap_or_else(|| default_prefix.to_string());
-    if let Err(e) = check_prefix(&path_prefix) {
+    if let Err(e) = check_prefix(&path_prefix, true) {
         v.err(&at.key("path_prefix"), e);
     }
     let tpl_text = template
         .clone()
         .unwrap_or_else(|| "{measurement}.{tags}".to_string());
-    let device_template = match Template::parse(&tpl_text, None, &["tags"]) {
+    // The template's first node is the level after the prefix's last.
+    let first_level = path_prefix.split('.').count();
+    let device_template = match Template::parse_at(&tpl_text, first_level, None, &["tags"]) {
         Ok(t) => t,
         Err(e) => {
             v.err(&at.key("device_template"), e);
@@ -1452,15 +1402,15 @@ fn validate_mqtt(
     let before = v.diags.len();
     let url = v.required(&m.url, sp, "url").map(str::to_string);
     let broker = url.as_deref().and_then(|u| {
-        parse_broker_url(u)
+        BrokerAddress::parse(u)
             .map_err(|e| v.err(&sp.key("url"), e))
             .ok()
     });
     let protocol = v.choice(
         &m.protocol,
         &sp.key("protocol"),
-        MqttProtocol::V3,
-        &[("v3", MqttProtocol::V3), ("v5", MqttProtocol::V5)],
+        MqttProtocol::V311,
+        &[("v3", MqttProtocol::V311), ("v5", MqttProtocol::V5)],
     );
     let client_id = match &m.client_id {
         Some(id) if id.is_empty() => {
@@ -1491,7 +1441,7 @@ fn validate_mqtt(
             .map(|f| Password::File(PathBuf::from(f))),
         (None, None) => None,
     };
-    if password.is_some() && username.is_none() && protocol == MqttProtocol::V3 {
+    if password.is_some() && username.is_none() && protocol == MqttProtocol::V311 {
         let key = if m.password.is_some() {
             "password"
         } else {
@@ -1549,7 +1499,7 @@ fn validate_mqtt(
         65535,
     );
     let clean_session = m.clean_session.unwrap_or(false);
-    if m.session_expiry.is_some() && protocol == MqttProtocol::V3 {
+    if m.session_expiry.is_some() && protocol == MqttProtocol::V311 {
         v.err_key(
             &sp.key("session_expiry"),
             "session_expiry is an MQTT 5 setting; set protocol = \"v5\" or remove it (MQTT 3.1.1 sessions last until the broker expires them)",
@@ -1616,7 +1566,7 @@ fn validate_mqtt(
                 let tp = sp.key("topic").index(k);
                 if let Some(topic) = validate_topic(v, t, &tp) {
                     if topic.qos > Qos::AtMostOnce {
-                        let q = topic.qos as u8;
+                        let q = topic.qos.level();
                         if clean_session {
                             v.err(
                                 &tp.key("qos"),
@@ -1671,11 +1621,10 @@ fn validate_topic(v: &mut V<'_>, t: &RawTopic, tp: &KeyPath) -> Option<TopicConf
             v.err(&tp.key("filter"), e);
         }
     }
-    let qos = match v.int(&t.qos, &tp.key("qos"), 1, 0, 2) {
-        0 => Qos::AtMostOnce,
-        2 => Qos::ExactlyOnce,
-        _ => Qos::AtLeastOnce,
-    };
+    let qos = u8::try_from(v.int(&t.qos, &tp.key("qos"), 1, 0, 2))
+        .ok()
+        .and_then(Qos::from_level)
+        .unwrap_or_default();
     #[derive(Clone, Copy, PartialEq)]
     enum P {
         Json,
@@ -1729,9 +1678,6 @@ fn validate_topic(v: &mut V<'_>, t: &RawTopic, tp: &KeyPath) -> Option<TopicConf
         )),
         P::Value => {
             let path_prefix = t.path_prefix.clone().unwrap_or_else(|| "root.mqtt".into());
-            if let Err(e) = check_prefix(&path_prefix) {
-                v.err(&tp.key("path_prefix"), e);
-            }
             let tpl = match &t.topic_template {
                 None => {
                     v.err(
@@ -1744,6 +1690,13 @@ fn validate_topic(v: &mut V<'_>, t: &RawTopic, tp: &KeyPath) -> Option<TopicConf
                     .map_err(|e| v.err(&tp.key("topic_template"), e))
                     .ok(),
             };
+            // `root` alone is a prefix only when the topic adds device levels below it.
+            let root_allowed = tpl
+                .as_ref()
+                .is_none_or(|t| t.levels().contains(&TopicLevel::Device));
+            if let Err(e) = check_prefix(&path_prefix, root_allowed) {
+                v.err(&tp.key("path_prefix"), e);
+            }
             if let (Some(tpl), Some(f)) = (&tpl, &filter) {
                 if !f.contains('#')
                     && f.split('/').count() != tpl.levels().len()
@@ -1895,7 +1848,7 @@ fn validate_csv(v: &mut V<'_>, c: &RawCsvSource, sp: &KeyPath) -> Option<CsvSour
             (Some(col), None) => {
                 let path_prefix = c.path_prefix.clone();
                 if let Some(p) = &path_prefix {
-                    if let Err(e) = check_prefix(p) {
+                    if let Err(e) = check_prefix(p, false) {
                         v.err(&sp.key("path_prefix"), e);
                     }
                 }
@@ -2190,24 +2143,41 @@ mod tests {
 
     #[test]
     fn broker_urls() {
-        let b = parse_broker_url("mqtt://broker.local").unwrap();
+        let b = BrokerAddress::parse("mqtt://broker.local").unwrap();
         assert_eq!(
             (b.tls, b.host.as_str(), b.port),
             (false, "broker.local", 1883)
         );
-        let b = parse_broker_url("mqtts://10.0.0.1:9000/").unwrap();
+        let b = BrokerAddress::parse("mqtts://10.0.0.1:9000/").unwrap();
         assert_eq!((b.tls, b.host.as_str(), b.port), (true, "10.0.0.1", 9000));
-        let b = parse_broker_url("mqtts://[::1]").unwrap();
+        let b = BrokerAddress::parse("mqtts://[::1]").unwrap();
         assert_eq!((b.host.as_str(), b.port), ("::1", 8883));
-        let b = parse_broker_url("mqtt://[fe80::1]:1884").unwrap();
+        let b = BrokerAddress::parse("mqtt://[fe80::1]:1884").unwrap();
         assert_eq!((b.host.as_str(), b.port), ("fe80::1", 1884));
-        assert!(parse_broker_url("tcp://x").unwrap_err().contains("mqtt://"));
-        assert!(parse_broker_url("mqtt://").unwrap_err().contains("no host"));
-        assert!(parse_broker_url("mqtt://x:0").is_err());
-        assert!(parse_broker_url("mqtt://x:70000").is_err());
-        assert!(parse_broker_url("mqtt://u:p@x").is_err());
-        assert!(parse_broker_url("mqtt://x/topic").is_err());
-        assert!(parse_broker_url("mqtt://[::1").is_err());
+        assert!(BrokerAddress::parse("tcp://x")
+            .unwrap_err()
+            .contains("mqtt://"));
+        assert!(BrokerAddress::parse("mqtt://")
+            .unwrap_err()
+            .contains("no host"));
+        assert!(BrokerAddress::parse("mqtt://x:0").is_err());
+        assert!(BrokerAddress::parse("mqtt://x:70000").is_err());
+        assert!(BrokerAddress::parse("mqtt://u:p@x").is_err());
+        assert!(BrokerAddress::parse("mqtt://x/topic").is_err());
+        assert!(BrokerAddress::parse("mqtt://[::1").is_err());
+        // What the MQTT connector used to take on its own, and more, is refused.
+        for bad in [
+            "ssl://x",
+            "MQTT://x",
+            "mqtt://x#y",
+            "mqtt://[::1]x",
+            "mqtt://a b",
+        ] {
+            assert!(
+                BrokerAddress::parse(bad).unwrap_err().contains(bad),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

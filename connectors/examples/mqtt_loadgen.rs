@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use rumqttc::{AsyncClient, Event, MqttOptions, Outgoing, Packet, QoS};
 use tokio_util::sync::CancellationToken;
 use tsfiled_connectors::mqtt::{
-    run, CountingMetrics, Endpoint, MqttSourceOptions, PayloadFormat, Protocol, Qos,
+    run, BrokerAddress, CountingMetrics, MqttProtocol, MqttSourceOptions, PayloadFormat, Qos,
 };
 use tsfiled_connectors::sink::MemorySink;
 use tsfiled_connectors::TimeUnit;
@@ -44,7 +44,7 @@ struct Args {
     devices: u64,
     qos: QoS,
     consume: bool,
-    protocol: Protocol,
+    protocol: MqttProtocol,
     window: usize,
     sink_delay: Duration,
     client_id: String,
@@ -64,7 +64,7 @@ fn parse_args() -> Result<Args, String> {
         devices: 10,
         qos: QoS::AtLeastOnce,
         consume: false,
-        protocol: Protocol::V5,
+        protocol: MqttProtocol::V5,
         window: 1000,
         sink_delay: Duration::ZERO,
         client_id: format!("tsfiled-loadgen-{}", std::process::id()),
@@ -97,8 +97,8 @@ fn parse_args() -> Result<Args, String> {
             }
             "--protocol" => {
                 a.protocol = match v.as_str() {
-                    "3" | "3.1.1" => Protocol::V311,
-                    "5" => Protocol::V5,
+                    "3" | "3.1.1" => MqttProtocol::V311,
+                    "5" => MqttProtocol::V5,
                     _ => return Err("--protocol is 3 or 5".into()),
                 }
             }
@@ -161,7 +161,7 @@ fn message(a: &Args, k: u64, out: &mut String) {
 }
 
 async fn publisher(a: Arc<Args>, stop_at: Instant) -> Result<(u64, Duration), String> {
-    let ep = Endpoint::parse(&a.broker).map_err(|e| e.to_string())?;
+    let ep = BrokerAddress::parse(&a.broker)?;
     let mut o = MqttOptions::new(
         format!("loadgen-pub-{}", std::process::id()),
         ep.host,

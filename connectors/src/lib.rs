@@ -6,8 +6,9 @@
 //! They never panic on any input.
 //!
 //! Option types that the configuration also has (CSV formats and columns, time formats,
-//! file-name globs, the CSV device template, MQTT topic-filter syntax) are those of
-//! `tsfiled-config`, used directly rather than mirrored.
+//! file-name globs, the CSV device template, MQTT topic-filter syntax, broker address,
+//! protocol, QoS, password and TLS settings) are those of `tsfiled-config`, used directly
+//! rather than mirrored.
 
 #![warn(missing_docs)]
 

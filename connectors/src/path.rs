@@ -1,28 +1,7 @@
-//! IoTDB 0.10 path rules: validation of device paths and measurement names, sanitizing of
-//! free-form strings (tag values, topic levels) into path nodes, and device-path templates.
-//!
-//! # The rule we enforce
-//!
-//! IoTDB 0.10's SQL grammar (`SqlBase.g4`) accepts an unquoted path node when it lexes as an
-//! `ID` (one or more of `A-Z a-z 0-9 _` and the CJK range U+2E80..=U+9FFF), an `INT` or a
-//! `DURATION` (both are made of the same characters). We accept exactly that character set, so
-//! every series we write can be named in 0.10 SQL without quoting. In particular `-`, `.`,
-//! `:`, `/`, spaces and all other punctuation are **not** allowed (`-` lexes as MINUS in 0.10).
-//!
-//! On top of the character set we are conservative:
-//! - a node that lexes as an `EXPONENT` literal (`1e5`, digits `e|E` digits) is rejected: 0.10's
-//!   grammar has no path rule for it;
-//! - `root` (any case) is only allowed as the first node (it lexes as the ROOT keyword);
-//! - measurements named `time` or `timestamp` (any case) are rejected: they collide with the
-//!   time column in SQL and in result sets;
-//! - a node is at most [`MAX_NODE_BYTES`] bytes and a device path at most [`MAX_DEVICE_BYTES`]
-//!   (storage-group paths become directory names; 255 bytes is the usual file-name limit).
-//!
-//! Other SQL keywords (`level`, `count`, `device`, ...) are accepted as nodes: TsFiles and `load`
-//! do not care, but a 0.10 SQL query must quote such a node (`select "level" from ...`).
-//!
-//! Measurement names never contain `.`: TsFile sorts and splits series paths on `.`, and a dotted
-//! measurement would be read back as a deeper device.
+//! IoTDB 0.10 path rules as the sources apply them: validation of device paths and
+//! measurement names (the rules of [`tsfiled_config::path`], re-exported here, so that the
+//! configuration refuses exactly the prefixes and template nodes the sources would), sanitizing
+//! of free-form strings (tag values, topic levels) into path nodes, and device-path templates.
 //!
 //! # Sanitizing
 //!
@@ -34,174 +13,11 @@
 use std::collections::HashSet;
 use std::fmt;
 
-/// Longest allowed node, in bytes.
-pub const MAX_NODE_BYTES: usize = 255;
-/// Longest allowed device path, in bytes.
-pub const MAX_DEVICE_BYTES: usize = 1024;
-
-/// Why a string is not a valid device path, node or measurement name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PathError {
-    /// The string is empty.
-    #[error("is empty")]
-    Empty,
-    /// A device path does not start with `root`.
-    #[error("must start with `root.`")]
-    NoRoot,
-    /// A device path has no level after `root`.
-    #[error("needs at least one level after `root`")]
-    TooShort,
-    /// A level is empty (`root..d1`, trailing `.`).
-    #[error("level {level} is empty")]
-    EmptyNode {
-        /// 0-based level index (`root` is level 0).
-        level: usize,
-    },
-    /// A character outside the allowed set.
-    #[error(
-        "level {level} {node:?}: character {ch:?} is not allowed (letters, digits, `_`, CJK U+2E80..U+9FFF)"
-    )]
-    InvalidChar {
-        /// 0-based level index.
-        level: usize,
-        /// The offending node.
-        node: String,
-        /// The first offending character.
-        ch: char,
-    },
-    /// A measurement name contains `.`.
-    #[error("measurement {0:?} contains `.`")]
-    DottedMeasurement(String),
-    /// A reserved word (`root` after level 0, `time`/`timestamp` as measurement).
-    #[error("level {level} {node:?} is a reserved word")]
-    Reserved {
-        /// 0-based level index.
-        level: usize,
-        /// The offending node.
-        node: String,
-    },
-    /// A node that IoTDB 0.10 lexes as a number with an exponent (`1e5`).
-    #[error("level {level} {node:?} reads as a number with an exponent")]
-    Exponent {
-        /// 0-based level index.
-        level: usize,
-        /// The offending node.
-        node: String,
-    },
-    /// Over a length limit.
-    #[error("is {len} bytes long, more than the {max} allowed")]
-    TooLong {
-        /// Actual length in bytes.
-        len: usize,
-        /// The limit.
-        max: usize,
-    },
-}
-
-/// Whether `c` may appear in an unquoted IoTDB 0.10 path node.
-#[inline]
-pub fn is_node_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || ('\u{2E80}'..='\u{9FFF}').contains(&c)
-}
-
-fn is_exponent_shaped(node: &str) -> bool {
-    let b = node.as_bytes();
-    let Some(e) = b.iter().position(|&c| c == b'e' || c == b'E') else {
-        return false;
-    };
-    e > 0
-        && e + 1 < b.len()
-        && b[..e].iter().all(u8::is_ascii_digit)
-        && b[e + 1..].iter().all(u8::is_ascii_digit)
-}
-
-fn is_reserved(node: &str, measurement: bool) -> bool {
-    node.eq_ignore_ascii_case("root")
-        || (measurement
-            && (node.eq_ignore_ascii_case("time") || node.eq_ignore_ascii_case("timestamp")))
-}
-
-fn check_node(node: &str, level: usize, measurement: bool) -> Result<(), PathError> {
-    if node.is_empty() {
-        return Err(PathError::EmptyNode { level });
-    }
-    if node.len() > MAX_NODE_BYTES {
-        return Err(PathError::TooLong {
-            len: node.len(),
-            max: MAX_NODE_BYTES,
-        });
-    }
-    // Fast path: pure ASCII.
-    let bytes = node.as_bytes();
-    if !bytes
-        .iter()
-        .all(|&b| b.is_ascii_alphanumeric() || b == b'_')
-    {
-        if let Some(ch) = node.chars().find(|&c| !is_node_char(c)) {
-            if ch == '.' && measurement {
-                return Err(PathError::DottedMeasurement(node.to_owned()));
-            }
-            return Err(PathError::InvalidChar {
-                level,
-                node: node.to_owned(),
-                ch,
-            });
-        }
-    }
-    if level > 0 && is_reserved(node, measurement) {
-        return Err(PathError::Reserved {
-            level,
-            node: node.to_owned(),
-        });
-    }
-    if is_exponent_shaped(node) {
-        return Err(PathError::Exponent {
-            level,
-            node: node.to_owned(),
-        });
-    }
-    Ok(())
-}
-
-/// Validates one device-path node (not the first `root`) at `level`.
-pub fn validate_node(node: &str, level: usize) -> Result<(), PathError> {
-    check_node(node, level.max(1), false)
-}
-
-/// Validates a device path: `root` followed by one or more `.`-separated nodes.
-pub fn validate_device(path: &str) -> Result<(), PathError> {
-    if path.is_empty() {
-        return Err(PathError::Empty);
-    }
-    if path.len() > MAX_DEVICE_BYTES {
-        return Err(PathError::TooLong {
-            len: path.len(),
-            max: MAX_DEVICE_BYTES,
-        });
-    }
-    let mut nodes = path.split('.');
-    if nodes.next() != Some("root") {
-        return Err(PathError::NoRoot);
-    }
-    let mut count = 0;
-    for (i, node) in nodes.enumerate() {
-        check_node(node, i + 1, false)?;
-        count += 1;
-    }
-    if count == 0 {
-        return Err(PathError::TooShort);
-    }
-    Ok(())
-}
-
-/// Validates a measurement name (the last level of a series path): a single valid node,
-/// not `time`/`timestamp`.
-pub fn validate_measurement(name: &str) -> Result<(), PathError> {
-    if name.is_empty() {
-        return Err(PathError::Empty);
-    }
-    check_node(name, 1, true)
-}
+use tsfiled_config::path::{check_node, is_exponent_shaped, is_reserved};
+pub use tsfiled_config::path::{
+    is_node_char, validate_device, validate_measurement, validate_node, PathError,
+    MAX_DEVICE_BYTES, MAX_NODE_BYTES,
+};
 
 /// Appends `raw` to `out` as a valid path node (see the module docs for the rule).
 /// `measurement` also avoids the measurement-only reserved words.
@@ -615,114 +431,6 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn devices() {
-        assert_eq!(validate_device("root.sg.d1"), Ok(()));
-        assert_eq!(validate_device("root.sg"), Ok(()));
-        assert_eq!(validate_device("root.车间.设备_1"), Ok(()));
-        assert_eq!(validate_device("root.sg.123"), Ok(()));
-        assert_eq!(validate_device("root.sg.12d"), Ok(()));
-        assert_eq!(validate_device(""), Err(PathError::Empty));
-        assert_eq!(validate_device("root"), Err(PathError::TooShort));
-        assert_eq!(validate_device("sg.d1"), Err(PathError::NoRoot));
-        assert_eq!(validate_device("ROOT.sg"), Err(PathError::NoRoot));
-        assert_eq!(
-            validate_device("root..d1"),
-            Err(PathError::EmptyNode { level: 1 })
-        );
-        assert_eq!(
-            validate_device("root.sg."),
-            Err(PathError::EmptyNode { level: 2 })
-        );
-        assert_eq!(
-            validate_device("root.sg.d-1"),
-            Err(PathError::InvalidChar {
-                level: 2,
-                node: "d-1".into(),
-                ch: '-'
-            })
-        );
-        assert_eq!(
-            validate_device("root.sg.d 1"),
-            Err(PathError::InvalidChar {
-                level: 2,
-                node: "d 1".into(),
-                ch: ' '
-            })
-        );
-        assert_eq!(
-            validate_device("root.sg.é"),
-            Err(PathError::InvalidChar {
-                level: 2,
-                node: "é".into(),
-                ch: 'é'
-            })
-        );
-        assert_eq!(
-            validate_device("root.sg.Root"),
-            Err(PathError::Reserved {
-                level: 2,
-                node: "Root".into()
-            })
-        );
-        assert_eq!(
-            validate_device("root.sg.1e5"),
-            Err(PathError::Exponent {
-                level: 2,
-                node: "1e5".into()
-            })
-        );
-        // `time` is fine as a device level, only reserved for measurements.
-        assert_eq!(validate_device("root.sg.time"), Ok(()));
-        let long = format!("root.{}", "a".repeat(MAX_NODE_BYTES + 1));
-        assert_eq!(
-            validate_device(&long),
-            Err(PathError::TooLong {
-                len: MAX_NODE_BYTES + 1,
-                max: MAX_NODE_BYTES
-            })
-        );
-        let many = format!("root{}", ".abcdefghi".repeat(110));
-        assert!(matches!(
-            validate_device(&many),
-            Err(PathError::TooLong {
-                max: MAX_DEVICE_BYTES,
-                ..
-            })
-        ));
-    }
-
-    #[test]
-    fn measurements() {
-        assert_eq!(validate_measurement("s1"), Ok(()));
-        assert_eq!(validate_measurement("温度"), Ok(()));
-        assert_eq!(validate_measurement("level"), Ok(()));
-        assert_eq!(validate_measurement(""), Err(PathError::Empty));
-        assert_eq!(
-            validate_measurement("a.b"),
-            Err(PathError::DottedMeasurement("a.b".into()))
-        );
-        assert_eq!(
-            validate_measurement("Time"),
-            Err(PathError::Reserved {
-                level: 1,
-                node: "Time".into()
-            })
-        );
-        assert!(matches!(
-            validate_measurement("timestamp"),
-            Err(PathError::Reserved { .. })
-        ));
-        assert!(matches!(
-            validate_measurement("2E10"),
-            Err(PathError::Exponent { .. })
-        ));
-        assert!(matches!(
-            validate_measurement("s\u{0}"),
-            Err(PathError::InvalidChar { ch: '\u{0}', .. })
-        ));
-    }
-
-    #[test]
     fn sanitizing() {
         assert_eq!(sanitize_node("gw-1.local"), "gw_1_local");
         assert_eq!(sanitize_node(""), "_");
@@ -841,7 +549,62 @@ mod tests {
         assert!(has_duplicate_keys(&refs));
     }
 
+    const NODES: &[&str] = &[
+        "a", "x1", "12", "root", "Root", "time", "1e5", "2E0", "e5", "a-b", "", "工厂",
+    ];
+    const TEMPLATE_NODES: &[&str] = &[
+        "{measurement}",
+        "{host}",
+        "{tags}",
+        "x{host}",
+        "1e{host}",
+        "{host}-x",
+        "a",
+        "root",
+        "1e5",
+        "a-b",
+        "",
+    ];
+
+    fn pick(from: &'static [&'static str], len: std::ops::Range<usize>) -> BoxedStrategy<String> {
+        proptest::collection::vec(proptest::sample::select(from), len)
+            .prop_map(|v| v.join("."))
+            .boxed()
+    }
+
     proptest! {
+        /// The configuration accepts a line-protocol `path_prefix` and `device_template`
+        /// exactly when the connector builds a template from them.
+        #[test]
+        fn configuration_accepts_what_line_templates_accept(
+            below in pick(NODES, 0..3),
+            template in pick(TEMPLATE_NODES, 1..4),
+        ) {
+            let prefix = if below.is_empty() { "root".to_string() } else { format!("root.{below}") };
+            let first_level = prefix.split('.').count();
+            let config = tsfiled_config::path::check_prefix(&prefix, true).is_ok()
+                && tsfiled_config::Template::parse_at(&template, first_level, None, &["tags"]).is_ok();
+            let connector = DeviceTemplate::with_prefix(&prefix, &template);
+            prop_assert_eq!(config, connector.is_ok(), "{} {}: {:?}", prefix, template, connector);
+        }
+
+        /// The same for a CSV `path_prefix` and `device_template`.
+        #[test]
+        fn configuration_accepts_what_csv_paths_accept(
+            below in pick(NODES, 0..3),
+            fixed in pick(NODES, 1..3),
+        ) {
+            let prefix = if below.is_empty() { "root".to_string() } else { format!("root.{below}") };
+            prop_assert_eq!(
+                tsfiled_config::path::check_prefix(&prefix, false).is_ok(),
+                validate_device(&prefix).is_ok()
+            );
+            // A template of fixed nodes renders to itself, which the parser validates.
+            let template = format!("root.{fixed}.{{file_stem}}");
+            let config = tsfiled_config::Template::parse_csv_device(&template).is_ok();
+            prop_assert_eq!(config, validate_device(&format!("root.{fixed}.f")).is_ok(), "{}", template);
+        }
+
         #[test]
         fn sanitized_nodes_validate(raw in any::<String>()) {
             let n = sanitize_node(&raw);

@@ -10,12 +10,13 @@ use std::time::Duration;
 use mqtt_harness::*;
 use rumqttc::QoS;
 use tsfiled_connectors::mqtt::{
-    CountingMetrics, MqttError, MqttSourceOptions, PayloadFormat, Protocol, Qos, Secret,
+    CountingMetrics, MqttError, MqttProtocol, MqttSourceOptions, MqttTls, Password, PayloadFormat,
+    Qos,
 };
 use tsfiled_connectors::sink::{MemoryMode, MemorySink};
 use tsfiled_connectors::TimeUnit;
 
-fn base(url: &str, client_id: &str, protocol: Protocol) -> MqttSourceOptions {
+fn base(url: &str, client_id: &str, protocol: MqttProtocol) -> MqttSourceOptions {
     let mut o = MqttSourceOptions::new(url, client_id);
     o.protocol = protocol;
     o.reconnect_initial_backoff = Duration::from_millis(50);
@@ -37,7 +38,7 @@ fn msg(t: &str, p: &str) -> (String, Vec<u8>) {
     (t.to_string(), p.as_bytes().to_vec())
 }
 
-async fn every_type_and_format(protocol: Protocol, json_qos: Qos) {
+async fn every_type_and_format(protocol: MqttProtocol, json_qos: Qos) {
     let broker = Broker::start("");
     let mut o = base(&broker.url(), &format!("types-{}", unique()), protocol)
         .filter("json/#", json_qos, json())
@@ -159,12 +160,12 @@ fn now_ms() -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_type_and_format_mqtt311() {
-    every_type_and_format(Protocol::V311, Qos::AtLeastOnce).await;
+    every_type_and_format(MqttProtocol::V311, Qos::AtLeastOnce).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_type_and_format_mqtt5_qos2() {
-    every_type_and_format(Protocol::V5, Qos::ExactlyOnce).await;
+    every_type_and_format(MqttProtocol::V5, Qos::ExactlyOnce).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,7 +175,7 @@ async fn bad_messages_are_dead_lettered_and_acknowledged() {
     let dl = dir.path().join("dead/mqtt.jsonl");
     let id = format!("bad-{}", unique());
     let opts = |sink| {
-        let mut o = base(&broker.url(), &id, Protocol::V311)
+        let mut o = base(&broker.url(), &id, MqttProtocol::V311)
             .filter("json/#", Qos::AtLeastOnce, json())
             .filter(
                 "plant/+/+",
@@ -291,7 +292,7 @@ async fn crash_mid_stream_loses_no_acknowledged_point() {
     let id = format!("crash-{}", unique());
     let opts = || {
         let mut o =
-            base(&broker.url(), &id, Protocol::V311).filter("c/#", Qos::AtLeastOnce, json());
+            base(&broker.url(), &id, MqttProtocol::V311).filter("c/#", Qos::AtLeastOnce, json());
         o.in_flight = 20;
         o.max_batch_messages = 5;
         o
@@ -335,7 +336,8 @@ async fn crash_mid_stream_loses_no_acknowledged_point() {
 async fn broker_restart_reconnects_without_losing_qos1() {
     let mut broker = Broker::start("persistence true\nautosave_interval 0\n");
     let id = format!("restart-{}", unique());
-    let mut o = base(&broker.url(), &id, Protocol::V311).filter("r/#", Qos::AtLeastOnce, json());
+    let mut o =
+        base(&broker.url(), &id, MqttProtocol::V311).filter("r/#", Qos::AtLeastOnce, json());
     o.in_flight = 10;
     o.max_batch_messages = 5;
     let sink = Arc::new(MemorySink::new());
@@ -374,7 +376,8 @@ async fn broker_restart_reconnects_without_losing_qos1() {
 async fn shared_subscription_splits_the_stream_exactly_once() {
     let broker = Broker::start("");
     let opts = |id: &str| {
-        let mut o = base(&broker.url(), id, Protocol::V5).filter("s/#", Qos::AtLeastOnce, json());
+        let mut o =
+            base(&broker.url(), id, MqttProtocol::V5).filter("s/#", Qos::AtLeastOnce, json());
         o.shared_group = Some("tsfiled".into());
         o
     };
@@ -405,11 +408,12 @@ async fn shared_subscription_splits_the_stream_exactly_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_sink_pauses_reading_and_loses_nothing() {
     let broker = Broker::start("");
-    let mut o = base(&broker.url(), &format!("full-{}", unique()), Protocol::V5).filter(
-        "f/#",
-        Qos::AtLeastOnce,
-        json(),
-    );
+    let mut o = base(
+        &broker.url(),
+        &format!("full-{}", unique()),
+        MqttProtocol::V5,
+    )
+    .filter("f/#", Qos::AtLeastOnce, json());
     o.in_flight = 4;
     o.max_batch_messages = 2;
     let sink = Arc::new(MemorySink::new());
@@ -440,7 +444,7 @@ async fn full_sink_pauses_reading_and_loses_nothing() {
 async fn closed_sink_stops_the_source_without_acknowledging() {
     let broker = Broker::start("");
     let id = format!("closed-{}", unique());
-    let o = base(&broker.url(), &id, Protocol::V311).filter("x/#", Qos::AtLeastOnce, json());
+    let o = base(&broker.url(), &id, MqttProtocol::V311).filter("x/#", Qos::AtLeastOnce, json());
     let sink = Arc::new(MemorySink::new());
     sink.set_mode(MemoryMode::Closed);
     let c = Connector::start(o.clone(), sink.clone());
@@ -467,7 +471,7 @@ async fn keeps_running_while_the_broker_is_down() {
         l.local_addr().unwrap().port()
     };
     let url = format!("mqtt://127.0.0.1:{port}");
-    let o = base(&url, &format!("down-{}", unique()), Protocol::V311).filter(
+    let o = base(&url, &format!("down-{}", unique()), MqttProtocol::V311).filter(
         "d/#",
         Qos::AtLeastOnce,
         json(),
@@ -592,14 +596,16 @@ async fn mutual_tls_and_password_file() {
     let mut o = base(
         &format!("mqtts://127.0.0.1:{}", broker.port),
         &format!("tls-{}", unique()),
-        Protocol::V5,
+        MqttProtocol::V5,
     )
     .filter("tls/#", Qos::AtLeastOnce, json());
     o.username = Some("gw".into());
-    o.password = Some(Secret::File(secret_file));
-    o.tls.ca_file = Some(d.join("ca.pem"));
-    o.tls.client_cert = Some(d.join("client.pem"));
-    o.tls.client_key = Some(d.join("client.key"));
+    o.password = Some(Password::File(secret_file));
+    let tls = MqttTls {
+        ca_file: Some(d.join("ca.pem")),
+        client_auth: Some((d.join("client.pem"), d.join("client.key"))),
+    };
+    o.tls = Some(tls.clone());
     let sink = Arc::new(MemorySink::new());
     let c = Connector::start(o, sink.clone());
     c.subscribed(1).await;
@@ -637,14 +643,12 @@ async fn mutual_tls_and_password_file() {
     let mut o = base(
         &format!("mqtts://127.0.0.1:{}", broker.port),
         &format!("tls-bad-{}", unique()),
-        Protocol::V311,
+        MqttProtocol::V311,
     )
     .filter("tls/#", Qos::AtLeastOnce, json());
     o.username = Some("gw".into());
-    o.password = Some(Secret::Inline("wrong".into()));
-    o.tls.ca_file = Some(d.join("ca.pem"));
-    o.tls.client_cert = Some(d.join("client.pem"));
-    o.tls.client_key = Some(d.join("client.key"));
+    o.password = Some(Password::Inline("wrong".into()));
+    o.tls = Some(tls);
     let c = Connector::start(o, Arc::new(MemorySink::new()));
     let m = c.metrics.clone();
     wait_for("refused connections", 20, move || {
@@ -667,7 +671,7 @@ async fn resubscribes_when_the_broker_lost_the_session() {
     let o = base(
         &broker.url(),
         &format!("resub-{}", unique()),
-        Protocol::V311,
+        MqttProtocol::V311,
     )
     .filter("n/#", Qos::AtLeastOnce, json());
     let sink = Arc::new(MemorySink::new());
@@ -694,7 +698,7 @@ async fn resubscribes_when_the_broker_lost_the_session() {
 async fn graceful_stop_acknowledges_what_became_durable() {
     let broker = Broker::start("");
     let id = format!("drain-{}", unique());
-    let o = base(&broker.url(), &id, Protocol::V5).filter("g/#", Qos::AtLeastOnce, json());
+    let o = base(&broker.url(), &id, MqttProtocol::V5).filter("g/#", Qos::AtLeastOnce, json());
     let sink = Arc::new(MemorySink::new());
     sink.set_delay(Duration::from_millis(300));
     let c = Connector::start(o.clone(), sink.clone());

@@ -7,9 +7,7 @@ use std::time::Instant;
 
 use tsfiled_config as cfg;
 use tsfiled_connectors::csv;
-use tsfiled_connectors::mqtt::{
-    MqttSourceOptions, PayloadFormat, Protocol, Qos, Secret, TlsOptions, TopicFilter,
-};
+use tsfiled_connectors::mqtt::{MqttSourceOptions, PayloadFormat, TopicFilter};
 use tsfiled_connectors::sink::{BatchSink, SinkError, SinkFuture, SinkOutcome};
 use tsfiled_connectors::{Batch, TimeUnit};
 
@@ -77,23 +75,10 @@ pub fn mqtt_options(
 ) -> MqttSourceOptions {
     let mut o = MqttSourceOptions::new(m.url.clone(), m.client_id.clone().unwrap_or_default());
     o.name = name.to_string();
-    o.protocol = match m.protocol {
-        cfg::MqttProtocol::V3 => Protocol::V311,
-        cfg::MqttProtocol::V5 => Protocol::V5,
-    };
+    o.protocol = m.protocol;
     o.username = m.username.clone();
-    o.password = m.password.as_ref().map(|p| match p {
-        cfg::Password::Inline(s) => Secret::Inline(s.clone()),
-        cfg::Password::File(f) => Secret::File(f.clone()),
-    });
-    o.tls = match &m.tls {
-        Some(t) => TlsOptions {
-            ca_file: t.ca_file.clone(),
-            client_cert: t.client_auth.as_ref().map(|(c, _)| c.clone()),
-            client_key: t.client_auth.as_ref().map(|(_, k)| k.clone()),
-        },
-        None => TlsOptions::default(),
-    };
+    o.password = m.password.clone();
+    o.tls = m.tls.clone();
     o.keep_alive = m.keep_alive;
     o.clean_session = m.clean_session;
     o.session_expiry = m.session_expiry;
@@ -113,11 +98,7 @@ pub fn mqtt_options(
         .iter()
         .map(|t| TopicFilter {
             filter: t.filter.clone(),
-            qos: match t.qos {
-                cfg::Qos::AtMostOnce => Qos::AtMostOnce,
-                cfg::Qos::AtLeastOnce => Qos::AtLeastOnce,
-                cfg::Qos::ExactlyOnce => Qos::ExactlyOnce,
-            },
+            qos: t.qos,
             format: match &t.payload {
                 cfg::MqttPayload::IotdbJson => PayloadFormat::IotdbJson {
                     time_unit: TimeUnit::Millis,

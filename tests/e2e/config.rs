@@ -41,6 +41,37 @@ precision = "s"
     )
 }
 
+/// `tsfiled check-config FILE`.
+fn check_config(file: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
+        .arg("check-config")
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
+/// `check-config` refuses a path prefix and a device template that the sources would refuse
+/// at run time, naming file, line, key and the rule.
+#[test]
+fn check_config_refuses_paths_the_sources_refuse() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bad = tmp.path().join("bad.toml");
+    let text = config(&data, "t1")
+        .replace("\"root.tele\"", "\"root.1e5\"")
+        .replace("{measurement}.{host}", "{measurement}.root");
+    std::fs::write(&bad, text).unwrap();
+    let out = check_config(&bad);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for line in [
+        "bad.toml:23:15: pipeline[0].source[0].path_prefix: path \"root.1e5\" level 1 \"1e5\" reads as a number with an exponent",
+        "bad.toml:24:19: pipeline[0].source[0].device_template: template \"{measurement}.root\": level 3 \"root\" is a reserved word",
+    ] {
+        assert!(err.contains(line), "{line} in: {err}");
+    }
+}
+
 #[test]
 fn check_config_run_and_reload() {
     let tmp = tempfile::tempdir().unwrap();
@@ -48,11 +79,7 @@ fn check_config_run_and_reload() {
     let file = tmp.path().join("tsfiled.toml");
     std::fs::write(&file, config(&data, "t1")).unwrap();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
-        .arg("check-config")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = check_config(&file);
     assert!(
         out.status.success(),
         "{}",
@@ -71,11 +98,7 @@ fn check_config_run_and_reload() {
         config(&data, "t1").replace("[http]", "[http]\nlisten_port = 3"),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
-        .arg("check-config")
-        .arg(&bad)
-        .output()
-        .unwrap();
+    let out = check_config(&bad);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

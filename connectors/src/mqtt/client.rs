@@ -9,7 +9,9 @@ use rumqttc::v5;
 use rumqttc::v5::mqttbytes::v5 as p5;
 use rumqttc::{Outgoing, TlsConfiguration, Transport};
 
-use super::options::{Endpoint, MqttSourceOptions, Protocol, Qos};
+use tsfiled_config::{BrokerAddress, MqttProtocol, Qos};
+
+use super::options::MqttSourceOptions;
 
 /// A received PUBLISH, protocol-independent.
 #[derive(Debug, Clone)]
@@ -79,7 +81,7 @@ fn level5(q: v5::mqttbytes::QoS) -> u8 {
 /// Builds client and event loop. `cap` is the request-channel capacity (acks, subscribes).
 pub(crate) fn build(
     opts: &MqttSourceOptions,
-    ep: &Endpoint,
+    ep: &BrokerAddress,
     client_id: &str,
     password: Option<String>,
     tls: Option<Arc<rustls::ClientConfig>>,
@@ -93,7 +95,7 @@ pub(crate) fn build(
     let timeout = opts.connect_timeout.as_secs().max(1);
     let username = opts.username.clone();
     match opts.protocol {
-        Protocol::V311 => {
+        MqttProtocol::V311 => {
             let mut o = rumqttc::MqttOptions::new(client_id, ep.host.clone(), ep.port);
             o.set_transport(transport);
             o.set_keep_alive(opts.keep_alive);
@@ -108,7 +110,7 @@ pub(crate) fn build(
             el.set_network_options(network_options(timeout));
             (Client::V3(client), Conn::V3(Box::new(el)))
         }
-        Protocol::V5 => {
+        MqttProtocol::V5 => {
             let mut o = v5::MqttOptions::new(client_id, ep.host.clone(), ep.port);
             o.set_transport(transport);
             // rumqttc's MQTT 5 client cannot switch keep-alive off: "off" becomes the maximum.

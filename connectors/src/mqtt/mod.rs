@@ -37,8 +37,10 @@ mod tls;
 pub use error::MqttError;
 pub use metrics::{CountingMetrics, MessageError, MqttMetrics, NoMetrics};
 pub use options::{
-    split_shared, topic_matches, Endpoint, MqttSourceOptions, PayloadFormat, Protocol, Qos, Secret,
-    TlsOptions, TopicFilter, DEFAULT_MAX_PAYLOAD, MQTT_MAX_PACKET,
+    resolve_password, split_shared, topic_matches, MqttSourceOptions, PayloadFormat, TopicFilter,
+    DEFAULT_MAX_PAYLOAD, MQTT_MAX_PACKET,
 };
 pub use source::run;
 pub use tls::SYSTEM_CA_BUNDLE;
+/// The option types the configuration also has, used as they are.
+pub use tsfiled_config::{BrokerAddress, MqttProtocol, MqttTls, Password, Qos};

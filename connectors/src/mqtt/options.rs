@@ -5,121 +5,27 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use tsfiled_config::{BrokerAddress, MqttProtocol, MqttTls, Password, Qos};
+
 use crate::model::TimeUnit;
 
 use super::error::MqttError;
 
-/// MQTT protocol version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Protocol {
-    /// MQTT 3.1.1.
-    #[default]
-    V311,
-    /// MQTT 5.
-    V5,
-}
-
-/// Quality of service of a subscription.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub enum Qos {
-    /// QoS 0: at most once (no acknowledgement, lost on any failure).
-    AtMostOnce,
-    /// QoS 1: at least once.
-    #[default]
-    AtLeastOnce,
-    /// QoS 2: exactly once between broker and connector.
-    ExactlyOnce,
-}
-
-impl Qos {
-    /// The numeric level (0, 1, 2).
-    pub fn level(self) -> u8 {
-        match self {
-            Qos::AtMostOnce => 0,
-            Qos::AtLeastOnce => 1,
-            Qos::ExactlyOnce => 2,
-        }
+/// Reads a password: the inline value, or the file's content without its trailing newline.
+pub fn resolve_password(password: &Password) -> Result<String, MqttError> {
+    let path = match password {
+        Password::Inline(s) => return Ok(s.clone()),
+        Password::File(p) => p,
+    };
+    let mut s = std::fs::read_to_string(path).map_err(|e| MqttError::File {
+        what: "password",
+        path: path.clone(),
+        source: e,
+    })?;
+    while s.ends_with('\n') || s.ends_with('\r') {
+        s.pop();
     }
-
-    /// From a numeric level.
-    pub fn from_level(level: u8) -> Option<Qos> {
-        Some(match level {
-            0 => Qos::AtMostOnce,
-            1 => Qos::AtLeastOnce,
-            2 => Qos::ExactlyOnce,
-            _ => return None,
-        })
-    }
-}
-
-/// Where a secret (the password) comes from.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Secret {
-    /// Given inline.
-    Inline(String),
-    /// Read from a file (a trailing newline is removed).
-    File(PathBuf),
-    /// Read from `$CREDENTIALS_DIRECTORY/<name>` (systemd `LoadCredential=`).
-    Credential(String),
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Secret::Inline(_) => f.write_str("Inline(***)"),
-            Secret::File(p) => f.debug_tuple("File").field(p).finish(),
-            Secret::Credential(n) => f.debug_tuple("Credential").field(n).finish(),
-        }
-    }
-}
-
-impl Secret {
-    /// Reads the secret's value.
-    pub fn resolve(&self) -> Result<String, MqttError> {
-        let path = match self {
-            Secret::Inline(s) => return Ok(s.clone()),
-            Secret::File(p) => p.clone(),
-            Secret::Credential(name) => {
-                if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-                    return Err(MqttError::invalid(
-                        "password",
-                        format!("credential name {name:?} must be a plain file name"),
-                    ));
-                }
-                let dir = std::env::var_os("CREDENTIALS_DIRECTORY").ok_or_else(|| {
-                    MqttError::invalid(
-                        "password",
-                        format!(
-                            "credential {name:?} needs $CREDENTIALS_DIRECTORY \
-                             (systemd LoadCredential=), which is not set"
-                        ),
-                    )
-                })?;
-                PathBuf::from(dir).join(name)
-            }
-        };
-        let mut s = std::fs::read_to_string(&path).map_err(|e| MqttError::File {
-            what: "password",
-            path: path.clone(),
-            source: e,
-        })?;
-        while s.ends_with('\n') || s.ends_with('\r') {
-            s.pop();
-        }
-        Ok(s)
-    }
-}
-
-/// TLS settings (used with `mqtts://`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TlsOptions {
-    /// PEM file of the CA certificates to trust; default: the system bundle
-    /// (`/etc/ssl/certs/ca-certificates.crt`).
-    pub ca_file: Option<PathBuf>,
-    /// PEM client certificate chain (mutual TLS); needs `client_key`.
-    pub client_cert: Option<PathBuf>,
-    /// PEM private key of `client_cert` (PKCS#8, PKCS#1 or SEC1).
-    pub client_key: Option<PathBuf>,
+    Ok(s)
 }
 
 /// How the payloads of a topic filter are parsed.
@@ -207,18 +113,19 @@ impl TopicFilter {
 pub struct MqttSourceOptions {
     /// Source name (logs; the daemon's metric label).
     pub name: String,
-    /// Broker URL: `mqtt://host[:1883]` or `mqtts://host[:8883]` (`tcp://`, `ssl://` too).
+    /// Broker URL: `mqtt://host[:1883]` or `mqtts://host[:8883]` ([`BrokerAddress::parse`]).
     pub url: String,
     /// Protocol version.
-    pub protocol: Protocol,
+    pub protocol: MqttProtocol,
     /// Client identifier; must be stable and non-empty whenever a filter has QoS > 0.
     pub client_id: String,
     /// User name.
     pub username: Option<String>,
     /// Password (needs `username`).
-    pub password: Option<Secret>,
-    /// TLS settings for `mqtts://`.
-    pub tls: TlsOptions,
+    pub password: Option<Password>,
+    /// TLS settings for `mqtts://`; `None`: the system roots
+    /// ([`SYSTEM_CA_BUNDLE`](super::SYSTEM_CA_BUNDLE)) and no client certificate.
+    pub tls: Option<MqttTls>,
     /// Keep-alive interval: zero (off) or 5 s to 65535 s, whole seconds.
     pub keep_alive: Duration,
     /// MQTT 3.1.1 clean session / MQTT 5 clean start. Must be off when a filter has QoS > 0.
@@ -270,11 +177,11 @@ impl MqttSourceOptions {
         MqttSourceOptions {
             name: "mqtt".into(),
             url: url.into(),
-            protocol: Protocol::V311,
+            protocol: MqttProtocol::V311,
             client_id: client_id.into(),
             username: None,
             password: None,
-            tls: TlsOptions::default(),
+            tls: None,
             keep_alive: Duration::from_secs(60),
             clean_session: false,
             session_expiry: Duration::from_secs(7 * 24 * 3600),
@@ -310,9 +217,9 @@ impl MqttSourceOptions {
             .min(MQTT_MAX_PACKET)
     }
 
-    /// The broker endpoint parsed from [`url`](Self::url).
-    pub fn endpoint(&self) -> Result<Endpoint, MqttError> {
-        Endpoint::parse(&self.url)
+    /// The broker address parsed from [`url`](Self::url).
+    pub fn endpoint(&self) -> Result<BrokerAddress, MqttError> {
+        BrokerAddress::parse(&self.url).map_err(|m| MqttError::invalid("url", m))
     }
 
     /// The filters as subscribed (with the shared-subscription prefix).
@@ -389,7 +296,7 @@ impl MqttSourceOptions {
                     "QoS 1/2 needs a persistent session: set clean_session = false",
                 ));
             }
-            if self.protocol == Protocol::V5 && self.session_expiry.is_zero() {
+            if self.protocol == MqttProtocol::V5 && self.session_expiry.is_zero() {
                 return Err(MqttError::invalid(
                     "session_expiry",
                     "QoS 1/2 over MQTT 5 needs a session expiry > 0",
@@ -465,92 +372,17 @@ impl MqttSourceOptions {
                 "a password needs a username",
             ));
         }
-        let t = &self.tls;
-        if !ep.tls && (t.ca_file.is_some() || t.client_cert.is_some() || t.client_key.is_some()) {
+        let tls_files = self
+            .tls
+            .as_ref()
+            .is_some_and(|t| t.ca_file.is_some() || t.client_auth.is_some());
+        if !ep.tls && tls_files {
             return Err(MqttError::invalid(
                 "tls",
                 "TLS files are set but the URL is not mqtts://",
             ));
         }
-        if t.client_cert.is_some() != t.client_key.is_some() {
-            return Err(MqttError::invalid(
-                "tls",
-                "client_cert and client_key go together",
-            ));
-        }
         Ok(())
-    }
-}
-
-/// A broker endpoint parsed from a URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    /// Host name or IP address (without brackets).
-    pub host: String,
-    /// TCP port.
-    pub port: u16,
-    /// Whether TLS is used.
-    pub tls: bool,
-}
-
-impl Endpoint {
-    /// Parses `mqtt://host[:port]`, `tcp://…`, `mqtts://…`, `ssl://…` (IPv6 in brackets).
-    pub fn parse(url: &str) -> Result<Endpoint, MqttError> {
-        let bad = |m: &str| MqttError::invalid("url", format!("{url:?}: {m}"));
-        let (scheme, rest) = url
-            .split_once("://")
-            .ok_or_else(|| bad("expected mqtt://host:port or mqtts://host:port"))?;
-        let tls = match scheme.to_ascii_lowercase().as_str() {
-            "mqtt" | "tcp" => false,
-            "mqtts" | "ssl" | "tls" => true,
-            _ => return Err(bad("scheme must be mqtt:// or mqtts://")),
-        };
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        if rest.contains(['/', '?', '#', '@']) {
-            return Err(bad(
-                "only host and port are allowed (put user and password in their own settings)",
-            ));
-        }
-        let (host, port) = if let Some(r) = rest.strip_prefix('[') {
-            let (h, after) = r
-                .split_once(']')
-                .ok_or_else(|| bad("unclosed '[' in IPv6 host"))?;
-            let port = match after {
-                "" => None,
-                p => Some(
-                    p.strip_prefix(':')
-                        .ok_or_else(|| bad("expected ':' after ']'"))?,
-                ),
-            };
-            (h, port)
-        } else {
-            match rest.rsplit_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (rest, None),
-            }
-        };
-        if host.is_empty() {
-            return Err(bad("missing host"));
-        }
-        let port = match port {
-            None => {
-                if tls {
-                    8883
-                } else {
-                    1883
-                }
-            }
-            Some(p) => p
-                .parse::<u16>()
-                .ok()
-                .filter(|&p| p != 0)
-                .ok_or_else(|| bad("port must be 1 to 65535"))?,
-        };
-        Ok(Endpoint {
-            host: host.to_string(),
-            port,
-            tls,
-        })
     }
 }
 
@@ -604,37 +436,22 @@ mod tests {
     }
 
     #[test]
-    fn endpoints() {
-        let e = Endpoint::parse("mqtt://broker.local").unwrap();
+    fn endpoint_is_the_configuration_s_broker_address() {
+        let o = opts();
         assert_eq!(
-            (e.host.as_str(), e.port, e.tls),
-            ("broker.local", 1883, false)
+            o.endpoint().unwrap(),
+            BrokerAddress::parse("mqtt://127.0.0.1:1883").unwrap()
         );
-        let e = Endpoint::parse("mqtts://10.0.0.1:18883/").unwrap();
-        assert_eq!((e.host.as_str(), e.port, e.tls), ("10.0.0.1", 18883, true));
-        let e = Endpoint::parse("ssl://[::1]").unwrap();
-        assert_eq!((e.host.as_str(), e.port, e.tls), ("::1", 8883, true));
-        let e = Endpoint::parse("tcp://[::1]:1884").unwrap();
-        assert_eq!((e.host.as_str(), e.port), ("::1", 1884));
-        for bad in [
-            "broker:1883",
-            "http://b",
-            "mqtt://",
-            "mqtt://b:0",
-            "mqtt://b:x",
-            "mqtt://u:p@b",
-            "mqtt://b/t",
-            "mqtt://[::1",
-        ] {
-            assert!(Endpoint::parse(bad).is_err(), "{bad}");
-        }
+        let mut o = opts();
+        o.url = "tcp://127.0.0.1".into();
+        assert_eq!(invalid_field(&o), "url");
     }
 
     #[test]
     fn valid_defaults() {
         opts().validate().unwrap();
         let mut o = opts();
-        o.protocol = Protocol::V5;
+        o.protocol = MqttProtocol::V5;
         o.shared_group = Some("tsfiled".into());
         o.validate().unwrap();
         assert_eq!(
@@ -655,7 +472,7 @@ mod tests {
         o.clean_session = true;
         assert_eq!(invalid_field(&o), "clean_session");
         let mut o = opts();
-        o.protocol = Protocol::V5;
+        o.protocol = MqttProtocol::V5;
         o.session_expiry = Duration::ZERO;
         assert_eq!(invalid_field(&o), "session_expiry");
         // QoS 0 with a clean session and no id is fine.
@@ -706,15 +523,20 @@ mod tests {
         o.reconnect_max_backoff = Duration::from_millis(1);
         assert_eq!(invalid_field(&o), "reconnect_max_backoff");
         let mut o = opts();
-        o.password = Some(Secret::Inline("x".into()));
+        o.password = Some(Password::Inline("x".into()));
         assert_eq!(invalid_field(&o), "password");
         let mut o = opts();
-        o.tls.ca_file = Some("/ca.pem".into());
+        o.tls = Some(MqttTls {
+            ca_file: Some("/ca.pem".into()),
+            client_auth: None,
+        });
         assert_eq!(invalid_field(&o), "tls");
         o.url = "mqtts://h".into();
         o.validate().unwrap();
-        o.tls.client_cert = Some("/c.pem".into());
-        assert_eq!(invalid_field(&o), "tls");
+        // Settings without files are the defaults, fine on mqtt:// too.
+        o.url = "mqtt://h".into();
+        o.tls = Some(MqttTls::default());
+        o.validate().unwrap();
     }
 
     #[test]
@@ -745,24 +567,25 @@ mod tests {
     }
 
     #[test]
-    fn secrets() {
+    fn passwords() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("pw");
-        std::fs::write(&p, "s3cret\n").unwrap();
-        assert_eq!(Secret::File(p).resolve().unwrap(), "s3cret");
-        assert_eq!(Secret::Inline("x".into()).resolve().unwrap(), "x");
-        assert!(Secret::File(dir.path().join("missing")).resolve().is_err());
-        assert!(Secret::Credential("../x".into()).resolve().is_err());
-        // systemd LoadCredential=: the only test touching this variable.
-        std::fs::write(dir.path().join("mqtt.pw"), "from-systemd\n").unwrap();
-        std::env::set_var("CREDENTIALS_DIRECTORY", dir.path());
+        std::fs::write(&p, "s3cret\r\n").unwrap();
+        assert_eq!(resolve_password(&Password::File(p)).unwrap(), "s3cret");
         assert_eq!(
-            Secret::Credential("mqtt.pw".into()).resolve().unwrap(),
-            "from-systemd"
+            resolve_password(&Password::Inline("x".into())).unwrap(),
+            "x"
         );
-        assert!(Secret::Credential("missing".into()).resolve().is_err());
-        std::env::remove_var("CREDENTIALS_DIRECTORY");
-        assert!(Secret::Credential("mqtt.pw".into()).resolve().is_err());
-        assert_eq!(format!("{:?}", Secret::Inline("pw".into())), "Inline(***)");
+        assert!(matches!(
+            resolve_password(&Password::File(dir.path().join("missing"))),
+            Err(MqttError::File {
+                what: "password",
+                ..
+            })
+        ));
+        assert_eq!(
+            format!("{:?}", Password::Inline("pw".into())),
+            "Inline(***)"
+        );
     }
 }

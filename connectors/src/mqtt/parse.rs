@@ -133,7 +133,7 @@ impl Parsers {
 mod tests {
     use super::*;
     use crate::model::{FieldValue, RejectReason};
-    use crate::mqtt::options::Qos;
+    use tsfiled_config::Qos;
 
     fn parsers() -> Parsers {
         let o = MqttSourceOptions::new("mqtt://h", "c")

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
+use tsfiled_config::MqttTls;
 
 use super::error::MqttError;
-use super::options::TlsOptions;
 
 /// The system CA bundle used when no `ca_file` is given (Debian/Ubuntu path).
 pub const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
@@ -33,11 +33,11 @@ fn certs(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>
     Ok(certs)
 }
 
-/// Builds the client configuration: trusted CAs and, optionally, a client certificate.
-pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, MqttError> {
+/// Builds the client configuration: trusted CAs and, optionally, a client certificate
+/// (`None`: the system roots, no client certificate).
+pub fn client_config(opts: Option<&MqttTls>) -> Result<Arc<ClientConfig>, MqttError> {
     let ca_path = opts
-        .ca_file
-        .clone()
+        .and_then(|t| t.ca_file.clone())
         .unwrap_or_else(|| PathBuf::from(SYSTEM_CA_BUNDLE));
     let mut roots = RootCertStore::empty();
     let (added, _ignored) = roots.add_parsable_certificates(certs("ca_file", &ca_path)?);
@@ -52,8 +52,8 @@ pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, MqttError> 
         .with_safe_default_protocol_versions()
         .map_err(|e| MqttError::Tls(e.to_string()))?
         .with_root_certificates(roots);
-    let config = match (&opts.client_cert, &opts.client_key) {
-        (Some(cert), Some(key)) => {
+    let config = match opts.and_then(|t| t.client_auth.as_ref()) {
+        Some((cert, key)) => {
             let chain = certs("client_cert", cert)?;
             let key_bytes = std::fs::read(key).map_err(|e| MqttError::File {
                 what: "client_key",
@@ -66,7 +66,7 @@ pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, MqttError> 
                 .with_client_auth_cert(chain, key_der)
                 .map_err(|e| MqttError::Tls(format!("client certificate: {e}")))?
         }
-        _ => builder.with_no_client_auth(),
+        None => builder.with_no_client_auth(),
     };
     Ok(Arc::new(config))
 }
