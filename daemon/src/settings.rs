@@ -7,7 +7,7 @@ use std::time::Duration;
 use tsfiled_config as cfg;
 use tsfiled_connectors::{DeviceTemplate, TimeUnit};
 
-use crate::engine::schema::{PathPattern, SchemaRule, TypeDefaults};
+use crate::engine::schema::{SchemaRule, TypeDefaults};
 use crate::pipeline::PipelineOptions;
 
 /// Everything `tsfiled run` needs.
@@ -193,7 +193,7 @@ impl Settings {
                 .iter()
                 .map(|r| {
                     Ok(SchemaRule {
-                        pattern: PathPattern::parse(r.pattern.as_str())?,
+                        pattern: r.pattern.clone(),
                         data_type: Some(data_type(r.data_type)?),
                         encoding: Some(encoding(r.encoding)?),
                         compression: Some(compression(r.compression)?),

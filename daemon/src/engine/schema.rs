@@ -102,54 +102,18 @@ impl TypeDefaults {
     }
 }
 
-/// A path pattern: dot-separated nodes, `*` matches one node, `**` any number (also zero).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathPattern {
-    nodes: Vec<String>,
-    text: String,
-}
+/// Schema rule patterns are the configuration's: `*` is one node, `**` one or more.
+pub use tsfiled_config::PathPattern;
 
-impl PathPattern {
-    /// Parses a pattern such as `root.plant.*.temperature` or `root.**.status`.
-    pub fn parse(s: &str) -> Result<PathPattern, String> {
-        let nodes: Vec<String> = s.split('.').map(str::to_string).collect();
-        if nodes.iter().any(|n| n.is_empty()) {
-            return Err(format!("pattern {s:?} has an empty node"));
-        }
-        if nodes.first().map(String::as_str) != Some("root") {
-            return Err(format!("pattern {s:?} must start with \"root\""));
-        }
-        Ok(PathPattern {
-            nodes,
-            text: s.to_string(),
-        })
+/// Whether `device`.`measurement` matches `pattern` (a device not under `root` never does).
+pub fn pattern_matches(pattern: &PathPattern, device: &str, measurement: &str) -> bool {
+    let mut nodes = device.split('.');
+    if nodes.next() != Some("root") {
+        return false;
     }
-
-    /// The pattern as written.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    /// Whether `device`.`measurement` matches.
-    pub fn matches(&self, device: &str, measurement: &str) -> bool {
-        let path: Vec<&str> = device
-            .split('.')
-            .chain(std::iter::once(measurement))
-            .collect();
-        let pat: Vec<&str> = self.nodes.iter().map(String::as_str).collect();
-        match_nodes(&pat, &path)
-    }
-}
-
-fn match_nodes(pat: &[&str], path: &[&str]) -> bool {
-    match pat.split_first() {
-        None => path.is_empty(),
-        Some((&"**", rest)) => (0..=path.len()).any(|i| match_nodes(rest, &path[i..])),
-        Some((p, rest)) => match path.split_first() {
-            Some((n, prest)) => (*p == "*" || p == n) && match_nodes(rest, prest),
-            None => false,
-        },
-    }
+    let mut path: Vec<&str> = nodes.collect();
+    path.push(measurement);
+    pattern.matches_nodes(&path)
 }
 
 /// A schema rule: series matching `pattern` get the pinned parts.
@@ -369,7 +333,7 @@ impl Registry {
         let rule = self
             .rules
             .iter()
-            .find(|r| r.pattern.matches(device, measurement));
+            .find(|r| pattern_matches(&r.pattern, device, measurement));
         let data_type = rule
             .and_then(|r| r.data_type)
             .unwrap_or_else(|| self.defaults.inferred_type(first));
@@ -440,16 +404,18 @@ mod tests {
 
     #[test]
     fn patterns() {
-        let p = PathPattern::parse("root.sg.*.temp").unwrap();
-        assert!(p.matches("root.sg.d1", "temp"));
-        assert!(!p.matches("root.sg.d1.x", "temp"));
-        assert!(!p.matches("root.sg.d1", "hum"));
-        let p = PathPattern::parse("root.**.status").unwrap();
-        assert!(p.matches("root.a", "status"));
-        assert!(p.matches("root.a.b.c", "status"));
-        assert!(!p.matches("root.a.b", "state"));
-        let p = PathPattern::parse("root.**").unwrap();
-        assert!(p.matches("root.x.y", "z"));
+        let m = |p: &str, d: &str, s: &str| pattern_matches(&PathPattern::parse(p).unwrap(), d, s);
+        assert!(m("root.sg.*.temp", "root.sg.d1", "temp"));
+        assert!(!m("root.sg.*.temp", "root.sg.d1.x", "temp"));
+        assert!(!m("root.sg.*.temp", "root.sg.d1", "hum"));
+        assert!(m("root.**.status", "root.a", "status"));
+        assert!(m("root.**.status", "root.a.b.c", "status"));
+        assert!(!m("root.**.status", "root.a.b", "state"));
+        // `**` is one or more nodes, as documented (and as in IoTDB).
+        assert!(m("root.plant.**.status", "root.plant.a", "status"));
+        assert!(!m("root.plant.**.status", "root.plant", "status"));
+        assert!(m("root.**", "root.x.y", "z"));
+        assert!(!m("root.**", "other.x", "z"));
         assert!(PathPattern::parse("sg.*").is_err());
         assert!(PathPattern::parse("root..a").is_err());
     }
