@@ -2,6 +2,7 @@
 //!
 //! Build one with [`Config::from_toml_str`], [`Config::load`] or [`Config::embedded_default`].
 
+use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,8 +60,8 @@ impl PartialEq for Config {
     }
 }
 
-/// `[http]`: the HTTP listener.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `[http]`: the HTTP listener. Its `Debug` shows how many tokens there are, never them.
+#[derive(Clone, PartialEq, Eq)]
 pub struct HttpConfig {
     /// Address to bind (port 0: any free port).
     pub listen: SocketAddr,
@@ -74,6 +75,19 @@ pub struct HttpConfig {
     pub max_decompressed_size: ByteSize,
     /// Time limit of one request.
     pub request_timeout: Duration,
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("listen", &self.listen)
+            .field("tokens", &format_args!("[{} redacted]", self.tokens.len()))
+            .field("token_file", &self.token_file)
+            .field("max_body_size", &self.max_body_size)
+            .field("max_decompressed_size", &self.max_decompressed_size)
+            .field("request_timeout", &self.request_timeout)
+            .finish()
+    }
 }
 
 impl HttpConfig {

@@ -1264,6 +1264,19 @@ fn mqtt_values() {
     assert_eq!(MqttProtocol::default(), MqttProtocol::V311);
 }
 
+#[test]
+fn debug_never_shows_bearer_tokens() {
+    let c = ok(&format!(
+        "[http]\ntokens = [\"t0ps3cret\", \"other\"]\n{MIN}"
+    ));
+    let text = format!("{c:?}");
+    assert!(
+        !text.contains("t0ps3cret") && !text.contains("other"),
+        "{text}"
+    );
+    assert!(text.contains("[2 redacted]"), "{text}");
+}
+
 /// Prefixes and fixed template nodes follow the connectors' path rules
 /// ([`crate::path`]): what `check-config` accepts, the sources accept at run time.
 #[test]

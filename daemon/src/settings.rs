@@ -66,8 +66,8 @@ pub struct HttpSourceSettings {
     pub line_precision: TimeUnit,
 }
 
-/// The HTTP listener.
-#[derive(Debug, Clone)]
+/// The HTTP listener. Its `Debug` shows how many tokens there are, never them.
+#[derive(Clone)]
 pub struct HttpSettings {
     /// Listen address (`127.0.0.1:0` picks a free port).
     pub listen: String,
@@ -85,6 +85,21 @@ pub struct HttpSettings {
     pub request_timeout: Duration,
     /// How long shutdown waits for open HTTP connections.
     pub shutdown_grace: Duration,
+}
+
+impl std::fmt::Debug for HttpSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSettings")
+            .field("listen", &self.listen)
+            .field("tokens", &format_args!("[{} redacted]", self.tokens.len()))
+            .field("token_file", &self.token_file)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_decompressed_bytes", &self.max_decompressed_bytes)
+            .field("json_time_unit", &self.json_time_unit)
+            .field("request_timeout", &self.request_timeout)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish()
+    }
 }
 
 /// The metrics endpoint.
