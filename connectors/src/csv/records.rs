@@ -173,6 +173,28 @@ enum Q {
     QuoteInQuoted,
 }
 
+/// Runs the quote-aware state machine over `window`, counting newlines inside quotes;
+/// returns the index of the first newline that ends the record, if any.
+#[inline]
+fn scan_quoted(window: &[u8], delimiter: u8, state: &mut Q, newlines: &mut u64) -> Option<usize> {
+    for (i, &b) in window.iter().enumerate() {
+        *state = match (*state, b) {
+            (Q::FieldStart, b'"') => Q::Quoted,
+            (Q::Quoted, b'"') => Q::QuoteInQuoted,
+            (Q::QuoteInQuoted, b'"') => Q::Quoted,
+            (Q::Quoted, b'\n') => {
+                *newlines += 1;
+                Q::Quoted
+            }
+            (Q::Quoted, _) => Q::Quoted,
+            (_, b'\n') => return Some(i),
+            (_, b) if b == delimiter => Q::FieldStart,
+            (_, _) => Q::Unquoted,
+        };
+    }
+    None
+}
+
 /// Reads records from an [`Input`].
 #[derive(Debug)]
 pub struct RecordReader<R> {
@@ -406,27 +428,7 @@ impl<R: Input> RecordReader<R> {
                     None => pos += window.len(),
                 }
             } else {
-                let d = self.delimiter;
-                let mut found = None;
-                for (i, &b) in window.iter().enumerate() {
-                    state = match (state, b) {
-                        (Q::FieldStart, b'"') => Q::Quoted,
-                        (Q::Quoted, b'"') => Q::QuoteInQuoted,
-                        (Q::QuoteInQuoted, b'"') => Q::Quoted,
-                        (Q::Quoted, b'\n') => {
-                            newlines += 1;
-                            Q::Quoted
-                        }
-                        (Q::Quoted, _) => Q::Quoted,
-                        (_, b'\n') => {
-                            found = Some(i);
-                            break;
-                        }
-                        (_, b) if b == d => Q::FieldStart,
-                        (_, _) => Q::Unquoted,
-                    };
-                }
-                if let Some(i) = found {
+                if let Some(i) = scan_quoted(window, self.delimiter, &mut state, &mut newlines) {
                     let len = pos + i;
                     return Ok(self.finish(offset, line, len, len + 1, newlines));
                 }
@@ -502,26 +504,7 @@ impl<R: Input> RecordReader<R> {
         let mut total = 0u64;
         loop {
             let window = &self.buf[self.start + pos..self.end];
-            let mut found = None;
-            for (i, &b) in window.iter().enumerate() {
-                state = match (state, b) {
-                    (Q::FieldStart, b'"') => Q::Quoted,
-                    (Q::Quoted, b'"') => Q::QuoteInQuoted,
-                    (Q::QuoteInQuoted, b'"') => Q::Quoted,
-                    (Q::Quoted, b'\n') => {
-                        newlines += 1;
-                        Q::Quoted
-                    }
-                    (Q::Quoted, _) => Q::Quoted,
-                    (_, b'\n') => {
-                        found = Some(i);
-                        break;
-                    }
-                    (_, b) if b == d => Q::FieldStart,
-                    (_, _) => Q::Unquoted,
-                };
-            }
-            if let Some(i) = found {
+            if let Some(i) = scan_quoted(window, d, &mut state, &mut newlines) {
                 let n = pos + i + 1;
                 total += n as u64;
                 self.advance(n);
