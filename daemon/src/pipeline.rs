@@ -556,6 +556,25 @@ impl Pipeline {
     }
 
     /// An accepted append that will never reach the engine.
+    /// Turns a durability ticket's result into the submission's: a failure is mapped and
+    /// counted, a success records the acknowledgement latency.
+    fn acknowledged(
+        &self,
+        source: &str,
+        received: Instant,
+        waited: Result<crate::wal::Lsn>,
+    ) -> Result<()> {
+        waited.map_err(|e| {
+            self.ticket_failed();
+            self.map_err(source, e)
+        })?;
+        self.metrics
+            .ack_seconds
+            .with_label_values(&[&self.name, source])
+            .observe(received.elapsed().as_secs_f64());
+        Ok(())
+    }
+
     fn ticket_failed(&self) {
         if let Some(p) = &self.progress {
             p.complete(1);
@@ -572,14 +591,7 @@ impl Pipeline {
     ) -> Result<SubmitOutcome> {
         let (ticket, outcome) = self.enqueue(source, batch, received)?;
         if let Some(t) = ticket {
-            t.wait().await.map_err(|e| {
-                self.ticket_failed();
-                self.map_err(source, e)
-            })?;
-            self.metrics
-                .ack_seconds
-                .with_label_values(&[&self.name, source])
-                .observe(received.elapsed().as_secs_f64());
+            self.acknowledged(source, received, t.wait().await)?;
         }
         Ok(outcome)
     }
@@ -593,14 +605,7 @@ impl Pipeline {
     ) -> Result<SubmitOutcome> {
         let (ticket, outcome) = self.enqueue(source, batch, received)?;
         if let Some(t) = ticket {
-            t.wait_blocking().map_err(|e| {
-                self.ticket_failed();
-                self.map_err(source, e)
-            })?;
-            self.metrics
-                .ack_seconds
-                .with_label_values(&[&self.name, source])
-                .observe(received.elapsed().as_secs_f64());
+            self.acknowledged(source, received, t.wait_blocking())?;
         }
         Ok(outcome)
     }

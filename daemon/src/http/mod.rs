@@ -382,41 +382,37 @@ async fn ingest(
             } else {
                 StatusCode::SERVICE_UNAVAILABLE
             };
-            let mut r = error(
+            retry_later(
                 state,
                 code,
                 &format!(
                     "buffer full ({reason}); nothing of this request was accepted, retry later"
                 ),
-            );
-            r.headers_mut().insert(
-                header::RETRY_AFTER,
-                HeaderValue::from(retry_after.as_secs().max(1)),
-            );
-            r
+                retry_after.as_secs().max(1),
+            )
         }
-        Ok(Err(Error::Refused(Refusal::Closed))) => {
-            let mut r = error(
-                state,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "shutting down; retry later",
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(5u64));
-            r
-        }
+        Ok(Err(Error::Refused(Refusal::Closed))) => retry_later(
+            state,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting down; retry later",
+            5,
+        ),
         Ok(Err(e)) => error(state, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-        Err(_) => {
-            let mut r = error(
-                state,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the points did not become durable within the request timeout; retry later",
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(1u64));
-            r
-        }
+        Err(_) => retry_later(
+            state,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the points did not become durable within the request timeout; retry later",
+            1,
+        ),
     }
+}
+
+/// An error response with `Retry-After: secs`.
+fn retry_later(state: &HttpState, code: StatusCode, message: &str, secs: u64) -> Response {
+    let mut r = error(state, code, message);
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    r
 }
 
 fn outcome_response(state: &HttpState, o: SubmitOutcome, style: Style) -> Response {
