@@ -382,8 +382,9 @@ impl Pipeline {
     }
 
     /// Validates, types and groups a batch's records: the typed points, the rejections (the
-    /// parser's first, then ours) and the series the batch creates. Reads the registry (locking
-    /// it into `reg`); the caller defines the new series.
+    /// parser's first, then ours) and the series the batch would create. Reads the registry
+    /// (locking it into `reg`) but changes nothing: new series are defined only once the batch
+    /// is in the write-ahead log (see [`Pipeline::enqueue`]).
     fn normalize<'r>(
         &'r self,
         batch: Batch,
@@ -553,6 +554,11 @@ impl Pipeline {
         }
     }
 
+    /// Admits a batch: normalizes it and appends its points to the write-ahead log. A batch
+    /// refused (closed, log full, log error) changes nothing: its new series are defined in
+    /// the registry, and its points counted, only once the append succeeded. The registry
+    /// stays locked from normalization to that definition when the batch creates series, so
+    /// no other batch can type them differently meanwhile.
     fn enqueue(
         &self,
         source: &str,
@@ -568,31 +574,34 @@ impl Pipeline {
             rejections,
             new_series,
         } = self.normalize(batch, &mut reg);
-        if let Some(reg) = reg.as_mut() {
-            for (device, measurement, ty) in &new_series {
-                reg.define(device, measurement, *ty);
-            }
+        if new_series.is_empty() {
+            drop(reg.take());
         }
-        drop(reg);
-        self.count(source, wb.points(), &rejections);
         let outcome = SubmitOutcome {
             accepted: wb.points(),
             rejected: rejections.iter().map(|r| r.points).sum(),
             rejections,
         };
         if wb.series.is_empty() {
+            self.count(source, 0, &outcome.rejections);
             return Ok((None, outcome));
         }
         let payload = wb.encode();
-        match self.wal.append(payload, (wb, received)) {
-            Ok(t) => {
-                if let Some(p) = &self.progress {
-                    p.add_pending(1);
-                }
-                Ok((Some(t), outcome))
+        let ticket = self
+            .wal
+            .append(payload, (wb, received))
+            .map_err(|e| self.map_err(source, e))?;
+        if let Some(reg) = reg.as_mut() {
+            for (device, measurement, ty) in &new_series {
+                reg.define(device, measurement, *ty);
             }
-            Err(e) => Err(self.map_err(source, e)),
         }
+        drop(reg);
+        self.count(source, outcome.accepted, &outcome.rejections);
+        if let Some(p) = &self.progress {
+            p.add_pending(1);
+        }
+        Ok((Some(ticket), outcome))
     }
 
     /// The write-ahead log's limits become refusals (counted as backpressure); its other
@@ -869,6 +878,51 @@ mod tests {
                 ("plain", 1, Value::Int64(3)),
                 ("plain", 2, Value::Int64(4)),
             ]
+        );
+    }
+
+    #[test]
+    fn a_refused_batch_leaves_the_registry_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.wal.max_bytes = 4096;
+        let journal = opts.engine.state_dir.join("schema.tsv");
+        let p = Pipeline::open(opts, Metrics::new()).unwrap();
+        // 1,000 floats need about 16 KB of log: more than the whole budget.
+        let big = Batch {
+            records: (0..1000)
+                .map(|t| rec("root.sg.d1", t, &[("x", FieldValue::Float(0.5))]))
+                .collect(),
+            rejections: vec![],
+        };
+        match p.submit_blocking("test", big, Instant::now()) {
+            Err(Error::Refused(Refusal::Full { .. })) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(p.registry.lock().unwrap().get("root.sg.d1", "x").is_none());
+        assert_eq!(p.registry.lock().unwrap().len(), 0);
+        assert_eq!(std::fs::read_to_string(&journal).unwrap(), "");
+        // The first accepted point types the series.
+        let out = p
+            .submit_blocking(
+                "test",
+                Batch {
+                    records: vec![rec("root.sg.d1", 5, &[("x", FieldValue::Int(7))])],
+                    rejections: vec![],
+                },
+                Instant::now(),
+            )
+            .unwrap();
+        assert_eq!(out.accepted, 1);
+        p.shutdown_blocking();
+        assert_eq!(
+            std::fs::read_to_string(&journal).unwrap(),
+            "root.sg.d1\tx\tINT64\tTS_2DIFF\tSNAPPY\n"
+        );
+        let (points, _) = read_dir_points(tmp.path());
+        assert_eq!(
+            points,
+            vec![("root.sg.d1".into(), "x".into(), 5, Value::Int64(7))]
         );
     }
 
