@@ -422,7 +422,7 @@ fn survive(inode: &Inode, tear: Tear, next: &mut impl FnMut() -> u64) -> Vec<u8>
             Tear::Drop => synced.clone(),
             Tear::Keep => data.clone(),
             Tear::Torn(_) => {
-                if next() % 2 == 0 {
+                if next().is_multiple_of(2) {
                     synced.clone()
                 } else {
                     data.clone()
