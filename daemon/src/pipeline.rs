@@ -53,6 +53,12 @@ impl PipelineOptions {
             retry_after: Duration::from_secs(1),
         }
     }
+
+    /// Puts every file operation of the pipeline (WAL, engine, journals) on `fs`.
+    pub fn set_fs(&mut self, fs: tsfiled_fsio::FsRef) {
+        self.wal.fs = fs.clone();
+        self.engine.fs = fs;
+    }
 }
 
 /// Result of a successful submission.
@@ -122,31 +128,29 @@ pub struct Pipeline {
     status: Arc<Mutex<crate::engine::EngineStatus>>,
     wal_max_bytes: u64,
     memtable_budget: usize,
-    _lock: std::fs::File,
+    _lock: Box<dyn std::any::Any + Send + Sync>,
 }
 
-/// Takes an exclusive `flock` on `<state>/lock` so two daemons never share a data
+/// Takes an exclusive lock (`flock`) on `<state>/lock` so two daemons never share a data
 /// directory (released when the process ends, also by SIGKILL).
-fn lock_dir(state_dir: &std::path::Path) -> io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
+fn lock_dir(
+    fs: &dyn tsfiled_fsio::Fs,
+    state_dir: &std::path::Path,
+) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {
     let path = state_dir.join("lock");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)?;
-    // SAFETY: flock on a file descriptor we own.
-    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if r != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::WouldBlock,
-            format!(
-                "{} is locked: another tsfiled uses this data directory",
-                path.display()
-            ),
-        ));
-    }
-    Ok(f)
+    fs.lock(&path).map_err(|e| {
+        if e.kind() == io::ErrorKind::WouldBlock {
+            io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "{} is locked: another tsfiled uses this data directory",
+                    path.display()
+                ),
+            )
+        } else {
+            e
+        }
+    })
 }
 
 impl Pipeline {
@@ -175,9 +179,14 @@ impl Pipeline {
     ) -> io::Result<Arc<Pipeline>> {
         let name = opts.engine.pipeline.clone();
         let state_dir = opts.engine.state_dir.clone();
-        std::fs::create_dir_all(&state_dir)?;
-        let lock = lock_dir(&state_dir)?;
-        let mut reg = Registry::open(&state_dir.join("schema.tsv"), opts.rules.clone())?;
+        let fs = opts.engine.fs.clone();
+        tsfiled_fsio::create_dir_all_synced(&*fs, &state_dir)?;
+        let lock = lock_dir(&*fs, &state_dir)?;
+        let mut reg = Registry::open(
+            fs.clone(),
+            &state_dir.join("schema.tsv"),
+            opts.rules.clone(),
+        )?;
         reg.set_rules(opts.rules.clone(), opts.defaults);
         let registry = Arc::new(Mutex::new(reg));
         let sg_level = opts.engine.sg_level;
@@ -185,7 +194,7 @@ impl Pipeline {
         let started = Instant::now();
         let mut replayed = 0u64;
         let mut bad = 0u64;
-        let (next_segment, report, disk) = wal::replay(&opts.wal.dir, |rec| {
+        let (next_segment, report, disk) = wal::replay(&*opts.wal.fs, &opts.wal.dir, |rec| {
             let decoded = {
                 let mut reg = registry.lock().unwrap_or_else(|e| e.into_inner());
                 WriteBatch::decode(&rec.payload, |d, m, ty| {
@@ -204,7 +213,7 @@ impl Pipeline {
                 }
             }
         })?;
-        if report.records > 0 || !report.truncated.is_empty() {
+        if report.records > 0 || !report.truncated.is_empty() || !report.skipped.is_empty() {
             tracing::info!(
                 pipeline = %name,
                 segments = report.segments,
@@ -212,6 +221,7 @@ impl Pipeline {
                 points = replayed,
                 undecodable = bad,
                 truncated = report.truncated.len(),
+                skipped_corrupt = report.skipped.len(),
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "write-ahead log replayed"
             );

@@ -7,15 +7,20 @@
 //! resolves the appenders' tickets: an acknowledged record is on disk.
 //!
 //! Segment file: `wal-<id:020>.log` = 8-byte magic, then records
-//! `[len: u32 LE][crc32(payload): u32 LE][payload]`. Replay stops at the first torn
-//! or corrupt record of a segment and truncates the segment there.
+//! `[len: u32 LE][crc32(payload): u32 LE][payload]`. Replay cuts a torn or corrupt tail
+//! of a segment. A corrupt record in the middle of a segment (good records after it) is
+//! skipped: replay looks for the next position where a whole record checks out, replays
+//! from there, reports the skipped byte range, and keeps the segment as it is.
+//!
+//! A failed write or fsync retires the segment (the records of the failed group are not
+//! acknowledged; after a failed fsync nothing unsynced in that file is trusted again) and
+//! the next group starts a new segment. Every file operation goes through [`Fs`].
 //!
 //! A record's position is its [`Lsn`]: `segment << 40 | offset`; the engine raises a
 //! low watermark ([`Wal::trim_before`]) once everything before an LSN is sealed, and
 //! whole segments below it are deleted.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -24,6 +29,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
+use tsfiled_fsio::{Fs, FsFile, FsRef};
 
 use crate::{Error, Result};
 
@@ -62,6 +68,8 @@ pub struct WalOptions {
     pub commit_delay: Duration,
     /// Most bytes written under one fsync (a larger queue is split into several groups).
     pub commit_bytes: usize,
+    /// The file system (tests inject a simulated one).
+    pub fs: FsRef,
 }
 
 impl WalOptions {
@@ -74,6 +82,7 @@ impl WalOptions {
             max_pending_bytes: 64 * 1024 * 1024,
             commit_delay: Duration::ZERO,
             commit_bytes: 4 * 1024 * 1024,
+            fs: tsfiled_fsio::std_fs(),
         }
     }
 }
@@ -91,6 +100,9 @@ pub struct WalStats {
     pub records: AtomicU64,
     /// Nanoseconds spent in fdatasync, total.
     pub sync_nanos: AtomicU64,
+    /// Set when a segment holding acknowledged records vanished (its directory was
+    /// deleted): those records are only in memory now, so the engine seals everything.
+    pub lost_segments: AtomicBool,
 }
 
 /// A record found by replay.
@@ -111,6 +123,9 @@ pub struct ReplayReport {
     pub records: usize,
     /// Segments cut at a torn or corrupt record: (segment id, offset cut at, reason).
     pub truncated: Vec<(u64, u64, String)>,
+    /// Corrupt stretches skipped inside a segment, good records following them:
+    /// (segment id, first skipped offset, offset of the next good record, reason).
+    pub skipped: Vec<(u64, u64, u64, String)>,
 }
 
 /// Where the WAL thread sends items once they are durable (in log order).
@@ -142,7 +157,6 @@ pub struct Wal<T: Send + 'static> {
     thread: Mutex<Option<JoinHandle<()>>>,
     stats: Arc<WalStats>,
     low_watermark: Arc<AtomicU64>,
-    broken: Arc<AtomicBool>,
     opts: WalOptions,
 }
 
@@ -165,57 +179,73 @@ fn segment_path(dir: &Path, id: u64) -> PathBuf {
     dir.join(format!("wal-{id:020}.log"))
 }
 
-fn list_segments(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+fn list_segments(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     let mut out = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if let Some(id) = name
+    for entry in fs.read_dir(dir)? {
+        if let Some(id) = entry
+            .name
             .strip_prefix("wal-")
             .and_then(|s| s.strip_suffix(".log"))
             .and_then(|s| s.parse::<u64>().ok())
         {
-            out.push((id, entry.path()));
+            out.push((id, entry.path));
         }
     }
     out.sort();
     Ok(out)
 }
 
-/// Fsyncs a directory so that creations, renames and deletions in it are durable.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
 /// Reads every record of every segment in `dir`, in order, calling `f` for each;
-/// cuts torn or corrupt tails. Returns the next free segment id and a report.
-pub fn replay(dir: &Path, mut f: impl FnMut(ReplayRecord)) -> io::Result<(u64, ReplayReport, u64)> {
-    fs::create_dir_all(dir)?;
+/// cuts torn or corrupt tails and skips corrupt records followed by good ones (both
+/// logged and in the report). Returns the next free segment id, the report and the
+/// bytes left on disk.
+pub fn replay(
+    fs: &dyn Fs,
+    dir: &Path,
+    mut f: impl FnMut(ReplayRecord),
+) -> io::Result<(u64, ReplayReport, u64)> {
+    tsfiled_fsio::create_dir_all_synced(fs, dir)?;
     let mut report = ReplayReport::default();
-    let segments = list_segments(dir)?;
+    let segments = list_segments(fs, dir)?;
     let mut next = 0;
     let mut disk = 0u64;
     for (id, path) in &segments {
         next = id + 1;
         report.segments += 1;
-        let mut data = Vec::new();
-        File::open(path)?.read_to_end(&mut data)?;
-        let (end, reason) = scan_segment(&data, |offset, payload| {
-            report.records += 1;
-            f(ReplayRecord {
-                lsn: lsn(*id, offset as u64),
-                payload: payload.to_vec(),
-            })
-        });
-        if let Some(reason) = reason {
+        let data = fs.read(path)?;
+        let mut pos = 0;
+        let mut end;
+        let mut tail = None;
+        loop {
+            let (good_end, reason) = scan_segment(&data, pos, |offset, payload| {
+                report.records += 1;
+                f(ReplayRecord {
+                    lsn: lsn(*id, offset as u64),
+                    payload: payload.to_vec(),
+                })
+            });
+            end = good_end;
+            let Some(reason) = reason else { break };
+            match resync(&data, good_end.max(HEADER)) {
+                Some(next_good) if good_end >= HEADER => {
+                    tracing::error!(segment = %path.display(), from = good_end, to = next_good, %reason, "write-ahead log: skipping a corrupt stretch; the records after it are replayed");
+                    report
+                        .skipped
+                        .push((*id, good_end as u64, next_good as u64, reason));
+                    pos = next_good;
+                }
+                _ => {
+                    tail = Some(reason);
+                    break;
+                }
+            }
+        }
+        if let Some(reason) = tail {
             tracing::warn!(segment = %path.display(), offset = end, %reason, "write-ahead log: cutting torn or corrupt tail");
-            let file = OpenOptions::new().write(true).open(path)?;
             if end < HEADER {
-                file.set_len(0)?;
-                drop(file);
-                fs::remove_file(path)?;
+                fs.remove_file(path)?;
             } else {
+                let mut file = fs.open_write(path)?;
                 file.set_len(end as u64)?;
                 file.sync_all()?;
                 disk += end as u64;
@@ -225,13 +255,32 @@ pub fn replay(dir: &Path, mut f: impl FnMut(ReplayRecord)) -> io::Result<(u64, R
             disk += data.len() as u64;
         }
     }
-    sync_dir(dir)?;
+    fs.sync_dir(dir)?;
     Ok((next, report, disk))
 }
 
-/// Scans one segment's bytes: calls `f(offset, payload)` per good record; returns where
-/// the good part ends and, if it ends early, why.
-fn scan_segment(data: &[u8], mut f: impl FnMut(usize, &[u8])) -> (usize, Option<String>) {
+/// The first position at or after `from + 1` where a whole record with a matching
+/// checksum starts, if any (a false match needs a 32-bit checksum collision).
+fn resync(data: &[u8], from: usize) -> Option<usize> {
+    (from + 1..data.len().saturating_sub(8)).find(|&p| {
+        let len = u32::from_le_bytes([data[p], data[p + 1], data[p + 2], data[p + 3]]) as usize;
+        let crc = u32::from_le_bytes([data[p + 4], data[p + 5], data[p + 6], data[p + 7]]);
+        len > 0
+            && len <= MAX_RECORD
+            && data
+                .get(p + 8..p + 8 + len)
+                .is_some_and(|payload| crc32fast::hash(payload) == crc)
+    })
+}
+
+/// Scans one segment's bytes from `start` (0: the header first): calls
+/// `f(offset, payload)` per good record; returns where the good part ends and, if it
+/// ends early, why.
+fn scan_segment(
+    data: &[u8],
+    start: usize,
+    mut f: impl FnMut(usize, &[u8]),
+) -> (usize, Option<String>) {
     if data.len() < HEADER {
         return (
             0,
@@ -241,7 +290,7 @@ fn scan_segment(data: &[u8], mut f: impl FnMut(usize, &[u8])) -> (usize, Option<
     if &data[..HEADER] != MAGIC {
         return (0, Some("bad segment magic".to_string()));
     }
-    let mut pos = HEADER;
+    let mut pos = start.max(HEADER);
     while pos < data.len() {
         let Some(head) = data.get(pos..pos + 8) else {
             return (pos, Some("torn record header".to_string()));
@@ -278,15 +327,15 @@ impl<T: Send + 'static> Wal<T> {
         initial_disk_bytes: u64,
         sink: impl Sink<T>,
     ) -> io::Result<Self> {
-        fs::create_dir_all(&opts.dir)?;
+        tsfiled_fsio::create_dir_all_synced(&*opts.fs, &opts.dir)?;
         let stats = Arc::new(WalStats::default());
         stats
             .disk_bytes
             .store(initial_disk_bytes, Ordering::Relaxed);
         let low_watermark = Arc::new(AtomicU64::new(0));
-        let broken = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
         let mut worker = Worker {
+            fs: opts.fs.clone(),
             dir: opts.dir.clone(),
             segment_bytes: opts.segment_bytes,
             commit_delay: opts.commit_delay,
@@ -296,7 +345,6 @@ impl<T: Send + 'static> Wal<T> {
             active_len: 0,
             stats: stats.clone(),
             low_watermark: low_watermark.clone(),
-            broken: broken.clone(),
             trimmed_below: 0,
         };
         worker.open_segment(first_segment)?;
@@ -308,7 +356,6 @@ impl<T: Send + 'static> Wal<T> {
             thread: Mutex::new(Some(thread)),
             stats,
             low_watermark,
-            broken,
             opts,
         })
     }
@@ -321,11 +368,6 @@ impl<T: Send + 'static> Wal<T> {
                 bytes: payload.len(),
                 limit: MAX_RECORD,
             });
-        }
-        if self.broken.load(Ordering::Relaxed) {
-            return Err(Error::WalIo(
-                "an earlier write failed and could not be undone".into(),
-            ));
         }
         let size = payload.len() + 8;
         let pending = self.stats.pending_bytes.load(Ordering::Relaxed);
@@ -402,29 +444,40 @@ impl<T: Send + 'static> Drop for Wal<T> {
 }
 
 struct Worker {
+    fs: FsRef,
     dir: PathBuf,
     segment_bytes: u64,
     commit_delay: Duration,
     commit_bytes: usize,
-    active: Option<File>,
+    /// The segment being written; `None` after a failure retired it (the next group
+    /// opens segment `active_id + 1`).
+    active: Option<Box<dyn FsFile>>,
     active_id: u64,
     active_len: u64,
     stats: Arc<WalStats>,
     low_watermark: Arc<AtomicU64>,
-    broken: Arc<AtomicBool>,
     trimmed_below: u64,
 }
 
 impl Worker {
     fn open_segment(&mut self, id: u64) -> io::Result<()> {
         let path = segment_path(&self.dir, id);
-        let mut f = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&path)?;
-        f.write_all(MAGIC)?;
-        f.sync_all()?;
-        sync_dir(&self.dir)?;
+        // Taken even if opening fails, so a retry never reuses a half-made file.
+        self.active_id = id;
+        if !self.fs.exists(&self.dir) {
+            tracing::error!(dir = %self.dir.display(), "write-ahead log: the directory vanished; creating it again");
+            tsfiled_fsio::create_dir_all_synced(&*self.fs, &self.dir)?;
+        }
+        let mut f = self.fs.create_new(&path)?;
+        let ready = f
+            .write_all(MAGIC)
+            .and_then(|_| f.sync_all())
+            .and_then(|_| self.fs.sync_dir(&self.dir));
+        if let Err(e) = ready {
+            drop(f);
+            let _ = self.fs.remove_file(&path);
+            return Err(e);
+        }
         self.active = Some(f);
         self.active_id = id;
         self.active_len = HEADER as u64;
@@ -474,7 +527,7 @@ impl Worker {
             self.commit(&mut group, &mut buf, &mut sink);
             self.trim();
         }
-        if let Some(f) = self.active.take() {
+        if let Some(mut f) = self.active.take() {
             let _ = f.sync_all();
         }
     }
@@ -486,6 +539,16 @@ impl Worker {
         sink: &mut impl Sink<T>,
     ) {
         buf.clear();
+        if self.active.is_none() {
+            if let Err(e) = self.open_segment(self.active_id + 1) {
+                let pending: usize = group.iter().map(|r| r.payload.len() + 8).sum();
+                self.stats
+                    .pending_bytes
+                    .fetch_sub(pending, Ordering::Relaxed);
+                self.fail_group(group, &e);
+                return;
+            }
+        }
         let mut offsets = Vec::with_capacity(group.len());
         let base = self.active_len;
         for r in group.iter() {
@@ -495,7 +558,9 @@ impl Worker {
             buf.extend_from_slice(&r.payload);
         }
         let pending: usize = group.iter().map(|r| r.payload.len() + 8).sum();
-        let result = self.write_and_sync(buf);
+        let result = self
+            .write_and_sync(buf)
+            .and_then(|_| self.check_segment_named());
         self.stats
             .pending_bytes
             .fetch_sub(pending, Ordering::Relaxed);
@@ -515,40 +580,58 @@ impl Worker {
                     let _ = r.done.send(Ok(at));
                 }
                 if self.active_len >= self.segment_bytes {
-                    if let Err(e) = self.rotate() {
-                        tracing::error!(error = %e, "write-ahead log: cannot open a new segment");
-                        self.broken.store(true, Ordering::Relaxed);
-                    }
+                    self.rotate();
                 }
             }
             Err(e) => {
-                tracing::error!(error = %e, "write-ahead log: write failed");
-                // Undo the partial write so the segment stays well-formed.
-                let undone = self
-                    .active
-                    .as_mut()
-                    .map(|f| f.set_len(base).and_then(|_| f.seek(SeekFrom::Start(base))))
-                    .transpose();
-                if !matches!(undone, Ok(Some(_))) {
-                    self.broken.store(true, Ordering::Relaxed);
+                tracing::error!(segment = %segment_path(&self.dir, self.active_id).display(), error = %e, "write-ahead log: write failed; retiring the segment");
+                // Cut the partial write so the segment ends well-formed (if this fails
+                // too, replay cuts the torn tail), and never write or fsync this file
+                // again: after a failed fsync its unsynced bytes are presumed lost.
+                if let Some(mut f) = self.active.take() {
+                    if f.set_len(base).is_ok() {
+                        let _ = f.sync_all();
+                    }
                 }
-                // A full disk is a transient condition for the sender (retry later);
-                // other errors are failures.
-                let full = e.raw_os_error() == Some(libc::ENOSPC);
-                let message = format!(
-                    "writing {}: {e}",
-                    segment_path(&self.dir, self.active_id).display()
-                );
-                for r in group.drain(..) {
-                    let err = if full {
-                        Error::WalFull("no space left on the WAL device")
-                    } else {
-                        Error::WalIo(message.clone())
-                    };
-                    let _ = r.done.send(Err(err));
-                }
+                self.fail_group(group, &e);
             }
         }
+    }
+
+    /// Answers every request of a group that could not be made durable. A full disk is
+    /// a transient condition for the sender (retry later); other errors are failures.
+    fn fail_group<T>(&self, group: &mut Vec<Request<T>>, e: &io::Error) {
+        let full = e.raw_os_error() == Some(libc::ENOSPC);
+        let message = format!(
+            "writing {}: {e}",
+            segment_path(&self.dir, self.active_id).display()
+        );
+        for r in group.drain(..) {
+            let err = if full {
+                Error::WalFull("no space left on the WAL device")
+            } else {
+                Error::WalIo(message.clone())
+            };
+            let _ = r.done.send(Err(err));
+        }
+    }
+
+    /// After an fsync: the segment must still have its name, or the records are in an
+    /// unlinked file that no restart would find (its directory was deleted). Then the
+    /// group is refused, and the engine is told to seal what earlier groups delivered.
+    fn check_segment_named(&mut self) -> io::Result<()> {
+        let path = segment_path(&self.dir, self.active_id);
+        if self.fs.exists(&path) {
+            return Ok(());
+        }
+        self.stats.lost_segments.store(true, Ordering::Relaxed);
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "{} was deleted while in use (the write-ahead log directory was removed?)",
+                path.display()
+            ),
+        ))
     }
 
     fn write_and_sync(&mut self, buf: &[u8]) -> io::Result<()> {
@@ -569,12 +652,10 @@ impl Worker {
         Ok(())
     }
 
-    fn rotate(&mut self) -> io::Result<()> {
-        if let Some(f) = self.active.take() {
-            f.sync_all()?;
-        }
-        let next = self.active_id + 1;
-        self.open_segment(next)
+    /// Closes the full segment (its records are synced already); the next group
+    /// opens the next one.
+    fn rotate(&mut self) {
+        self.active = None;
     }
 
     /// Deletes segments entirely below the low watermark (never the active one).
@@ -584,7 +665,7 @@ impl Worker {
         if below <= self.trimmed_below {
             return;
         }
-        let Ok(segments) = list_segments(&self.dir) else {
+        let Ok(segments) = list_segments(&*self.fs, &self.dir) else {
             return;
         };
         let mut removed = false;
@@ -592,8 +673,8 @@ impl Worker {
             if id >= below {
                 break;
             }
-            let len = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            match fs::remove_file(&path) {
+            let len = self.fs.file_len(&path).unwrap_or(0);
+            match self.fs.remove_file(&path) {
                 Ok(()) => {
                     removed = true;
                     let _ = self.stats.disk_bytes.fetch_update(
@@ -609,7 +690,7 @@ impl Worker {
             }
         }
         if removed {
-            let _ = sync_dir(&self.dir);
+            let _ = self.fs.sync_dir(&self.dir);
         }
         self.trimmed_below = below;
     }
@@ -635,6 +716,7 @@ pub(crate) fn test_delay(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::{self, OpenOptions};
     use std::sync::mpsc::Receiver;
 
     type Started = (
@@ -646,7 +728,7 @@ mod tests {
 
     fn start(dir: &Path, opts: Option<WalOptions>) -> Started {
         let mut recs = Vec::new();
-        let (next, report, disk) = replay(dir, |r| recs.push(r)).unwrap();
+        let (next, report, disk) = replay(&*tsfiled_fsio::std_fs(), dir, |r| recs.push(r)).unwrap();
         let (tx, rx) = mpsc::channel();
         let wal = Wal::start(
             opts.unwrap_or_else(|| WalOptions::new(dir)),
@@ -718,7 +800,7 @@ mod tests {
     }
 
     fn only_segment(dir: &Path) -> PathBuf {
-        let segs = list_segments(dir).unwrap();
+        let segs = list_segments(&*tsfiled_fsio::std_fs(), dir).unwrap();
         segs.into_iter()
             .map(|s| s.1)
             .find(|p| fs::metadata(p).unwrap().len() > HEADER as u64)
@@ -760,24 +842,70 @@ mod tests {
     }
 
     #[test]
-    fn torn_header_and_corrupt_crc_are_cut() {
+    fn a_corrupt_record_in_the_middle_is_skipped_and_the_later_ones_replay() {
         let tmp = tempfile::tempdir().unwrap();
         {
             let (wal, _rx, _, _) = start(tmp.path(), None);
-            for i in 0..4u8 {
+            for i in 0..5u8 {
                 wal.append(vec![i; 10], 0).unwrap().wait_blocking().unwrap();
             }
         }
         let seg = only_segment(tmp.path());
+        let id = list_segments(&*tsfiled_fsio::std_fs(), tmp.path())
+            .unwrap()
+            .into_iter()
+            .find(|s| s.1 == seg)
+            .unwrap()
+            .0;
+        // Records of 10 bytes take 18 bytes each after the 8-byte segment header.
+        let rec = |i: usize| HEADER + i * 18;
         let mut data = fs::read(&seg).unwrap();
-        // Flip a payload byte of the third record.
-        let third = HEADER + 2 * 18 + 8;
-        data[third] ^= 0xff;
+        assert_eq!(data.len(), rec(5));
+        data[rec(2) + 8 + 3] ^= 0xff; // a payload byte of the third record
+        data[rec(3)] = 200; // the fourth record's length
         fs::write(&seg, &data).unwrap();
-        let (_w, _rx, report, recs) = start(tmp.path(), None);
+        let (w, _rx, report, recs) = start(tmp.path(), None);
+        drop(w);
+        let payloads: Vec<Vec<u8>> = recs.iter().map(|r| r.payload.clone()).collect();
+        assert_eq!(payloads, vec![vec![0; 10], vec![1; 10], vec![4; 10]]);
+        assert_eq!(recs[2].lsn, lsn(id, rec(4) as u64));
+        assert_eq!(
+            report.skipped,
+            vec![(
+                id,
+                rec(2) as u64,
+                rec(4) as u64,
+                "record checksum mismatch".to_string()
+            )]
+        );
+        assert!(report.truncated.is_empty(), "{report:?}");
+        // The segment is kept as it is (the skipped stretch is reported again next time).
+        assert_eq!(fs::read(&seg).unwrap(), data);
+        // A corrupt last record is a torn tail: cut.
+        let mut data = data;
+        data[rec(4) + 8] ^= 1;
+        fs::write(&seg, &data).unwrap();
+        let (w, _rx, report, recs) = start(tmp.path(), None);
+        drop(w);
         assert_eq!(recs.len(), 2);
-        assert_eq!(report.truncated[0].2, "record checksum mismatch");
-        drop(_w);
+        assert_eq!(report.skipped, vec![]);
+        assert_eq!(
+            report.truncated,
+            vec![(id, rec(2) as u64, "record checksum mismatch".to_string())]
+        );
+        assert_eq!(fs::metadata(&seg).unwrap().len(), rec(2) as u64);
+    }
+
+    #[test]
+    fn torn_header_and_absurd_length_are_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let (wal, _rx, _, _) = start(tmp.path(), None);
+            for i in 0..2u8 {
+                wal.append(vec![i; 10], 0).unwrap().wait_blocking().unwrap();
+            }
+        }
+        let seg = only_segment(tmp.path());
         // A torn 3-byte header.
         let mut data = fs::read(&seg).unwrap();
         data.extend_from_slice(&[1, 2, 3]);
@@ -834,7 +962,9 @@ mod tests {
         }
         assert!(full, "the size limit must refuse appends");
         assert!(lsns.len() >= 15 && lsns.len() < 20, "{}", lsns.len());
-        let segs_before = list_segments(tmp.path()).unwrap().len();
+        let segs_before = list_segments(&*tsfiled_fsio::std_fs(), tmp.path())
+            .unwrap()
+            .len();
         assert!(segs_before > 5);
         // Everything delivered so far is sealed: trim up to the last one.
         let last = *lsns.last().unwrap();
@@ -843,11 +973,11 @@ mod tests {
         // The thread trims on its next wake-up.
         let mut waited = 0;
         let below = |segs: &[(u64, PathBuf)]| segs.iter().any(|s| s.0 < lsn_segment(last));
-        while below(&list_segments(tmp.path()).unwrap()) && waited < 250 {
+        while below(&list_segments(&*tsfiled_fsio::std_fs(), tmp.path()).unwrap()) && waited < 250 {
             std::thread::sleep(Duration::from_millis(20));
             waited += 1;
         }
-        let segs = list_segments(tmp.path()).unwrap();
+        let segs = list_segments(&*tsfiled_fsio::std_fs(), tmp.path()).unwrap();
         assert!(segs.len() <= 2, "{segs:?}");
         assert!(
             segs.iter().all(|s| s.0 >= lsn_segment(last)),
@@ -865,9 +995,11 @@ mod tests {
     fn segment_without_header_is_removed() {
         let tmp = tempfile::tempdir().unwrap();
         fs::write(segment_path(tmp.path(), 3), b"TSF").unwrap();
-        let (next, report, _) = replay(tmp.path(), |_| {}).unwrap();
+        let (next, report, _) = replay(&*tsfiled_fsio::std_fs(), tmp.path(), |_| {}).unwrap();
         assert_eq!(next, 4);
         assert_eq!(report.truncated.len(), 1);
-        assert!(list_segments(tmp.path()).unwrap().is_empty());
+        assert!(list_segments(&*tsfiled_fsio::std_fs(), tmp.path())
+            .unwrap()
+            .is_empty());
     }
 }

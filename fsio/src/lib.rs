@@ -16,8 +16,42 @@ use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-/// A shared file-system handle.
-pub type FsRef = Arc<dyn Fs>;
+/// A shared file-system handle (two handles are equal when they share one file system).
+#[derive(Clone)]
+pub struct FsRef(Arc<dyn Fs>);
+
+impl FsRef {
+    /// A handle on `fs`.
+    pub fn new(fs: impl Fs + 'static) -> FsRef {
+        FsRef(Arc::new(fs))
+    }
+}
+
+impl Default for FsRef {
+    /// The real file system.
+    fn default() -> Self {
+        std_fs()
+    }
+}
+
+impl std::ops::Deref for FsRef {
+    type Target = dyn Fs;
+    fn deref(&self) -> &(dyn Fs + 'static) {
+        &*self.0
+    }
+}
+
+impl PartialEq for FsRef {
+    fn eq(&self, other: &FsRef) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl fmt::Debug for FsRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// A file open for writing.
 pub trait FsFile: Write + Send + fmt::Debug {
@@ -82,7 +116,7 @@ pub struct StdFs;
 /// The shared [`StdFs`] handle.
 pub fn std_fs() -> FsRef {
     static FS: OnceLock<FsRef> = OnceLock::new();
-    FS.get_or_init(|| Arc::new(StdFs)).clone()
+    FS.get_or_init(|| FsRef::new(StdFs)).clone()
 }
 
 impl FsFile for File {

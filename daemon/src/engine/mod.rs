@@ -15,7 +15,6 @@ pub mod schema;
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File};
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +26,7 @@ use tokio::sync::oneshot;
 use tsfile::basic::Column;
 use tsfile::file::properties::{MeasurementSchema, WriterProperties};
 use tsfile::file::writer::TsFileWriter;
+use tsfiled_fsio::{Fs, FsFile, FsRef};
 
 use crate::metrics::Metrics;
 use crate::wal::{Lsn, WalStats};
@@ -61,6 +61,37 @@ pub struct EngineOptions {
     pub writer: WriterProperties,
     /// How often time-based sealing is checked.
     pub tick: Duration,
+    /// The file system (tests inject a simulated one).
+    pub fs: FsRef,
+    /// The wall clock file names take their creation time from (tests set it).
+    pub clock: WallClock,
+}
+
+/// A wall clock in milliseconds since the Unix epoch.
+#[derive(Clone)]
+pub struct WallClock(Arc<dyn Fn() -> i64 + Send + Sync>);
+
+impl WallClock {
+    /// The system clock.
+    pub fn system() -> WallClock {
+        WallClock(Arc::new(now_millis))
+    }
+
+    /// A clock reading `f` (tests).
+    pub fn new(f: impl Fn() -> i64 + Send + Sync + 'static) -> WallClock {
+        WallClock(Arc::new(f))
+    }
+
+    /// The current time in ms.
+    pub fn now_millis(&self) -> i64 {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for WallClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WallClock({})", self.now_millis())
+    }
 }
 
 impl EngineOptions {
@@ -80,6 +111,8 @@ impl EngineOptions {
             file_idle: Duration::from_secs(600),
             writer: WriterProperties::default(),
             tick: Duration::from_millis(500),
+            fs: tsfiled_fsio::std_fs(),
+            clock: WallClock::system(),
         }
     }
 }
@@ -217,7 +250,7 @@ fn footprint(b: &SeriesBuf) -> usize {
 type SeriesKey = (Arc<str>, Arc<str>);
 
 struct OpenFile {
-    writer: TsFileWriter<BufWriter<File>>,
+    writer: TsFileWriter<BufWriter<Box<dyn FsFile>>>,
     final_path: PathBuf,
     tmp_path: PathBuf,
     version: i64,
@@ -370,16 +403,17 @@ impl Engine {
         metrics: Arc<Metrics>,
     ) -> io::Result<Engine> {
         let state_dir = opts.state_dir.clone();
-        fs::create_dir_all(&state_dir)?;
-        let (mut journal, entries) = SealJournal::open(&state_dir.join("seals.log"))?;
+        let fs = opts.fs.clone();
+        tsfiled_fsio::create_dir_all_synced(&*fs, &state_dir)?;
+        let (mut journal, entries) = SealJournal::open(fs.clone(), &state_dir.join("seals.log"))?;
         for e in &entries {
             for f in &e.files {
-                if files::roll_forward(&opts.data_dir, f)? {
+                if files::roll_forward(&*fs, &opts.data_dir, f)? {
                     tracing::info!(file = %f, "recovery: completed an interrupted seal");
                 }
             }
         }
-        let state = files::scan_data_dir(&opts.data_dir)?;
+        let state = files::scan_data_dir(&*fs, &opts.data_dir)?;
         for p in &state.removed_tmp {
             tracing::info!(file = %p.display(), "recovery: removed an unsealed temporary file");
         }
@@ -413,6 +447,7 @@ impl Engine {
                 entries: keep.len(),
                 last_by_group,
                 data_dir: opts_data_dir,
+                fs,
             }),
             sealer: None,
             pending: HashMap::new(),
@@ -425,7 +460,8 @@ impl Engine {
             progress: None,
             status: Arc::default(),
             metrics,
-            last_create_millis: 0,
+            // New names sort after every existing file even if the clock went back.
+            last_create_millis: state.max_create_millis,
         })
     }
 
@@ -724,7 +760,11 @@ impl Engine {
     }
 
     fn create_millis(&mut self) -> i64 {
-        let m = now_millis().max(self.last_create_millis + 1);
+        let m = self
+            .opts
+            .clock
+            .now_millis()
+            .max(self.last_create_millis + 1);
         self.last_create_millis = m;
         m
     }
@@ -757,6 +797,7 @@ impl Engine {
         let flush_version = self.next_version(&sg);
         let data_dir = self.opts.data_dir.clone();
         let props = self.opts.writer.clone();
+        let fs = self.opts.fs.clone();
         let Some(g) = self.groups.get_mut(key) else {
             return;
         };
@@ -764,7 +805,7 @@ impl Engine {
             let proc_ = g_proc(g, space);
             if let Some(v) = version_for_file {
                 proc_.file = Some(open_file(
-                    &data_dir, space, &sg, partition, millis, v, props,
+                    &*fs, &data_dir, space, &sg, partition, millis, v, props,
                 )?);
             }
             let file = proc_.file.as_mut().ok_or("no open file")?;
@@ -864,7 +905,7 @@ impl Engine {
                 tracing::error!(storage_group = %sg, partition, error = %e, "flush failed; the points stay in the write-ahead log until restart");
                 g.failed = true;
                 if let Some(f) = g_proc(g, space).file.take() {
-                    let _ = fs::remove_file(&f.tmp_path);
+                    let _ = self.opts.fs.remove_file(&f.tmp_path);
                 }
             }
         }
@@ -1249,6 +1290,7 @@ struct JournalState {
     entries: usize,
     last_by_group: HashMap<(String, i64), SealEntry>,
     data_dir: PathBuf,
+    fs: FsRef,
 }
 
 impl JournalState {
@@ -1262,19 +1304,20 @@ impl JournalState {
         let mut done = SealDone::failed(&job, String::new());
         let mut prepared: Vec<(PathBuf, PathBuf, u64)> = Vec::new();
         let mut error = None;
+        let fs = &*self.fs;
         for f in job.files {
-            match finish_file(f) {
+            match finish_file(fs, f) {
                 Ok(p) => prepared.push(p),
                 Err((e, tmp)) => {
-                    let _ = fs::remove_file(tmp);
+                    let _ = fs.remove_file(&tmp);
                     error = Some(e);
                 }
             }
         }
         if let Some(e) = error {
             for (fin, tmp, _) in &prepared {
-                let _ = fs::remove_file(tmp);
-                let _ = fs::remove_file(files::with_suffix(fin, ".resource.tmp"));
+                let _ = fs.remove_file(tmp);
+                let _ = fs.remove_file(&files::with_suffix(fin, ".resource.tmp"));
             }
             done.error = Some(e);
             return done;
@@ -1294,12 +1337,13 @@ impl JournalState {
                 })
                 .collect(),
         };
-        if let Err(e) = self.journal.commit(&entry) {
+        let known: Vec<SealEntry> = self.last_by_group.values().cloned().collect();
+        if let Err(e) = self.journal.commit(&entry, &known) {
             done.error = Some(format!("seal journal write failed: {e}"));
             return done;
         }
         for f in &entry.files {
-            if let Err(e) = files::roll_forward(&self.data_dir, f) {
+            if let Err(e) = files::roll_forward(fs, &self.data_dir, f) {
                 tracing::error!(file = %f, error = %e, "renaming a sealed file failed (recovery will retry)");
             }
         }
@@ -1311,7 +1355,7 @@ impl JournalState {
             .iter()
             .zip(&entry.files)
             .map(|((fin, _, points), rel)| {
-                let bytes = fs::metadata(fin).map(|m| m.len()).unwrap_or(0);
+                let bytes = fs.file_len(fin).unwrap_or(0);
                 (rel.clone(), bytes, *points)
             })
             .collect();
@@ -1336,7 +1380,9 @@ fn g_proc(g: &mut Group, space: Space) -> &mut Proc {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn open_file(
+    fs: &dyn Fs,
     data: &Path,
     space: Space,
     sg: &str,
@@ -1348,9 +1394,12 @@ fn open_file(
     let final_path = files::tsfile_path(data, space, sg, partition, millis, version);
     let tmp_path = files::with_suffix(&final_path, ".tmp");
     if let Some(dir) = final_path.parent() {
-        fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        tsfiled_fsio::create_dir_all_synced(fs, dir)
+            .map_err(|e| format!("creating {}: {e}", dir.display()))?;
     }
-    let f = File::create(&tmp_path).map_err(|e| format!("creating {}: {e}", tmp_path.display()))?;
+    let f = fs
+        .create(&tmp_path)
+        .map_err(|e| format!("creating {}: {e}", tmp_path.display()))?;
     let writer = TsFileWriter::new(BufWriter::with_capacity(256 * 1024, f), props)
         .map_err(|e| e.to_string())?;
     Ok(OpenFile {
@@ -1368,19 +1417,26 @@ fn open_file(
 
 /// Closes a file, fsyncs it and writes its `.resource` temporary. Returns
 /// (final path, tmp path, points), or the error and the tmp path.
-fn finish_file(f: OpenFile) -> Result<(PathBuf, PathBuf, u64), (String, PathBuf)> {
+fn finish_file(fs: &dyn Fs, f: OpenFile) -> Result<(PathBuf, PathBuf, u64), (String, PathBuf)> {
     let tmp = f.tmp_path.clone();
     let fail = |e: String| (e, tmp.clone());
-    let (out, summary) = f.writer.close().map_err(|e| fail(e.to_string()))?;
-    let file = out.into_inner().map_err(|e| fail(e.error().to_string()))?;
-    file.sync_all().map_err(|e| fail(e.to_string()))?;
+    let (out, summary) = f
+        .writer
+        .close()
+        .map_err(|e| fail(format!("writing {}: {e}", tmp.display())))?;
+    let mut file = out
+        .into_inner()
+        .map_err(|e| fail(format!("writing {}: {}", tmp.display(), e.error())))?;
+    file.sync_all()
+        .map_err(|e| fail(format!("fsync of {}: {e}", tmp.display())))?;
     drop(file);
     let res_tmp = files::with_suffix(&f.final_path, ".resource.tmp");
-    files::write_synced(
+    tsfiled_fsio::write_synced(
+        fs,
         &res_tmp,
         &files::resource_bytes(&summary.devices, f.version),
     )
-    .map_err(|e| fail(e.to_string()))?;
+    .map_err(|e| fail(format!("writing {}: {e}", res_tmp.display())))?;
     Ok((f.final_path, f.tmp_path, f.points))
 }
 
