@@ -882,7 +882,6 @@ mod tests {
         // The segment is kept as it is (the skipped stretch is reported again next time).
         assert_eq!(fs::read(&seg).unwrap(), data);
         // A corrupt last record is a torn tail: cut.
-        let mut data = data;
         data[rec(4) + 8] ^= 1;
         fs::write(&seg, &data).unwrap();
         let (w, _rx, report, recs) = start(tmp.path(), None);

@@ -1126,6 +1126,15 @@ impl Engine {
         for (k, r) in due {
             self.seal_group(&k, r);
         }
+        let lost = self
+            .wal
+            .as_ref()
+            .is_some_and(|w| w.stats.lost_segments.swap(false, Ordering::Relaxed));
+        if lost {
+            // Acknowledged points are in memory only (their WAL segment is gone): seal them.
+            tracing::error!("write-ahead log segments vanished; sealing every open file so acknowledged points are on disk");
+            self.seal_all(SealReason::Wal);
+        }
         if let Some(wal) = &self.wal {
             let used = wal.stats.disk_bytes.load(Ordering::Relaxed);
             if used > wal.max_bytes / 2 {
@@ -1314,6 +1323,11 @@ impl JournalState {
                 }
             }
         }
+        if error.is_none() {
+            // The temporaries' names must be durable before the commit point, or a power
+            // loss leaves a committed seal whose files are gone.
+            error = sync_parents(fs, prepared.iter().map(|p| p.0.as_path())).err();
+        }
         if let Some(e) = error {
             for (fin, tmp, _) in &prepared {
                 let _ = fs.remove_file(tmp);
@@ -1413,6 +1427,18 @@ fn open_file(
         created_ms: millis,
         written_reported: 0,
     })
+}
+
+/// Fsyncs each distinct parent directory of `paths`.
+fn sync_parents<'a>(fs: &dyn Fs, paths: impl Iterator<Item = &'a Path>) -> Result<(), String> {
+    let mut dirs: Vec<&Path> = paths.filter_map(Path::parent).collect();
+    dirs.sort();
+    dirs.dedup();
+    for d in dirs {
+        fs.sync_dir(d)
+            .map_err(|e| format!("fsync of directory {}: {e}", d.display()))?;
+    }
+    Ok(())
 }
 
 /// Closes a file, fsyncs it and writes its `.resource` temporary. Returns
