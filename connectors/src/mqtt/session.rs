@@ -108,4 +108,55 @@ mod tests {
         rec.save(&v(&["x"])).unwrap();
         assert_eq!(rec.stale(&[]), v(&["x"]));
     }
+
+    /// Every call of a save failing once, and a power loss before every call: the record
+    /// read back is the old or the new one; a save that returned `Ok` survives a power loss.
+    #[test]
+    fn a_save_survives_any_single_failure_and_any_power_loss() {
+        use tsfiled_fsio::sim::{Fault, SimFs, Tear};
+        let path = Path::new("/state/mqtt/s.json");
+        let setup = || {
+            let fs = SimFs::new();
+            let rec = SubscriptionRecord::new(tsfiled_fsio::FsRef::new(fs.clone()), path, "u", "c");
+            rec.save(&v(&["old/#"])).unwrap();
+            (fs, rec)
+        };
+        let read = |fs: SimFs| {
+            SubscriptionRecord::new(tsfiled_fsio::FsRef::new(fs), path, "u", "c").stale(&[])
+        };
+        let (old, new) = (v(&["old/#"]), v(&["new/#"]));
+        let (fs, rec) = setup();
+        fs.record(true);
+        let base = fs.calls();
+        rec.save(&new).unwrap();
+        // Before the fix the record was never fsynced: a power loss could lose it.
+        assert_eq!(read(fs.crash_image(Tear::Drop)), new);
+        let calls = fs.log();
+        for c in &calls {
+            for &fault in Fault::for_op(c.op) {
+                let (fs, rec) = setup();
+                fs.fail_at(c.index - base + fs.calls(), fault);
+                assert!(rec.save(&new).is_err(), "{fault:?} on {c:?}");
+                for tear in [Tear::Drop, Tear::Keep, Tear::Torn(c.index)] {
+                    let got = read(fs.crash_image(tear));
+                    assert!(
+                        got == old || got == new,
+                        "{fault:?} on {c:?}, {tear:?}: {got:?}"
+                    );
+                }
+                rec.save(&new).unwrap();
+                assert_eq!(read(fs.crash_image(Tear::Drop)), new);
+            }
+            let (fs, rec) = setup();
+            fs.crash_at(c.index - base + fs.calls());
+            assert!(rec.save(&new).is_err());
+            for tear in [Tear::Drop, Tear::Keep, Tear::Torn(c.index)] {
+                let got = read(fs.crash_image(tear));
+                assert!(
+                    got == old || got == new,
+                    "power loss before {c:?}, {tear:?}: {got:?}"
+                );
+            }
+        }
+    }
 }
