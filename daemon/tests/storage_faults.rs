@@ -83,8 +83,14 @@ fn batch(t0: i64, n: i64, step: i64) -> (Batch, Vec<Key>) {
 }
 
 fn options(fs: &SimFs) -> PipelineOptions {
-    let mut o = PipelineOptions::new("f", DATA);
+    let mut o = small_options(DATA);
     o.set_fs(FsRef::new(fs.clone()));
+    o
+}
+
+/// Small memtables, files and WAL segments (many flushes, seals, rotations), no timed seals.
+fn small_options(dir: impl Into<PathBuf>) -> PipelineOptions {
+    let mut o = PipelineOptions::new("f", dir);
     o.engine.memtable_bytes = 48 * 1024;
     o.engine.chunk_group_bytes = 12 * 1024;
     o.engine.file_max_bytes = 16 * 1024;
@@ -187,12 +193,20 @@ fn check(fs: &SimFs, seen: &Seen, what: &str) -> usize {
 
 /// The invariant on `fs` (see the module doc): the number of sealed files, or what broke.
 fn verify(fs: &SimFs, seen: &Seen) -> Result<usize, String> {
-    let files: BTreeMap<PathBuf, Vec<u8>> = fs.files().into_iter().collect();
+    verify_files(&fs.files().into_iter().collect(), Path::new(DATA), seen)
+}
+
+/// The invariant on the files of a data directory `root` (path → bytes).
+fn verify_files(
+    files: &BTreeMap<PathBuf, Vec<u8>>,
+    root: &Path,
+    seen: &Seen,
+) -> Result<usize, String> {
     let mut got: BTreeMap<Key, Value> = BTreeMap::new();
     let mut sealed = 0;
-    for (path, bytes) in &files {
+    for (path, bytes) in files {
         let name = path.to_string_lossy();
-        if !name.ends_with(".tsfile") || path.starts_with(Path::new(DATA).join("state")) {
+        if !name.ends_with(".tsfile") || path.starts_with(root.join("state")) {
             continue;
         }
         sealed += 1;
@@ -389,4 +403,252 @@ fn sim_fs_is_the_only_file_system_the_pipeline_touches() {
     assert!(seen.errors.is_empty(), "{:?}", seen.errors);
     assert!(!Path::new(DATA).join("wal").exists());
     assert!(fs.exists(&Path::new(DATA).join("wal")));
+}
+
+/// Every file under `dir` (real file system), path → bytes.
+fn disk_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Polls `cond` (every 10 ms, at most 30 s) — for what another thread does.
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The WAL directory removed (`rm -rf data/wal`) under a running pipeline: the segment's
+/// records would be in an unlinked file no restart finds. The next group is refused with
+/// a clear error, the engine seals what it holds (those acknowledged points are on disk
+/// at once), the log starts a new segment in a recreated directory and intake goes on;
+/// after a crash-like stop and a restart every acknowledged point is in a sealed file.
+#[test]
+fn wal_directory_deleted_under_a_running_daemon() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut o = small_options(&data);
+    o.engine.tick = Duration::from_millis(20);
+    let mut seen = Seen::default();
+    let p = Pipeline::open(o.clone(), Metrics::new()).unwrap();
+    seen.submit(&p, batch(1_000, 30, 1));
+    assert!(seen.errors.is_empty(), "{:?}", seen.errors);
+    let sealed_files = |data: &Path| {
+        disk_files(data)
+            .keys()
+            .filter(|p| p.to_string_lossy().ends_with(".tsfile"))
+            .count()
+    };
+    assert_eq!(sealed_files(&data), 0);
+    std::fs::remove_dir_all(data.join("wal")).unwrap();
+    seen.submit(&p, batch(2_000, 30, 1));
+    assert_eq!(
+        seen.errors.len(),
+        1,
+        "the first group after the deletion is refused"
+    );
+    assert!(
+        seen.errors[0].contains("was deleted while in use"),
+        "{}",
+        seen.errors[0]
+    );
+    // The points acknowledged before the deletion are sealed without waiting for a limit.
+    wait_for("the engine to seal the points of the lost segment", || {
+        sealed_files(&data) > 0
+    });
+    seen.submit(&p, batch(3_000, 30, 1));
+    assert_eq!(seen.errors.len(), 1, "{:?}", seen.errors);
+    assert!(data.join("wal").is_dir(), "the directory is recreated");
+    p.abandon_blocking();
+    drop(p);
+    let p = Pipeline::open(o, Metrics::new()).unwrap();
+    p.shutdown_blocking();
+    drop(p);
+    let n = verify_files(&disk_files(&data), &data, &seen).unwrap();
+    assert!(n >= 2, "{n}");
+    // The refused batch was not written anywhere.
+    let refused: BTreeSet<Key> = batch(2_000, 30, 1).1.into_iter().collect();
+    assert!(seen.acked.is_disjoint(&refused));
+}
+
+/// A record in the middle of a WAL segment is damaged on disk (a bit flip) before the
+/// daemon replays it: replay skips exactly that record (logged with the byte range),
+/// replays the good records after it, and only the damaged record's points are missing.
+#[test]
+fn a_corrupt_wal_record_in_the_middle_loses_only_its_own_points() {
+    let fs = SimFs::new();
+    let mut o = options(&fs);
+    o.wal.segment_bytes = 1 << 20;
+    let mut seen = Seen::default();
+    let p = Pipeline::open(o.clone(), Metrics::new()).unwrap();
+    let batches: Vec<(Batch, Vec<Key>)> = (0..3).map(|i| batch(1_000 + i * 100, 5, 1)).collect();
+    for b in batches.clone() {
+        seen.submit(&p, b);
+    }
+    assert_eq!(seen.acked.len(), 3 * 30);
+    // Crash-like stop: nothing sealed, everything is in the WAL only.
+    p.abandon_blocking();
+    drop(p);
+    assert!(!fs
+        .files()
+        .iter()
+        .any(|f| f.0.to_string_lossy().ends_with(".tsfile")));
+    let (seg, mut bytes) = fs
+        .files()
+        .into_iter()
+        .find(|(p, b)| p.starts_with("/data/wal") && b.len() > 8)
+        .unwrap();
+    // Segment layout: 8-byte header, then [len u32][crc u32][payload] records.
+    let len0 = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    let second = 8 + 8 + len0;
+    bytes[second + 8 + 5] ^= 0x40;
+    fs.set_file(&seg, bytes).unwrap();
+    let p = Pipeline::open(o, Metrics::new()).unwrap();
+    p.shutdown_blocking();
+    drop(p);
+    let lost: BTreeSet<Key> = batches[1].1.iter().cloned().collect();
+    seen.acked.retain(|k| !lost.contains(k));
+    verify(&fs, &seen).unwrap();
+    let files: BTreeMap<PathBuf, Vec<u8>> = fs.files().into_iter().collect();
+    let mut in_files = BTreeSet::new();
+    for (path, bytes) in &files {
+        if path.to_string_lossy().ends_with(".tsfile") {
+            let r = TsFileReader::open(bytes.clone()).unwrap();
+            for (dev, ts) in r.all_series().unwrap() {
+                for pt in r.series_reader_for(&dev, &ts).unwrap().points() {
+                    in_files.insert((dev.clone(), ts.measurement.clone(), pt.unwrap().0));
+                }
+            }
+        }
+    }
+    assert!(in_files.is_disjoint(&lost), "the damaged record's points");
+    assert_eq!(in_files.len(), 2 * 30, "the records before and after it");
+}
+
+/// The wall clock jumps back an hour and forward a year (and back), also across a
+/// restart. IoTDB orders a partition's TsFiles by the first number of the name (the
+/// creation time) and then the version, so names must stay unique and increase in the
+/// order the files were written; partitions follow the points' times, not the clock; a
+/// clock a year ahead does not make files look old (age sealing uses a monotonic clock).
+#[test]
+fn clock_jumps_keep_file_names_unique_ordered_and_partitions_right() {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    use std::sync::Arc;
+    const DAY: i64 = 86_400_000;
+    let now = Arc::new(AtomicI64::new(1_700_000_000_000));
+    let fs = SimFs::new();
+    let mut o = options(&fs);
+    o.engine.partition_interval = Some(DAY);
+    o.engine.tick = Duration::from_millis(5);
+    o.engine.file_max_age = Duration::from_secs(3600);
+    o.engine.file_max_bytes = 1 << 30;
+    let clock = now.clone();
+    o.engine.clock = tsfiled::engine::WallClock::new(move || clock.load(Ordering::SeqCst));
+    let mut seen = Seen::default();
+    let mut written: Vec<String> = Vec::new(); // file names in the order they were sealed
+    let seal = |p: &Pipeline, written: &mut Vec<String>| {
+        p.seal_all_blocking(SealReason::Request);
+        let mut names: Vec<String> = fs
+            .files()
+            .into_iter()
+            .map(|f| f.0.to_string_lossy().to_string())
+            .filter(|n| n.ends_with(".tsfile") && n.contains("/sequence/"))
+            .filter(|n| !written.contains(n))
+            .collect();
+        assert_eq!(names.len(), 1, "one new sequence file per seal: {names:?}");
+        written.append(&mut names);
+    };
+    let t = std::cell::Cell::new(1_700_000_000_000 - 1000);
+    let next = || {
+        t.set(t.get() + 100);
+        t.get() - 100
+    };
+    let step = |p: &Pipeline, seen: &mut Seen, written: &mut Vec<String>, jump: i64| {
+        now.fetch_add(jump, Ordering::SeqCst);
+        seen.submit(p, batch(next(), 10, 1));
+        seal(p, written);
+    };
+    let p = Pipeline::open(o.clone(), Metrics::new()).unwrap();
+    step(&p, &mut seen, &mut written, 0);
+    step(&p, &mut seen, &mut written, -3_600_000); // back an hour
+    p.shutdown_blocking();
+    drop(p);
+    // Restart with the clock still an hour behind the first file's name.
+    let p = Pipeline::open(o.clone(), Metrics::new()).unwrap();
+    step(&p, &mut seen, &mut written, 0);
+    step(&p, &mut seen, &mut written, 365 * DAY); // forward a year
+                                                  // A clock a year ahead: an open file is not sealed for age.
+    seen.submit(&p, batch(next(), 10, 1));
+    std::thread::sleep(Duration::from_millis(100)); // many engine ticks
+    let sealed_now = fs
+        .files()
+        .iter()
+        .filter(|f| f.0.to_string_lossy().ends_with(".tsfile"))
+        .count();
+    assert_eq!(
+        sealed_now,
+        written.len(),
+        "nothing sealed for age while the clock is a year ahead"
+    );
+    seal(&p, &mut written);
+    step(&p, &mut seen, &mut written, -365 * DAY); // and back
+                                                   // Points a day later in data time go to the next partition, whatever the clock says.
+    now.fetch_add(-3_600_000, Ordering::SeqCst);
+    seen.submit(&p, batch(next() + DAY, 10, 1));
+    seal(&p, &mut written);
+    p.shutdown_blocking();
+    drop(p);
+    verify(&fs, &seen).unwrap();
+    // (create millis, version) of each name, in the order written.
+    let keys: Vec<(i64, i64)> = written
+        .iter()
+        .map(|n| {
+            let name = Path::new(n)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            let mut it = name.trim_end_matches(".tsfile").split('-');
+            (
+                it.next().unwrap().parse().unwrap(),
+                it.next().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        keys.windows(2).all(|w| w[0] < w[1]),
+        "names increase in write order: {written:?}"
+    );
+    let uniq: BTreeSet<&(i64, i64)> = keys.iter().collect();
+    assert_eq!(uniq.len(), keys.len());
+    // Partition directories follow the data: the last file is one partition later.
+    let part = |n: &str| -> i64 {
+        Path::new(n)
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .parse()
+            .unwrap()
+    };
+    let p0 = (1_700_000_000_000i64 - 1000) / DAY;
+    assert!(
+        written[..written.len() - 1].iter().all(|n| part(n) == p0),
+        "{written:?}"
+    );
+    assert_eq!(part(written.last().unwrap()), p0 + 1);
 }
