@@ -17,14 +17,15 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use crate::health::{FaultKind, StorageHealth, StorageOp};
 use crate::{Error, Result};
 
 /// A log position: `segment << 40 | byte offset in the segment`.
@@ -51,7 +52,8 @@ pub fn lsn_segment(lsn: Lsn) -> u64 {
 pub struct WalOptions {
     /// Directory of the segment files.
     pub dir: PathBuf,
-    /// A segment is rotated once it reaches this size.
+    /// A segment is rotated once it reaches this size, or an eighth of `max_bytes` if that
+    /// is smaller (only whole segments are trimmed: the log must rotate well before its limit).
     pub segment_bytes: u64,
     /// Appends are refused ("full") while the segments on disk plus queued bytes exceed this.
     pub max_bytes: u64,
@@ -142,8 +144,36 @@ pub struct Wal<T: Send + 'static> {
     thread: Mutex<Option<JoinHandle<()>>>,
     stats: Arc<WalStats>,
     low_watermark: Arc<AtomicU64>,
-    broken: Arc<AtomicBool>,
+    broken: Arc<AtomicU8>,
     opts: WalOptions,
+}
+
+/// The log has no segment it can write to (it retries opening one): 0 no, else why.
+const USABLE: u8 = 0;
+
+fn broken_code(kind: FaultKind) -> u8 {
+    match kind {
+        FaultKind::NoSpace => 1,
+        FaultKind::ReadOnly => 2,
+        FaultKind::Io => 3,
+    }
+}
+
+/// Why appends are refused while the log cannot write (the [`Error::WalFull`] reason).
+fn unusable_reason(kind: FaultKind) -> &'static str {
+    match kind {
+        FaultKind::NoSpace => "no space left on the WAL device",
+        FaultKind::ReadOnly => "the WAL device is read-only",
+        FaultKind::Io => "the WAL device has I/O errors",
+    }
+}
+
+fn broken_reason(code: u8) -> &'static str {
+    unusable_reason(match code {
+        1 => FaultKind::NoSpace,
+        2 => FaultKind::ReadOnly,
+        _ => FaultKind::Io,
+    })
 }
 
 /// A pending append: resolves once the record is durable.
@@ -229,6 +259,37 @@ pub fn replay(dir: &Path, mut f: impl FnMut(ReplayRecord)) -> io::Result<(u64, R
     Ok((next, report, disk))
 }
 
+/// Reads the records with `from <= lsn <= upto` without changing anything (the log may be
+/// appended meanwhile: a record being written past `upto` is not read), calling `f` for each
+/// until it returns `false`.
+pub fn read_range(
+    dir: &Path,
+    from: Lsn,
+    upto: Lsn,
+    mut f: impl FnMut(Lsn, &[u8]) -> bool,
+) -> io::Result<()> {
+    for (id, path) in list_segments(dir)? {
+        if id < lsn_segment(from) {
+            continue;
+        }
+        if id > lsn_segment(upto) {
+            break;
+        }
+        let data = fs::read(&path)?;
+        let mut go = true;
+        scan_segment(&data, |offset, payload| {
+            let at = lsn(id, offset as u64);
+            if go && at >= from && at <= upto {
+                go = f(at, payload);
+            }
+        });
+        if !go {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// Scans one segment's bytes: calls `f(offset, payload)` per good record; returns where
 /// the good part ends and, if it ends early, why.
 fn scan_segment(data: &[u8], mut f: impl FnMut(usize, &[u8])) -> (usize, Option<String>) {
@@ -278,17 +339,30 @@ impl<T: Send + 'static> Wal<T> {
         initial_disk_bytes: u64,
         sink: impl Sink<T>,
     ) -> io::Result<Self> {
+        Wal::start_with_health(opts, first_segment, initial_disk_bytes, sink, None)
+    }
+
+    /// [`Wal::start`] reporting write failures and recoveries to `health`. A first segment
+    /// that cannot be created (a full or read-only device) does not fail the start: appends
+    /// are refused and the log retries creating it.
+    pub fn start_with_health(
+        opts: WalOptions,
+        first_segment: u64,
+        initial_disk_bytes: u64,
+        sink: impl Sink<T>,
+        health: Option<Arc<StorageHealth>>,
+    ) -> io::Result<Self> {
         fs::create_dir_all(&opts.dir)?;
         let stats = Arc::new(WalStats::default());
         stats
             .disk_bytes
             .store(initial_disk_bytes, Ordering::Relaxed);
         let low_watermark = Arc::new(AtomicU64::new(0));
-        let broken = Arc::new(AtomicBool::new(false));
+        let broken = Arc::new(AtomicU8::new(USABLE));
         let (tx, rx) = mpsc::channel();
         let mut worker = Worker {
             dir: opts.dir.clone(),
-            segment_bytes: opts.segment_bytes,
+            segment_bytes: opts.segment_bytes.min((opts.max_bytes / 8).max(64 * 1024)),
             commit_delay: opts.commit_delay,
             commit_bytes: opts.commit_bytes.max(1),
             active: None,
@@ -298,8 +372,14 @@ impl<T: Send + 'static> Wal<T> {
             low_watermark: low_watermark.clone(),
             broken: broken.clone(),
             trimmed_below: 0,
+            health,
+            failing: false,
+            repair_at: None,
+            repair_backoff: Duration::ZERO,
         };
-        worker.open_segment(first_segment)?;
+        if let Err(e) = worker.open_segment(first_segment) {
+            worker.segment_failed(first_segment, e);
+        }
         let thread = std::thread::Builder::new()
             .name("tsfiled-wal".into())
             .spawn(move || worker.run(rx, sink))?;
@@ -322,10 +402,9 @@ impl<T: Send + 'static> Wal<T> {
                 limit: MAX_RECORD,
             });
         }
-        if self.broken.load(Ordering::Relaxed) {
-            return Err(Error::WalIo(
-                "an earlier write failed and could not be undone".into(),
-            ));
+        let broken = self.broken.load(Ordering::Relaxed);
+        if broken != USABLE {
+            return Err(Error::WalFull(broken_reason(broken)));
         }
         let size = payload.len() + 8;
         let pending = self.stats.pending_bytes.load(Ordering::Relaxed);
@@ -411,15 +490,24 @@ struct Worker {
     active_len: u64,
     stats: Arc<WalStats>,
     low_watermark: Arc<AtomicU64>,
-    broken: Arc<AtomicBool>,
+    broken: Arc<AtomicU8>,
     trimmed_below: u64,
+    health: Option<Arc<StorageHealth>>,
+    /// The last write failed (reported to `health`).
+    failing: bool,
+    /// No usable segment: when to try opening one next.
+    repair_at: Option<Instant>,
+    repair_backoff: Duration,
 }
 
 impl Worker {
     fn open_segment(&mut self, id: u64) -> io::Result<()> {
         let path = segment_path(&self.dir, id);
+        // `id` is past every segment holding records (a failed earlier try may have left
+        // a partial file under it: truncated).
         let mut f = OpenOptions::new()
-            .create_new(true)
+            .create(true)
+            .truncate(true)
             .write(true)
             .open(&path)?;
         f.write_all(MAGIC)?;
@@ -447,6 +535,9 @@ impl Worker {
                     Ok(Msg::Append(r)) => group.push(r),
                     Ok(Msg::Stop) => stopping = true,
                     Err(RecvTimeoutError::Timeout) => {
+                        if self.repair_at.is_some_and(|at| Instant::now() >= at) {
+                            self.repair();
+                        }
                         self.trim();
                         continue;
                     }
@@ -485,6 +576,20 @@ impl Worker {
         buf: &mut Vec<u8>,
         sink: &mut impl Sink<T>,
     ) {
+        if self.active.is_none() {
+            self.repair();
+        }
+        if self.active.is_none() {
+            let reason = broken_reason(self.broken.load(Ordering::Relaxed));
+            let pending: usize = group.iter().map(|r| r.payload.len() + 8).sum();
+            self.stats
+                .pending_bytes
+                .fetch_sub(pending, Ordering::Relaxed);
+            for r in group.drain(..) {
+                let _ = r.done.send(Err(Error::WalFull(reason)));
+            }
+            return;
+        }
         buf.clear();
         let mut offsets = Vec::with_capacity(group.len());
         let base = self.active_len;
@@ -501,6 +606,12 @@ impl Worker {
             .fetch_sub(pending, Ordering::Relaxed);
         match result {
             Ok(()) => {
+                if self.failing {
+                    self.failing = false;
+                    if let Some(h) = &self.health {
+                        h.recovered(StorageOp::Wal);
+                    }
+                }
                 self.active_len += buf.len() as u64;
                 self.stats
                     .disk_bytes
@@ -515,35 +626,40 @@ impl Worker {
                     let _ = r.done.send(Ok(at));
                 }
                 if self.active_len >= self.segment_bytes {
-                    if let Err(e) = self.rotate() {
-                        tracing::error!(error = %e, "write-ahead log: cannot open a new segment");
-                        self.broken.store(true, Ordering::Relaxed);
+                    if let Some(f) = self.active.take() {
+                        if let Err(e) = f.sync_all() {
+                            tracing::error!(error = %e, "write-ahead log: syncing a full segment failed");
+                        }
                     }
+                    self.repair();
                 }
             }
             Err(e) => {
-                tracing::error!(error = %e, "write-ahead log: write failed");
-                // Undo the partial write so the segment stays well-formed.
+                let kind = FaultKind::of(&e);
+                let message = format!(
+                    "writing {}: {e}",
+                    segment_path(&self.dir, self.active_id).display()
+                );
+                tracing::error!(error = %message, "write-ahead log: write failed; the batch is refused");
+                self.failed(kind, message.clone());
+                // Undo the partial write so the segment stays well-formed; if that fails
+                // too, the segment is left (replay cuts a torn tail) and a new one is opened.
                 let undone = self
                     .active
                     .as_mut()
                     .map(|f| f.set_len(base).and_then(|_| f.seek(SeekFrom::Start(base))))
                     .transpose();
                 if !matches!(undone, Ok(Some(_))) {
-                    self.broken.store(true, Ordering::Relaxed);
+                    self.active = None;
+                    self.broken.store(broken_code(kind), Ordering::Relaxed);
+                    self.repair_at = Some(Instant::now());
                 }
-                // A full disk is a transient condition for the sender (retry later);
-                // other errors are failures.
-                let full = e.raw_os_error() == Some(libc::ENOSPC);
-                let message = format!(
-                    "writing {}: {e}",
-                    segment_path(&self.dir, self.active_id).display()
-                );
+                // A full or read-only device is a transient condition for the sender
+                // (retry later); other errors are failures.
                 for r in group.drain(..) {
-                    let err = if full {
-                        Error::WalFull("no space left on the WAL device")
-                    } else {
-                        Error::WalIo(message.clone())
+                    let err = match kind {
+                        FaultKind::Io => Error::WalIo(message.clone()),
+                        k => Error::WalFull(unusable_reason(k)),
                     };
                     let _ = r.done.send(Err(err));
                 }
@@ -569,12 +685,47 @@ impl Worker {
         Ok(())
     }
 
-    fn rotate(&mut self) -> io::Result<()> {
-        if let Some(f) = self.active.take() {
-            f.sync_all()?;
+    fn failed(&mut self, kind: FaultKind, message: String) {
+        self.failing = true;
+        if let Some(h) = &self.health {
+            h.failed(StorageOp::Wal, kind, message);
+        }
+    }
+
+    /// Opens the next segment when there is none (start, rotation, or a write that could
+    /// not be undone); on failure appends are refused and it is retried with backoff.
+    fn repair(&mut self) {
+        if self.active.is_some() {
+            return;
         }
         let next = self.active_id + 1;
-        self.open_segment(next)
+        match self.open_segment(next) {
+            Ok(()) => {
+                if self.repair_at.take().is_some() {
+                    tracing::info!(segment = next, "write-ahead log: writing again");
+                }
+                self.repair_backoff = Duration::ZERO;
+                self.broken.store(USABLE, Ordering::Relaxed);
+                if self.failing {
+                    self.failing = false;
+                    if let Some(h) = &self.health {
+                        h.recovered(StorageOp::Wal);
+                    }
+                }
+            }
+            Err(e) => self.segment_failed(next, e),
+        }
+    }
+
+    fn segment_failed(&mut self, id: u64, e: io::Error) {
+        let kind = FaultKind::of(&e);
+        self.broken.store(broken_code(kind), Ordering::Relaxed);
+        self.repair_backoff =
+            (self.repair_backoff * 2).clamp(Duration::from_millis(200), Duration::from_secs(5));
+        self.repair_at = Some(Instant::now() + self.repair_backoff);
+        let message = format!("creating {}: {e}", segment_path(&self.dir, id).display());
+        tracing::error!(error = %message, retry_in_ms = self.repair_backoff.as_millis() as u64, "write-ahead log: cannot open a segment; appends are refused until it can");
+        self.failed(kind, message);
     }
 
     /// Deletes segments entirely below the low watermark (never the active one).

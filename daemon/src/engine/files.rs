@@ -158,7 +158,12 @@ impl SealEntry {
 /// The append-only seal journal.
 pub struct SealJournal {
     path: PathBuf,
-    file: File,
+    /// Open for appending (`None` after a compaction could not reopen it).
+    file: Option<File>,
+    /// Length of its good part (complete lines).
+    len: u64,
+    /// A failed commit may have left a partial line after `len` that is not cut yet.
+    cut_pending: bool,
 }
 
 impl SealJournal {
@@ -199,16 +204,43 @@ impl SealJournal {
         file.set_len(good)?;
         let mut j = SealJournal {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
+            len: good,
+            cut_pending: false,
         };
-        io::Seek::seek(&mut j.file, io::SeekFrom::Start(good))?;
+        if let Some(f) = j.file.as_mut() {
+            io::Seek::seek(f, io::SeekFrom::Start(good))?;
+        }
         Ok((j, entries))
     }
 
-    /// Appends and fsyncs one entry: the commit point of a seal.
+    /// Appends and fsyncs one entry: the commit point of a seal. On failure the journal is
+    /// cut back to its last complete line (a partial or unsynced line must not stand in
+    /// front of later commits: reading stops at the first bad line).
     pub fn commit(&mut self, e: &SealEntry) -> io::Result<()> {
-        self.file.write_all(e.to_line().as_bytes())?;
-        self.file.sync_data()
+        if self.file.is_none() {
+            self.file = Some(OpenOptions::new().write(true).open(&self.path)?);
+            self.cut_pending = true;
+        }
+        let f = self.file.as_mut().expect("opened above");
+        if self.cut_pending {
+            f.set_len(self.len)?;
+            io::Seek::seek(f, io::SeekFrom::Start(self.len))?;
+            self.cut_pending = false;
+        }
+        let line = e.to_line();
+        if let Err(err) = f.write_all(line.as_bytes()).and_then(|_| f.sync_data()) {
+            self.cut_pending = true;
+            if f.set_len(self.len)
+                .and_then(|_| io::Seek::seek(f, io::SeekFrom::Start(self.len)))
+                .is_ok()
+            {
+                self.cut_pending = false;
+            }
+            return Err(err);
+        }
+        self.len += line.len() as u64;
+        Ok(())
     }
 
     /// Rewrites the journal with only `keep` (tmp + fsync + rename).
@@ -218,12 +250,21 @@ impl SealJournal {
         for e in keep {
             body.push_str(&e.to_line());
         }
-        write_synced(&tmp, body.as_bytes())?;
+        if let Err(e) = write_synced(&tmp, body.as_bytes()) {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
         fs::rename(&tmp, &self.path)?;
+        // From here the journal is the compacted one, whatever fails below.
+        self.file = None;
+        self.len = body.len() as u64;
+        self.cut_pending = false;
         if let Some(dir) = self.path.parent() {
             sync_dir(dir)?;
         }
-        self.file = OpenOptions::new().append(true).open(&self.path)?;
+        let mut f = OpenOptions::new().write(true).open(&self.path)?;
+        io::Seek::seek(&mut f, io::SeekFrom::Start(self.len))?;
+        self.file = Some(f);
         Ok(())
     }
 }
