@@ -21,6 +21,7 @@ use tsfiled_connectors::{Batch, RejectReason, Rejection};
 use crate::engine::batch::{SeriesData, WriteBatch};
 use crate::engine::schema::{self, Registry, SchemaRule, TypeDefaults};
 use crate::engine::{Engine, EngineMsg, EngineOptions, SealReason, WalControl};
+use crate::health::StorageHealth;
 use crate::metrics::Metrics;
 use crate::notify::Progress;
 use crate::wal::{self, Wal, WalOptions};
@@ -128,6 +129,7 @@ pub struct Pipeline {
     status: Arc<Mutex<crate::engine::EngineStatus>>,
     wal_max_bytes: u64,
     memtable_budget: usize,
+    health: Arc<StorageHealth>,
     _lock: Box<dyn std::any::Any + Send + Sync>,
 }
 
@@ -191,6 +193,7 @@ impl Pipeline {
         let registry = Arc::new(Mutex::new(reg));
         let sg_level = opts.engine.sg_level;
         let mut engine = Engine::open(opts.engine.clone(), registry.clone(), metrics.clone())?;
+        let health = engine.health_handle();
         let started = Instant::now();
         let mut replayed = 0u64;
         let mut bad = 0u64;
@@ -228,7 +231,7 @@ impl Pipeline {
         }
         let (engine_tx, engine_rx) = sync_channel::<EngineMsg>(64);
         let sink_tx = engine_tx.clone();
-        let wal = Wal::start(
+        let wal = Wal::start_with_health(
             opts.wal.clone(),
             next_segment,
             disk,
@@ -239,6 +242,7 @@ impl Pipeline {
                     received,
                 });
             },
+            Some(health.clone()),
         )?;
         engine.set_progress(progress.clone());
         let status = engine.status_handle();
@@ -246,6 +250,7 @@ impl Pipeline {
             watermark: wal.watermark_handle(),
             stats: wal.stats().clone(),
             max_bytes: opts.wal.max_bytes,
+            dir: opts.wal.dir.clone(),
         });
         engine.tick();
         let thread = std::thread::Builder::new()
@@ -266,6 +271,7 @@ impl Pipeline {
             status,
             wal_max_bytes: opts.wal.max_bytes,
             memtable_budget: opts.engine.memtable_bytes,
+            health,
             _lock: lock,
         });
         // Series exist from the start (at 0), so alerts and rates see them.
@@ -360,15 +366,40 @@ impl Pipeline {
             .memtable_bytes
             .with_label_values(&[self.name.as_str()])
             .get();
+        let faults: Vec<serde_json::Value> = self
+            .health
+            .faults()
+            .into_iter()
+            .map(|f| {
+                serde_json::json!({
+                    "op": f.op.label(),
+                    "kind": f.kind.label(),
+                    "message": f.message,
+                    "since_ms": f.since_ms,
+                })
+            })
+            .collect();
+        let refusal = self.health.refusal();
         serde_json::json!({
             "name": self.name,
-            "accepting": self.is_accepting() && self.wal_fill() < 1.0,
+            "accepting": self.is_accepting() && self.wal_fill() < 1.0 && refusal.is_none(),
+            "storage": {
+                "degraded": !faults.is_empty(),
+                "reason": self.health.summary(),
+                "refusing": refusal,
+                "faults": faults,
+            },
             "wal": {"bytes": st.disk_bytes.load(Ordering::Relaxed), "max_bytes": self.wal_max_bytes},
             "memtable": {"bytes": memtable, "budget_bytes": self.memtable_budget},
             "sources": sources.iter().map(|(n, t, s)| serde_json::json!({"name": n, "type": t, "state": s})).collect::<Vec<_>>(),
             "open_files": open,
             "recent_sealed": sealed,
         })
+    }
+
+    /// The pipeline's storage health (failing operations, why intake is refused).
+    pub fn health(&self) -> &Arc<StorageHealth> {
+        &self.health
     }
 
     /// Whether the pipeline takes submissions.
@@ -524,6 +555,17 @@ impl Pipeline {
         if !self.is_accepting() {
             return Err(Error::Refused(Refusal::Closed));
         }
+        if let Some(reason) = self.health.refusal() {
+            // Storage is failing: points could only pile up in the WAL until it is fixed.
+            self.metrics
+                .backpressure
+                .with_label_values(&[&self.name, source])
+                .inc();
+            return Err(Error::Refused(Refusal::Full {
+                reason,
+                retry_after: self.retry_after,
+            }));
+        }
         let (wb, rejections) = self.normalize(batch);
         self.count(source, &wb, &rejections);
         let outcome = SubmitOutcome {
@@ -658,7 +700,14 @@ impl Pipeline {
     /// (blocking; call from a blocking context).
     pub fn shutdown_blocking(&self) {
         self.stop_threads(|done| EngineMsg::Stop { done });
-        tracing::info!(pipeline = %self.name, "pipeline stopped; every file sealed");
+        match self.health.summary() {
+            None => tracing::info!(pipeline = %self.name, "pipeline stopped; every file sealed"),
+            Some(why) => tracing::warn!(
+                pipeline = %self.name,
+                storage = %why,
+                "pipeline stopped with storage failing; what could not be sealed stays in the write-ahead log for the next start"
+            ),
+        }
     }
 }
 

@@ -22,15 +22,16 @@
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use tsfiled_fsio::{Fs, FsFile, FsRef};
 
+use crate::health::{FaultKind, StorageHealth, StorageOp};
 use crate::{Error, Result};
 
 /// A log position: `segment << 40 | byte offset in the segment`.
@@ -57,7 +58,8 @@ pub fn lsn_segment(lsn: Lsn) -> u64 {
 pub struct WalOptions {
     /// Directory of the segment files.
     pub dir: PathBuf,
-    /// A segment is rotated once it reaches this size.
+    /// A segment is rotated once it reaches this size, or an eighth of `max_bytes` if that
+    /// is smaller (only whole segments are trimmed: the log must rotate well before its limit).
     pub segment_bytes: u64,
     /// Appends are refused ("full") while the segments on disk plus queued bytes exceed this.
     pub max_bytes: u64,
@@ -157,7 +159,36 @@ pub struct Wal<T: Send + 'static> {
     thread: Mutex<Option<JoinHandle<()>>>,
     stats: Arc<WalStats>,
     low_watermark: Arc<AtomicU64>,
+    broken: Arc<AtomicU8>,
     opts: WalOptions,
+}
+
+/// The log has no segment it can write to (it retries opening one): 0 no, else why.
+const USABLE: u8 = 0;
+
+fn broken_code(kind: FaultKind) -> u8 {
+    match kind {
+        FaultKind::NoSpace => 1,
+        FaultKind::ReadOnly => 2,
+        FaultKind::Io => 3,
+    }
+}
+
+/// Why appends are refused while the log cannot write (the [`Error::WalFull`] reason).
+fn unusable_reason(kind: FaultKind) -> &'static str {
+    match kind {
+        FaultKind::NoSpace => "no space left on the WAL device",
+        FaultKind::ReadOnly => "the WAL device is read-only",
+        FaultKind::Io => "the WAL device has I/O errors",
+    }
+}
+
+fn broken_reason(code: u8) -> &'static str {
+    unusable_reason(match code {
+        1 => FaultKind::NoSpace,
+        2 => FaultKind::ReadOnly,
+        _ => FaultKind::Io,
+    })
 }
 
 /// A pending append: resolves once the record is durable.
@@ -273,6 +304,38 @@ fn resync(data: &[u8], from: usize) -> Option<usize> {
     })
 }
 
+/// Reads the records with `from <= lsn <= upto` without changing anything (the log may be
+/// appended meanwhile: a record being written past `upto` is not read), calling `f` for each
+/// until it returns `false`.
+pub fn read_range(
+    fs: &dyn Fs,
+    dir: &Path,
+    from: Lsn,
+    upto: Lsn,
+    mut f: impl FnMut(Lsn, &[u8]) -> bool,
+) -> io::Result<()> {
+    for (id, path) in list_segments(fs, dir)? {
+        if id < lsn_segment(from) {
+            continue;
+        }
+        if id > lsn_segment(upto) {
+            break;
+        }
+        let data = fs.read(&path)?;
+        let mut go = true;
+        scan_segment(&data, 0, |offset, payload| {
+            let at = lsn(id, offset as u64);
+            if go && at >= from && at <= upto {
+                go = f(at, payload);
+            }
+        });
+        if !go {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// Scans one segment's bytes from `start` (0: the header first): calls
 /// `f(offset, payload)` per good record; returns where the good part ends and, if it
 /// ends early, why.
@@ -327,17 +390,31 @@ impl<T: Send + 'static> Wal<T> {
         initial_disk_bytes: u64,
         sink: impl Sink<T>,
     ) -> io::Result<Self> {
+        Wal::start_with_health(opts, first_segment, initial_disk_bytes, sink, None)
+    }
+
+    /// [`Wal::start`] reporting write failures and recoveries to `health`. A first segment
+    /// that cannot be created (a full or read-only device) does not fail the start: appends
+    /// are refused and the log retries creating it.
+    pub fn start_with_health(
+        opts: WalOptions,
+        first_segment: u64,
+        initial_disk_bytes: u64,
+        sink: impl Sink<T>,
+        health: Option<Arc<StorageHealth>>,
+    ) -> io::Result<Self> {
         tsfiled_fsio::create_dir_all_synced(&*opts.fs, &opts.dir)?;
         let stats = Arc::new(WalStats::default());
         stats
             .disk_bytes
             .store(initial_disk_bytes, Ordering::Relaxed);
         let low_watermark = Arc::new(AtomicU64::new(0));
+        let broken = Arc::new(AtomicU8::new(USABLE));
         let (tx, rx) = mpsc::channel();
         let mut worker = Worker {
             fs: opts.fs.clone(),
             dir: opts.dir.clone(),
-            segment_bytes: opts.segment_bytes,
+            segment_bytes: opts.segment_bytes.min((opts.max_bytes / 8).max(64 * 1024)),
             commit_delay: opts.commit_delay,
             commit_bytes: opts.commit_bytes.max(1),
             active: None,
@@ -345,9 +422,16 @@ impl<T: Send + 'static> Wal<T> {
             active_len: 0,
             stats: stats.clone(),
             low_watermark: low_watermark.clone(),
+            broken: broken.clone(),
             trimmed_below: 0,
+            health,
+            failing: false,
+            repair_at: None,
+            repair_backoff: Duration::ZERO,
         };
-        worker.open_segment(first_segment)?;
+        if let Err(e) = worker.open_segment(first_segment) {
+            worker.segment_failed(first_segment, e);
+        }
         let thread = std::thread::Builder::new()
             .name("tsfiled-wal".into())
             .spawn(move || worker.run(rx, sink))?;
@@ -356,6 +440,7 @@ impl<T: Send + 'static> Wal<T> {
             thread: Mutex::new(Some(thread)),
             stats,
             low_watermark,
+            broken,
             opts,
         })
     }
@@ -368,6 +453,10 @@ impl<T: Send + 'static> Wal<T> {
                 bytes: payload.len(),
                 limit: MAX_RECORD,
             });
+        }
+        let broken = self.broken.load(Ordering::Relaxed);
+        if broken != USABLE {
+            return Err(Error::WalFull(broken_reason(broken)));
         }
         let size = payload.len() + 8;
         let pending = self.stats.pending_bytes.load(Ordering::Relaxed);
@@ -449,26 +538,33 @@ struct Worker {
     segment_bytes: u64,
     commit_delay: Duration,
     commit_bytes: usize,
-    /// The segment being written; `None` after a failure retired it (the next group
-    /// opens segment `active_id + 1`).
+    /// The segment being written; `None` after rotation or after a failure retired it
+    /// (the next group opens segment `active_id + 1`).
     active: Option<Box<dyn FsFile>>,
     active_id: u64,
     active_len: u64,
     stats: Arc<WalStats>,
     low_watermark: Arc<AtomicU64>,
+    broken: Arc<AtomicU8>,
     trimmed_below: u64,
+    health: Option<Arc<StorageHealth>>,
+    /// The last write failed (reported to `health`).
+    failing: bool,
+    /// No usable segment: when to try opening one next.
+    repair_at: Option<Instant>,
+    repair_backoff: Duration,
 }
 
 impl Worker {
     fn open_segment(&mut self, id: u64) -> io::Result<()> {
         let path = segment_path(&self.dir, id);
-        // Taken even if opening fails, so a retry never reuses a half-made file.
-        self.active_id = id;
         if !self.fs.exists(&self.dir) {
             tracing::error!(dir = %self.dir.display(), "write-ahead log: the directory vanished; creating it again");
             tsfiled_fsio::create_dir_all_synced(&*self.fs, &self.dir)?;
         }
-        let mut f = self.fs.create_new(&path)?;
+        // `id` is past every segment holding records (a failed earlier try may have left
+        // a partial file under it: truncated).
+        let mut f = self.fs.create(&path)?;
         let ready = f
             .write_all(MAGIC)
             .and_then(|_| f.sync_all())
@@ -500,6 +596,9 @@ impl Worker {
                     Ok(Msg::Append(r)) => group.push(r),
                     Ok(Msg::Stop) => stopping = true,
                     Err(RecvTimeoutError::Timeout) => {
+                        if self.repair_at.is_some_and(|at| Instant::now() >= at) {
+                            self.repair();
+                        }
                         self.trim();
                         continue;
                     }
@@ -538,17 +637,21 @@ impl Worker {
         buf: &mut Vec<u8>,
         sink: &mut impl Sink<T>,
     ) {
-        buf.clear();
         if self.active.is_none() {
-            if let Err(e) = self.open_segment(self.active_id + 1) {
-                let pending: usize = group.iter().map(|r| r.payload.len() + 8).sum();
-                self.stats
-                    .pending_bytes
-                    .fetch_sub(pending, Ordering::Relaxed);
-                self.fail_group(group, &e);
-                return;
-            }
+            self.repair();
         }
+        if self.active.is_none() {
+            let reason = broken_reason(self.broken.load(Ordering::Relaxed));
+            let pending: usize = group.iter().map(|r| r.payload.len() + 8).sum();
+            self.stats
+                .pending_bytes
+                .fetch_sub(pending, Ordering::Relaxed);
+            for r in group.drain(..) {
+                let _ = r.done.send(Err(Error::WalFull(reason)));
+            }
+            return;
+        }
+        buf.clear();
         let mut offsets = Vec::with_capacity(group.len());
         let base = self.active_len;
         for r in group.iter() {
@@ -566,6 +669,12 @@ impl Worker {
             .fetch_sub(pending, Ordering::Relaxed);
         match result {
             Ok(()) => {
+                if self.failing {
+                    self.failing = false;
+                    if let Some(h) = &self.health {
+                        h.recovered(StorageOp::Wal);
+                    }
+                }
                 self.active_len += buf.len() as u64;
                 self.stats
                     .disk_bytes
@@ -580,58 +689,42 @@ impl Worker {
                     let _ = r.done.send(Ok(at));
                 }
                 if self.active_len >= self.segment_bytes {
-                    self.rotate();
+                    if let Some(mut f) = self.active.take() {
+                        if let Err(e) = f.sync_all() {
+                            tracing::error!(error = %e, "write-ahead log: syncing a full segment failed");
+                        }
+                    }
+                    self.repair();
                 }
             }
             Err(e) => {
-                tracing::error!(segment = %segment_path(&self.dir, self.active_id).display(), error = %e, "write-ahead log: write failed; retiring the segment");
-                // Cut the partial write so the segment ends well-formed (if this fails
+                let kind = FaultKind::of(&e);
+                let message = format!(
+                    "writing {}: {e}",
+                    segment_path(&self.dir, self.active_id).display()
+                );
+                tracing::error!(error = %message, "write-ahead log: write failed; the batch is refused");
+                self.failed(kind, message.clone());
+                // Cut the partial write so the segment ends well-formed (if that fails
                 // too, replay cuts the torn tail), and never write or fsync this file
-                // again: after a failed fsync its unsynced bytes are presumed lost.
+                // again: after a failed fsync its unsynced bytes are presumed lost
+                // ("fsyncgate"). The next group opens a new segment.
                 if let Some(mut f) = self.active.take() {
                     if f.set_len(base).is_ok() {
                         let _ = f.sync_all();
                     }
                 }
-                self.fail_group(group, &e);
+                // A full or read-only device is a transient condition for the sender
+                // (retry later); other errors are failures.
+                for r in group.drain(..) {
+                    let err = match kind {
+                        FaultKind::Io => Error::WalIo(message.clone()),
+                        k => Error::WalFull(unusable_reason(k)),
+                    };
+                    let _ = r.done.send(Err(err));
+                }
             }
         }
-    }
-
-    /// Answers every request of a group that could not be made durable. A full disk is
-    /// a transient condition for the sender (retry later); other errors are failures.
-    fn fail_group<T>(&self, group: &mut Vec<Request<T>>, e: &io::Error) {
-        let full = e.raw_os_error() == Some(libc::ENOSPC);
-        let message = format!(
-            "writing {}: {e}",
-            segment_path(&self.dir, self.active_id).display()
-        );
-        for r in group.drain(..) {
-            let err = if full {
-                Error::WalFull("no space left on the WAL device")
-            } else {
-                Error::WalIo(message.clone())
-            };
-            let _ = r.done.send(Err(err));
-        }
-    }
-
-    /// After an fsync: the segment must still have its name, or the records are in an
-    /// unlinked file that no restart would find (its directory was deleted). Then the
-    /// group is refused, and the engine is told to seal what earlier groups delivered.
-    fn check_segment_named(&mut self) -> io::Result<()> {
-        let path = segment_path(&self.dir, self.active_id);
-        if self.fs.exists(&path) {
-            return Ok(());
-        }
-        self.stats.lost_segments.store(true, Ordering::Relaxed);
-        Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!(
-                "{} was deleted while in use (the write-ahead log directory was removed?)",
-                path.display()
-            ),
-        ))
     }
 
     fn write_and_sync(&mut self, buf: &[u8]) -> io::Result<()> {
@@ -652,10 +745,65 @@ impl Worker {
         Ok(())
     }
 
-    /// Closes the full segment (its records are synced already); the next group
-    /// opens the next one.
-    fn rotate(&mut self) {
-        self.active = None;
+    /// After an fsync: the segment must still have its name, or the records are in an
+    /// unlinked file that no restart would find (its directory was deleted). Then the
+    /// group is refused, and the engine is told to seal what earlier groups delivered.
+    fn check_segment_named(&mut self) -> io::Result<()> {
+        let path = segment_path(&self.dir, self.active_id);
+        if self.fs.exists(&path) {
+            return Ok(());
+        }
+        self.stats.lost_segments.store(true, Ordering::Relaxed);
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "{} was deleted while in use (the write-ahead log directory was removed?)",
+                path.display()
+            ),
+        ))
+    }
+
+    fn failed(&mut self, kind: FaultKind, message: String) {
+        self.failing = true;
+        if let Some(h) = &self.health {
+            h.failed(StorageOp::Wal, kind, message);
+        }
+    }
+
+    /// Opens the next segment when there is none (start, rotation, or a write that could
+    /// not be undone); on failure appends are refused and it is retried with backoff.
+    fn repair(&mut self) {
+        if self.active.is_some() {
+            return;
+        }
+        let next = self.active_id + 1;
+        match self.open_segment(next) {
+            Ok(()) => {
+                if self.repair_at.take().is_some() {
+                    tracing::info!(segment = next, "write-ahead log: writing again");
+                }
+                self.repair_backoff = Duration::ZERO;
+                self.broken.store(USABLE, Ordering::Relaxed);
+                if self.failing {
+                    self.failing = false;
+                    if let Some(h) = &self.health {
+                        h.recovered(StorageOp::Wal);
+                    }
+                }
+            }
+            Err(e) => self.segment_failed(next, e),
+        }
+    }
+
+    fn segment_failed(&mut self, id: u64, e: io::Error) {
+        let kind = FaultKind::of(&e);
+        self.broken.store(broken_code(kind), Ordering::Relaxed);
+        self.repair_backoff =
+            (self.repair_backoff * 2).clamp(Duration::from_millis(200), Duration::from_secs(5));
+        self.repair_at = Some(Instant::now() + self.repair_backoff);
+        let message = format!("creating {}: {e}", segment_path(&self.dir, id).display());
+        tracing::error!(error = %message, retry_in_ms = self.repair_backoff.as_millis() as u64, "write-ahead log: cannot open a segment; appends are refused until it can");
+        self.failed(kind, message);
     }
 
     /// Deletes segments entirely below the low watermark (never the active one).

@@ -297,7 +297,6 @@ fn reference() -> (Vec<tsfiled_fsio::sim::Call>, Seen) {
 }
 
 #[test]
-#[ignore = "fails until the disk-full fix (issue 14 item 1: a failed seal loses points) is merged"]
 fn every_single_io_failure_keeps_acknowledged_points() {
     let started = Instant::now();
     let (log, reference) = reference();

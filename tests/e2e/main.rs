@@ -8,6 +8,7 @@ mod bad_input;
 mod config;
 mod crash;
 mod csv;
+mod disk_full;
 mod limits;
 mod mqtt;
 mod push;
