@@ -306,7 +306,7 @@ fn every_single_io_failure_keeps_acknowledged_points() {
     let mut carried_on = 0;
     let mut sites: BTreeSet<(Op, String)> = BTreeSet::new();
     let mut failures = Vec::new();
-    for k in indices(n, 7) {
+    for k in indices(n, 3) {
         let op = log[k as usize].op;
         for &fault in Fault::for_op(op) {
             let fs = SimFs::new();
@@ -351,7 +351,7 @@ fn power_loss_at_every_call_keeps_acknowledged_points() {
     let n = log.len() as u64;
     let mut points = 0;
     let mut images = 0;
-    for k in indices(n, 5) {
+    for k in indices(n, 3) {
         let fs = SimFs::new();
         fs.crash_at(k);
         let seen = workload(&fs);
