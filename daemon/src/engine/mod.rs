@@ -1567,6 +1567,35 @@ struct JournalState {
 }
 
 impl JournalState {
+    /// What a rewritten journal must hold: for files whose renames are still pending and
+    /// that no group's last entry lists, an entry naming them (first, with nothing
+    /// covered, so recovery still rolls them forward), then each group's last entry.
+    fn keep(&self) -> Vec<SealEntry> {
+        let listed: HashSet<&String> = self
+            .last_by_group
+            .values()
+            .flat_map(|e| e.files.iter())
+            .collect();
+        let mut keep: Vec<SealEntry> = self
+            .unrenamed
+            .iter()
+            .filter(|f| !listed.contains(f))
+            .filter_map(|f| {
+                let mut parts = f.split('/');
+                let (_space, sg, partition) = (parts.next()?, parts.next()?, parts.next()?);
+                Some(SealEntry {
+                    sg: sg.to_string(),
+                    partition: partition.parse().ok()?,
+                    covered: 0,
+                    max_version: 0,
+                    files: vec![f.clone()],
+                })
+            })
+            .collect();
+        keep.extend(self.last_by_group.values().cloned());
+        keep
+    }
+
     /// Renames committed files into place; keeps those that fail for later.
     fn rename_committed(&mut self) {
         let data_dir = self.data_dir.clone();
@@ -1629,7 +1658,7 @@ impl JournalState {
                 })
                 .collect(),
         };
-        let known: Vec<SealEntry> = self.last_by_group.values().cloned().collect();
+        let known = self.keep();
         if let Err(e) = self.journal.commit(&entry, &known) {
             for (fin, tmp, _) in &prepared {
                 let _ = fs.remove_file(tmp);
@@ -1657,7 +1686,7 @@ impl JournalState {
             .insert((entry.sg.clone(), entry.partition), entry);
         self.entries += 1;
         if self.entries > 1000 + 2 * self.last_by_group.len() {
-            let keep: Vec<SealEntry> = self.last_by_group.values().cloned().collect();
+            let keep = self.keep();
             if self.journal.compact(&keep).is_ok() {
                 self.entries = keep.len();
             }
