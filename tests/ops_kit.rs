@@ -513,6 +513,7 @@ fn alert_rules_cover_the_conditions_and_each_is_unit_tested() {
         "TsfiledMemtableNearFull",
         "TsfiledMqttDisconnected",
         "TsfiledNoFileSealed",
+        "TsfiledStorageDegraded",
     ] {
         assert!(alerts.contains(required), "alerts.yml lacks {required}");
     }
