@@ -1,5 +1,5 @@
 //! Prometheus metrics, prefix `tsfiled_`. Labels are bounded: `pipeline`, `source`,
-//! `reason`, `code` — never device or file names.
+//! `reason`, `code`, `op`, `kind` — never device or file names.
 
 use std::sync::{Arc, Mutex};
 

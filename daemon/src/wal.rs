@@ -1139,6 +1139,55 @@ mod tests {
     }
 
     #[test]
+    fn a_segment_that_cannot_be_created_refuses_appends_until_it_can() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A directory where the first segment file goes: creating it fails (EISDIR).
+        fs::create_dir(segment_path(tmp.path(), 0)).unwrap();
+        let metrics = crate::metrics::Metrics::new();
+        let health = StorageHealth::new("t", metrics.clone());
+        let (tx, rx) = mpsc::channel();
+        let wal = Wal::start_with_health(
+            WalOptions::new(tmp.path()),
+            0,
+            0,
+            move |lsn, item: u32| {
+                let _ = tx.send((lsn, item));
+            },
+            Some(health.clone()),
+        )
+        .expect("the log starts without a usable segment");
+        match wal.append(vec![1; 10], 1) {
+            Err(Error::WalFull(reason)) => assert_eq!(reason, "the WAL device has I/O errors"),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        assert!(health.is_degraded());
+        assert!(metrics
+            .render()
+            .contains(r#"tsfiled_storage_errors_total{kind="io",op="wal",pipeline="t"} 1"#));
+        // The obstacle goes: the log opens the next segment by itself and takes appends.
+        fs::remove_dir(segment_path(tmp.path(), 0)).unwrap();
+        let start = std::time::Instant::now();
+        let lsn = loop {
+            match wal.append(vec![2; 10], 2) {
+                Ok(t) => break t.wait_blocking().unwrap(),
+                Err(Error::WalFull(_)) => {
+                    assert!(start.elapsed() < Duration::from_secs(30), "never recovered");
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        assert_eq!(lsn_segment(lsn), 1);
+        assert_eq!(rx.recv().unwrap(), (lsn, 2));
+        assert!(!health.is_degraded());
+        drop(wal);
+        let mut recs = Vec::new();
+        replay(tmp.path(), |r| recs.push(r)).unwrap();
+        assert_eq!(recs.len(), 1);
+        assert_eq!(recs[0].payload, vec![2; 10]);
+    }
+
+    #[test]
     fn segment_without_header_is_removed() {
         let tmp = tempfile::tempdir().unwrap();
         fs::write(segment_path(tmp.path(), 3), b"TSF").unwrap();

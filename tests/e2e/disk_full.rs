@@ -415,6 +415,23 @@ fn fill(dir: &Path) -> PathBuf {
     path
 }
 
+/// Waits (30 s at most) for a systemd notification containing `needle`; returns it.
+fn notified(sock: &std::os::unix::net::UnixDatagram, needle: &str) -> String {
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    while start.elapsed() < Duration::from_secs(30) {
+        if let Ok(n) = sock.recv(&mut buf) {
+            let msg = String::from_utf8_lossy(&buf[..n]).to_string();
+            if msg.contains(needle) {
+                return msg;
+            }
+            seen.push(msg);
+        }
+    }
+    panic!("no notification with {needle:?}; saw {seen:?}");
+}
+
 /// A disk full before the daemon starts (with acknowledged points waiting in its WAL after a
 /// crash): it starts, refuses intake saying why, and writes everything once space returns.
 #[test]
@@ -436,7 +453,15 @@ seal_idle = "1s""#;
         std::fs::remove_file(t).unwrap();
     }
     let filler = fill(&mnt.0);
-    let d = DaemonProc::start_with(&["run", "--config", &file]);
+    // Under a fake systemd: its status line says why intake is refused.
+    let sock_path = tmp.path().join("notify.sock");
+    let sock = std::os::unix::net::UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let d = DaemonProc::start_env(
+        &["run", "--config", &file],
+        &[("NOTIFY_SOCKET", sock_path.to_str().unwrap())],
+    );
     p.addr = d.addr;
     p.conn = None;
     let refusal = push_until_refused(&mut p, 60, "full at start-up");
@@ -447,11 +472,14 @@ seal_idle = "1s""#;
         s["degraded"] == true && s["faults"][0]["kind"] == "no_space"
     });
     assert_eq!(degraded(d.addr), Some(1.0));
+    let status = notified(&sock, "STATUS=pipeline main: storage degraded (");
+    assert!(status.contains("No space left on device"), "{status}");
     std::fs::remove_file(filler).unwrap();
     push_acknowledged(&mut p, 50, "after space came back");
     until("tsfiled_storage_degraded back to 0", 60, || {
         degraded(d.addr) == Some(0.0)
     });
+    notified(&sock, "STATUS=1 pipeline(s) up");
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
     let d = DaemonProc::start_with(&["run", "--config", &file]);
