@@ -1182,7 +1182,7 @@ mod tests {
         assert!(!health.is_degraded());
         drop(wal);
         let mut recs = Vec::new();
-        replay(tmp.path(), |r| recs.push(r)).unwrap();
+        replay(&*tsfiled_fsio::std_fs(), tmp.path(), |r| recs.push(r)).unwrap();
         assert_eq!(recs.len(), 1);
         assert_eq!(recs[0].payload, vec![2; 10]);
     }
