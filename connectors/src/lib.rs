@@ -15,6 +15,7 @@
 pub mod csv;
 pub mod error;
 pub mod iotdb_json;
+pub mod iotdb_rest;
 pub mod line_protocol;
 pub mod model;
 pub mod mqtt;
