@@ -469,6 +469,9 @@ pub enum HttpEndpoint {
     IotdbJson,
     /// `POST {base}/write` and `POST {base}/api/v2/write`.
     LineProtocol,
+    /// IoTDB's REST write API: `POST {base}/rest/v2/insertTablet`,
+    /// `POST {base}/rest/v2/insertRecords` and `POST {base}/rest/v1/insertTablet`.
+    IotdbRest,
 }
 
 impl HttpEndpoint {
@@ -477,6 +480,7 @@ impl HttpEndpoint {
         match self {
             HttpEndpoint::IotdbJson => "iotdb-json",
             HttpEndpoint::LineProtocol => "line-protocol",
+            HttpEndpoint::IotdbRest => "iotdb-rest",
         }
     }
 
@@ -490,6 +494,11 @@ impl HttpEndpoint {
                     format!("{base_path}/api/v2/write"),
                 ]
             }
+            HttpEndpoint::IotdbRest => vec![
+                format!("{base_path}/rest/v2/insertTablet"),
+                format!("{base_path}/rest/v2/insertRecords"),
+                format!("{base_path}/rest/v1/insertTablet"),
+            ],
         }
     }
 }

@@ -417,9 +417,11 @@ config_table! {
         #[key("base_path", "string", "\"\"")]
         base_path: Option<String>,
         /// Which endpoints to serve: `"iotdb-json"` (`POST /ingest/iotdb-json`, IoTDB's JSON
-        /// records) and `"line-protocol"` (`POST /write` and `POST /api/v2/write`, InfluxDB
-        /// line protocol, as Telegraf's influxdb outputs send).
-        #[key("endpoints", "array of \"iotdb-json\" | \"line-protocol\"", "[\"iotdb-json\", \"line-protocol\"]")]
+        /// records), `"line-protocol"` (`POST /write` and `POST /api/v2/write`, InfluxDB line
+        /// protocol, as Telegraf's influxdb outputs send) and `"iotdb-rest"` (IoTDB's REST write
+        /// API: `POST /rest/v2/insertTablet`, `/rest/v2/insertRecords`, `/rest/v1/insertTablet`;
+        /// `GET /ping` then answers as IoTDB does).
+        #[key("endpoints", "array of \"iotdb-json\" | \"line-protocol\" | \"iotdb-rest\"", "[\"iotdb-json\", \"line-protocol\", \"iotdb-rest\"]")]
         endpoints: Option<Vec<String>>,
         /// Line protocol: device path = `path_prefix` + `.` + `device_template`, the fields
         /// become measurements. May be `"root"` itself.

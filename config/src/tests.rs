@@ -72,7 +72,14 @@ fn default_config_validates() {
     };
     assert_eq!(
         h.routes(),
-        vec!["/ingest/iotdb-json", "/write", "/api/v2/write"]
+        vec![
+            "/ingest/iotdb-json",
+            "/write",
+            "/api/v2/write",
+            "/rest/v2/insertTablet",
+            "/rest/v2/insertRecords",
+            "/rest/v1/insertTablet"
+        ]
     );
     assert!(!c.http.auth_required());
     // The embedded default equals the defaults of a minimal file.

@@ -1383,12 +1383,18 @@ fn validate_http_source(
     }
     let mut endpoints = Vec::new();
     match &h.endpoints {
-        None => endpoints = vec![HttpEndpoint::IotdbJson, HttpEndpoint::LineProtocol],
+        None => {
+            endpoints = vec![
+                HttpEndpoint::IotdbJson,
+                HttpEndpoint::LineProtocol,
+                HttpEndpoint::IotdbRest,
+            ]
+        }
         Some(list) => {
             if list.is_empty() {
                 v.err(
                     &sp.key("endpoints"),
-                    "an http source needs at least one endpoint (\"iotdb-json\", \"line-protocol\")",
+                    "an http source needs at least one endpoint (\"iotdb-json\", \"line-protocol\", \"iotdb-rest\")",
                 );
             }
             for (i, e) in list.iter().enumerate() {
@@ -1400,6 +1406,7 @@ fn validate_http_source(
                     &[
                         ("iotdb-json", Some(HttpEndpoint::IotdbJson)),
                         ("line-protocol", Some(HttpEndpoint::LineProtocol)),
+                        ("iotdb-rest", Some(HttpEndpoint::IotdbRest)),
                     ],
                 );
                 if let Some(ep) = ep {
