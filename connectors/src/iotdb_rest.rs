@@ -71,6 +71,23 @@ pub enum TabletNames {
     V2,
 }
 
+/// A request of IoTDB's REST write API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestRequest {
+    /// `insertTablet` with v1 or v2 field names.
+    InsertTablet(TabletNames),
+    /// `insertRecords` (v2).
+    InsertRecords,
+}
+
+/// Parses the body of `request` (see the module docs). Never panics.
+pub fn parse_rest_request(input: &[u8], request: RestRequest, opts: &RestOptions) -> Batch {
+    match request {
+        RestRequest::InsertTablet(names) => parse_insert_tablet(input, names, opts),
+        RestRequest::InsertRecords => parse_insert_records(input, opts),
+    }
+}
+
 /// An IoTDB status (`TSStatusCode`): the `code` and, for the fixed answers, the `message` of
 /// an IoTDB REST response body `{"code": …, "message": …}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 mod harness;
 
 mod bad_input;
+mod closed_pipe;
 mod config;
 mod crash;
 mod csv;
