@@ -13,6 +13,7 @@ mod limits;
 mod mqtt;
 mod push;
 mod reload;
+mod rest;
 mod status_page;
 mod systemd;
 mod watchdog_stall;

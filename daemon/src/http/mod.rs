@@ -360,6 +360,55 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The answer to a request whose credentials are missing, wrong or malformed (`None`: go on).
+fn refuse_unauthorized(
+    state: &HttpState,
+    style: Style,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> Option<Response> {
+    let (auth, basic) = state
+        .credentials
+        .read()
+        .map(|c| (authorize(&c, headers, query), !c.users.is_empty()))
+        .unwrap_or((Auth::Wrong, false));
+    let rest_status = match auth {
+        Auth::Allowed => return None,
+        Auth::Missing => status::INIT_AUTH_ERROR,
+        Auth::Wrong => status::WRONG_LOGIN_PASSWORD,
+        Auth::Malformed if style == Style::Rest => {
+            return Some(rest_body(
+                state,
+                StatusCode::BAD_REQUEST,
+                status::ILLEGAL_PARAMETER.code,
+                "malformed Authorization header: expected `Basic base64(name:password)` or `Bearer <token>`",
+            ))
+        }
+        Auth::Malformed => status::WRONG_LOGIN_PASSWORD,
+    };
+    let mut r = match style {
+        Style::Rest => rest_body(
+            state,
+            StatusCode::UNAUTHORIZED,
+            rest_status.code,
+            rest_status.name,
+        ),
+        Style::Json | Style::Influx => {
+            error(state, StatusCode::UNAUTHORIZED, "missing or invalid token")
+        }
+    };
+    let challenge = if basic {
+        "Basic realm=\"tsfiled\""
+    } else {
+        "Bearer"
+    };
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    Some(r)
+}
+
 /// Why a request body is unusable (private to [`ingest`]: picks 413 or 400).
 enum BodyError {
     TooLarge(String),
@@ -456,45 +505,8 @@ async fn ingest(
             )
         }
     };
-    let (auth, basic) = state
-        .credentials
-        .read()
-        .map(|c| (authorize(&c, &headers, &query), !c.users.is_empty()))
-        .unwrap_or((Auth::Wrong, false));
-    if auth != Auth::Allowed {
-        let mut r = match (style, auth) {
-            (Style::Rest, Auth::Missing) => rest_body(
-                state,
-                StatusCode::UNAUTHORIZED,
-                status::INIT_AUTH_ERROR.code,
-                status::INIT_AUTH_ERROR.name,
-            ),
-            (Style::Rest, Auth::Malformed) => {
-                return rest_body(
-                    state,
-                    StatusCode::BAD_REQUEST,
-                    status::ILLEGAL_PARAMETER.code,
-                    "malformed Authorization header: expected `Basic base64(name:password)` or `Bearer <token>`",
-                )
-            }
-            (Style::Rest, _) => rest_body(
-                state,
-                StatusCode::UNAUTHORIZED,
-                status::WRONG_LOGIN_PASSWORD.code,
-                status::WRONG_LOGIN_PASSWORD.name,
-            ),
-            _ => error(state, StatusCode::UNAUTHORIZED, "missing or invalid token"),
-        };
-        let challenge = if basic {
-            "Basic realm=\"tsfiled\""
-        } else {
-            "Bearer"
-        };
-        r.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static(challenge),
-        );
-        return r;
+    if let Some(refused) = refuse_unauthorized(state, style, &headers, &query) {
+        return refused;
     }
     let pipeline = &rs.route.pipeline;
     let source = rs.route.source.name.as_str();
@@ -735,7 +747,35 @@ async fn write_v2(
     write_line(rs, query, headers, body).await
 }
 
-async fn rest(rs: RouteRef, headers: HeaderMap, body: Bytes, request: RestRequest) -> Response {
+/// A REST body as axum buffered it: bodies over the limit (and unreadable ones) are answered
+/// in IoTDB's shape too, after the credentials are checked.
+type RestBody = Result<Bytes, axum::extract::rejection::BytesRejection>;
+
+async fn rest(rs: RouteRef, headers: HeaderMap, body: RestBody, request: RestRequest) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(rejection) => {
+            let state = &*rs.shared;
+            let no_query = HashMap::new();
+            if let Some(refused) = refuse_unauthorized(state, Style::Rest, &headers, &no_query) {
+                return refused;
+            }
+            let code = rejection.status();
+            let iotdb = if code == StatusCode::PAYLOAD_TOO_LARGE {
+                let pipeline = rs.route.pipeline.name();
+                let source = rs.route.source.name.as_str();
+                state
+                    .metrics
+                    .points_rejected
+                    .with_label_values(&[pipeline, source, RejectReason::TooLarge.label()])
+                    .inc();
+                status::REQUEST_TOO_LARGE
+            } else {
+                status::ILLEGAL_PARAMETER
+            };
+            return rest_body(state, code, iotdb.code, &rejection.body_text());
+        }
+    };
     ingest(
         rs,
         headers,
@@ -751,7 +791,11 @@ async fn rest(rs: RouteRef, headers: HeaderMap, body: Bytes, request: RestReques
     .await
 }
 
-async fn rest_tablet_v2(State(rs): State<RouteRef>, headers: HeaderMap, body: Bytes) -> Response {
+async fn rest_tablet_v2(
+    State(rs): State<RouteRef>,
+    headers: HeaderMap,
+    body: RestBody,
+) -> Response {
     rest(
         rs,
         headers,
@@ -761,7 +805,11 @@ async fn rest_tablet_v2(State(rs): State<RouteRef>, headers: HeaderMap, body: By
     .await
 }
 
-async fn rest_tablet_v1(State(rs): State<RouteRef>, headers: HeaderMap, body: Bytes) -> Response {
+async fn rest_tablet_v1(
+    State(rs): State<RouteRef>,
+    headers: HeaderMap,
+    body: RestBody,
+) -> Response {
     rest(
         rs,
         headers,
@@ -771,7 +819,7 @@ async fn rest_tablet_v1(State(rs): State<RouteRef>, headers: HeaderMap, body: By
     .await
 }
 
-async fn rest_records(State(rs): State<RouteRef>, headers: HeaderMap, body: Bytes) -> Response {
+async fn rest_records(State(rs): State<RouteRef>, headers: HeaderMap, body: RestBody) -> Response {
     rest(rs, headers, body, RestRequest::InsertRecords).await
 }
 
