@@ -12,6 +12,7 @@ mod csv;
 mod limits;
 mod mqtt;
 mod push;
+mod quick_start;
 mod reload;
 mod rest;
 mod status_page;
