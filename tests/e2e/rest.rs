@@ -325,3 +325,58 @@ fn malformed_bodies_get_iotdb_error_codes_and_good_points_stay() {
         ],
     );
 }
+
+/// The user file is re-read on SIGHUP: a user added to it is accepted, a removed one refused.
+/// `check-config` names the file and line of a bad user file, never the password.
+#[test]
+fn user_file_reloads_and_check_config_names_its_bad_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, _data) = start(tmp.path());
+    let tablet = |t: i64| {
+        format!(
+            r#"{{"device":"root.reload.d","timestamps":[{t}],"measurements":["s"],"data_types":["INT64"],"values":[[{t}]],"is_aligned":false}}"#
+        )
+    };
+    // `echo -n ops:s3cret:with:colons | base64`, `echo -n new:pw | base64`.
+    let ops = ("Authorization", "Basic b3BzOnMzY3JldDp3aXRoOmNvbG9ucw==");
+    let new = ("Authorization", "Basic bmV3OnB3");
+    let path = "/rest/v2/insertTablet";
+    assert_eq!(post(d.addr, path, &[ops], tablet(1).as_bytes()).status, 200);
+    assert_eq!(post(d.addr, path, &[new], tablet(2).as_bytes()).status, 401);
+    std::fs::write(tmp.path().join("users"), "new:pw\n").unwrap();
+    d.signal(libc::SIGHUP);
+    until("the new user is accepted", 30, || {
+        post(d.addr, path, &[new], tablet(3).as_bytes()).status == 200
+    });
+    let r = post(d.addr, path, &[ops], tablet(4).as_bytes());
+    assert_eq!(iotdb_error(&r, 401, 801), "WRONG_LOGIN_PASSWORD");
+    // The configured user stays.
+    assert_eq!(
+        post(d.addr, path, &[ROOT], tablet(5).as_bytes()).status,
+        200
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+
+    std::fs::write(tmp.path().join("users"), "new:pw\nno-colon-s3cret\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
+        .arg("check-config")
+        .arg(tmp.path().join("rest.toml"))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    let want = format!(
+        "http.user_file: {}:2: expected `name:password`",
+        tmp.path().join("users").display()
+    );
+    assert!(text.contains(&want), "{text}");
+    assert!(
+        !text.contains("s3cret") && !text.contains("\"root\"\npassword = \"root\""),
+        "{text}"
+    );
+}
