@@ -160,7 +160,9 @@ pub fn rejection_status(rejections: &[Rejection]) -> Status {
     let of = |r: &Rejection| match r.reason {
         RejectReason::Parse | RejectReason::InvalidTime => status::ILLEGAL_PARAMETER,
         RejectReason::InvalidPath => status::ILLEGAL_PATH,
-        RejectReason::TypeMismatch => status::DATA_TYPE_MISMATCH,
+        RejectReason::TypeMismatch | RejectReason::DeclaredTypeConflict => {
+            status::DATA_TYPE_MISMATCH
+        }
         RejectReason::TooLarge => status::REQUEST_TOO_LARGE,
     };
     let mut it = rejections.iter().map(of);

@@ -19,7 +19,7 @@ use tsfile::basic::Column;
 use tsfiled_connectors::{Batch, RejectReason, Rejection};
 
 use crate::engine::batch::{SeriesData, WriteBatch};
-use crate::engine::schema::{self, Registry, SchemaRule, TypeDefaults};
+use crate::engine::schema::{self, Registry, SchemaRule, SeriesType, TypeDefaults};
 use crate::engine::{Engine, EngineMsg, EngineOptions, SealReason, WalControl};
 use crate::metrics::Metrics;
 use crate::notify::Progress;
@@ -53,6 +53,16 @@ impl PipelineOptions {
             retry_after: Duration::from_secs(1),
         }
     }
+}
+
+/// A normalized batch (see [`Pipeline::normalize`]).
+struct Normalized {
+    /// The typed points, grouped by series.
+    batch: WriteBatch,
+    /// The parser's rejections, then normalization's.
+    rejections: Vec<Rejection>,
+    /// Series not in the registry that the batch creates (each has points in `batch`).
+    new_series: Vec<(Arc<str>, Arc<str>, SeriesType)>,
 }
 
 /// Result of a successful submission.
@@ -371,27 +381,32 @@ impl Pipeline {
         self.wal.fill_ratio()
     }
 
-    /// Validates, types and groups a batch's records; returns the typed points and the
-    /// rejections (the parser's first, then ours).
-    pub fn normalize(&self, batch: Batch) -> (WriteBatch, Vec<Rejection>) {
+    /// Validates, types and groups a batch's records: the typed points, the rejections (the
+    /// parser's first, then ours) and the series the batch creates. Reads the registry (locking
+    /// it into `reg`); the caller defines the new series.
+    fn normalize<'r>(
+        &'r self,
+        batch: Batch,
+        reg: &mut Option<std::sync::MutexGuard<'r, Registry>>,
+    ) -> Normalized {
         let mut rejections = batch.rejections;
         let mut series: Vec<SeriesData> = Vec::new();
+        // Parallel to `series`: whether the series is new (not in the registry).
+        let mut fresh: Vec<bool> = Vec::new();
         // Batch-local caches: device -> slot, slot: measurement -> series index (or
         // None for an invalid measurement), so the registry is consulted once per
         // series and batch, not once per point.
         let mut dev_index: HashMap<String, usize, FxBuild> = HashMap::default();
         let mut slots: Vec<DevSlot> = Vec::new();
-        let mut reg: Option<std::sync::MutexGuard<'_, Registry>> = None;
         let mut last: Option<usize> = None;
+        let lock = || self.registry.lock().unwrap_or_else(|e| e.into_inner());
         for (ri, rec) in batch.records.into_iter().enumerate() {
             let slot_i = match last.filter(|&i| slots[i].device == rec.device) {
                 Some(i) => i,
                 None => match dev_index.get(&rec.device) {
                     Some(&i) => i,
                     None => {
-                        let reg = reg.get_or_insert_with(|| {
-                            self.registry.lock().unwrap_or_else(|e| e.into_inner())
-                        });
+                        let reg = reg.get_or_insert_with(lock);
                         let invalid = if reg.knows_device(&rec.device) {
                             None
                         } else {
@@ -419,16 +434,24 @@ impl Pipeline {
                 continue;
             }
             for f in rec.fields {
+                let declared = f.type_hint.map(schema::declared_data_type);
                 let target = match slot.series.get(f.measurement.as_str()) {
                     Some(t) => *t,
                     None => {
-                        let reg = reg.get_or_insert_with(|| {
-                            self.registry.lock().unwrap_or_else(|e| e.into_inner())
-                        });
+                        let reg = reg.get_or_insert_with(lock);
                         let info = match reg.get(&rec.device, &f.measurement) {
-                            Some(i) => Some(i),
+                            Some(i) => Some((i.device, i.measurement, i.ty, false)),
                             None => match schema::validate_measurement(&f.measurement) {
-                                Ok(()) => Some(reg.resolve(&rec.device, &f.measurement, &f.value)),
+                                Ok(()) => {
+                                    let ty = reg.type_for_new(
+                                        &rec.device,
+                                        &f.measurement,
+                                        &f.value,
+                                        declared,
+                                    );
+                                    let d: Arc<str> = Arc::from(rec.device.as_str());
+                                    Some((d, Arc::from(f.measurement.as_str()), ty, true))
+                                }
                                 Err(msg) => {
                                     rejections.push(Rejection {
                                         location: format!("record {ri}"),
@@ -440,14 +463,15 @@ impl Pipeline {
                                 }
                             },
                         };
-                        let t = info.map(|info| {
+                        let t = info.map(|(device, measurement, ty, new)| {
                             series.push(SeriesData {
-                                device: info.device.clone(),
-                                measurement: info.measurement.clone(),
-                                ty: info.ty,
+                                device,
+                                measurement,
+                                ty,
                                 times: Vec::new(),
-                                values: Column::new(info.ty.data_type),
+                                values: Column::new(ty.data_type),
                             });
+                            fresh.push(new);
                             series.len() - 1
                         });
                         slot.series
@@ -468,6 +492,21 @@ impl Pipeline {
                     continue;
                 };
                 let s = &mut series[si];
+                if let Some(declared) = declared.filter(|d| *d != s.ty.data_type) {
+                    rejections.push(Rejection {
+                        location: format!(
+                            "record {ri} ({}.{} at {})",
+                            rec.device, f.measurement, rec.time
+                        ),
+                        reason: RejectReason::DeclaredTypeConflict,
+                        message: format!(
+                            "declared type {declared} differs from the series' type {}",
+                            s.ty.data_type
+                        ),
+                        points: 1,
+                    });
+                    continue;
+                }
                 match schema::convert(&f.value, s.ty.data_type) {
                     Ok(v) => {
                         s.times.push(rec.time);
@@ -485,13 +524,22 @@ impl Pipeline {
                 }
             }
         }
-        drop(reg);
+        // A new series without an accepted point is not created.
+        let new_series = series
+            .iter()
+            .zip(&fresh)
+            .filter(|(s, new)| **new && !s.is_empty())
+            .map(|(s, _)| (s.device.clone(), s.measurement.clone(), s.ty))
+            .collect();
         series.retain(|s| !s.is_empty());
-        (WriteBatch { series }, rejections)
+        Normalized {
+            batch: WriteBatch { series },
+            rejections,
+            new_series,
+        }
     }
 
-    fn count(&self, source: &str, batch: &WriteBatch, rejections: &[Rejection]) {
-        let accepted = batch.points();
+    fn count(&self, source: &str, accepted: u64, rejections: &[Rejection]) {
         let rejected: u64 = rejections.iter().map(|r| r.points).sum();
         self.metrics
             .points_received
@@ -514,8 +562,19 @@ impl Pipeline {
         if !self.is_accepting() {
             return Err(Error::Refused(Refusal::Closed));
         }
-        let (wb, rejections) = self.normalize(batch);
-        self.count(source, &wb, &rejections);
+        let mut reg = None;
+        let Normalized {
+            batch: wb,
+            rejections,
+            new_series,
+        } = self.normalize(batch, &mut reg);
+        if let Some(reg) = reg.as_mut() {
+            for (device, measurement, ty) in &new_series {
+                reg.define(device, measurement, *ty);
+            }
+        }
+        drop(reg);
+        self.count(source, wb.points(), &rejections);
         let outcome = SubmitOutcome {
             accepted: wb.points(),
             rejected: rejections.iter().map(|r| r.points).sum(),
@@ -658,7 +717,7 @@ mod tests {
     use std::path::Path;
     use tsfile::file::reader::TsFileReader;
     use tsfile::Value;
-    use tsfiled_connectors::{Field, FieldValue, Record};
+    use tsfiled_connectors::{Field, FieldValue, Record, TypeHint};
 
     /// Every (device, measurement, time, value) of the sealed files under `dir`, plus
     /// the sealed file paths.
@@ -703,6 +762,114 @@ mod tests {
                 .map(|(m, v)| Field::new(*m, v.clone()))
                 .collect(),
         }
+    }
+
+    /// A field declaring its type.
+    fn typed(m: &str, value: FieldValue, hint: TypeHint) -> Field {
+        Field {
+            measurement: m.into(),
+            value,
+            type_hint: Some(hint),
+        }
+    }
+
+    #[test]
+    fn declared_types_create_series_and_conflicts_are_rejected() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.rules = vec![SchemaRule {
+            pattern: schema::PathPattern::parse("root.sg.*.pinned").unwrap(),
+            data_type: Some(tsfile::DataType::DOUBLE),
+            encoding: None,
+            compression: None,
+        }];
+        let metrics = Metrics::new();
+        let p = Pipeline::open(opts, metrics.clone()).unwrap();
+        let batch = |time: i64, fields: Vec<Field>| Batch {
+            records: vec![Record {
+                device: "root.sg.d1".into(),
+                time,
+                fields,
+            }],
+            rejections: vec![],
+        };
+        let out = p
+            .submit_blocking(
+                "test",
+                batch(
+                    1,
+                    vec![
+                        typed("i32", FieldValue::Int(-7), TypeHint::Int32),
+                        typed("f", FieldValue::Float(0.1), TypeHint::Float),
+                        typed("big", FieldValue::Int(1 << 40), TypeHint::Int32),
+                        typed("pinned", FieldValue::Float(1.5), TypeHint::Float),
+                        Field::new("plain", FieldValue::Int(3)),
+                    ],
+                ),
+                Instant::now(),
+            )
+            .unwrap();
+        let reasons: Vec<_> = out
+            .rejections
+            .iter()
+            .map(|r| (r.reason, r.points))
+            .collect();
+        assert_eq!(
+            reasons,
+            vec![
+                (RejectReason::TypeMismatch, 1),
+                (RejectReason::DeclaredTypeConflict, 1)
+            ],
+            "{:?}",
+            out.rejections
+        );
+        // An existing series declared with another type: rejected, not converted.
+        let out = p
+            .submit_blocking(
+                "test",
+                batch(
+                    2,
+                    vec![
+                        typed("i32", FieldValue::Int(5), TypeHint::Int64),
+                        typed("plain", FieldValue::Int(4), TypeHint::Int64),
+                        Field::new("f", FieldValue::Int(2)),
+                    ],
+                ),
+                Instant::now(),
+            )
+            .unwrap();
+        assert_eq!(out.accepted, 2);
+        assert_eq!(
+            out.rejections.iter().map(|r| r.reason).collect::<Vec<_>>(),
+            vec![RejectReason::DeclaredTypeConflict]
+        );
+        assert!(
+            out.rejections[0]
+                .message
+                .contains("declared type INT64 differs from the series' type INT32"),
+            "{}",
+            out.rejections[0].message
+        );
+        assert!(metrics.render().contains(
+            r#"tsfiled_points_rejected_total{pipeline="t",reason="declared_type_conflict",source="test"} 2"#
+        ));
+        p.shutdown_blocking();
+        let (points, _) = read_dir_points(tmp.path());
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(_, m, t, v)| (m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        assert_eq!(
+            got,
+            vec![
+                ("f", 1, Value::Float(0.1)),
+                ("f", 2, Value::Float(2.0)),
+                ("i32", 1, Value::Int32(-7)),
+                ("plain", 1, Value::Int64(3)),
+                ("plain", 2, Value::Int64(4)),
+            ]
+        );
     }
 
     /// The value of `name{pipeline="t"}` in a rendering.

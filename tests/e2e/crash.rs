@@ -42,7 +42,9 @@ fn pusher(
         let times: Vec<i64> = (t0..t0 + 50).collect();
         let a: Vec<i64> = times.iter().map(|t| t * 3 + thread as i64).collect();
         let b: Vec<i64> = times.iter().map(|t| -t).collect();
-        let body = serde_json::json!({"device": device, "timestamps": times, "measurements": ["a", "b"], "values": [a, b]}).to_string();
+        // IoTDB's batch form: one row [a, b] per timestamp.
+        let rows: Vec<[i64; 2]> = a.iter().zip(&b).map(|(a, b)| [*a, *b]).collect();
+        let body = serde_json::json!({"device": device, "timestamps": times, "measurements": ["a", "b"], "values": rows}).to_string();
         match conn.request("POST", "/ingest/iotdb-json", &[], body.as_bytes()) {
             Ok(r) if r.status == 200 => {
                 let mut acked = acked.lock().unwrap();

@@ -9,6 +9,7 @@ mod closed_pipe;
 mod config;
 mod crash;
 mod csv;
+mod iotdb_clients;
 mod limits;
 mod mqtt;
 mod push;

@@ -382,6 +382,9 @@ fn statuses_of_rejections() {
     assert_eq!(rejection_status(&[r(RejectReason::InvalidPath)]).code, 509);
     let two = [r(RejectReason::TypeMismatch), r(RejectReason::TypeMismatch)];
     assert_eq!(rejection_status(&two).code, 614);
+    // A value whose declared type differs from the series' is IoTDB's type mismatch too.
+    let conflict = [r(RejectReason::DeclaredTypeConflict)];
+    assert_eq!(rejection_status(&conflict).code, 614);
     let mixed = [r(RejectReason::TypeMismatch), r(RejectReason::InvalidPath)];
     assert_eq!(rejection_status(&mixed).code, 302);
 }

@@ -444,11 +444,50 @@ proptest! {
             expected.push(Record {
                 device,
                 time: l.time.unwrap_or(now),
-                fields: l.fields.iter().map(|(k, v)| Field::new(sanitize_measurement(k), v.clone())).collect(),
+                fields: l.fields.iter().map(|(k, v)| Field {
+                    measurement: sanitize_measurement(k),
+                    value: v.clone(),
+                    // Line protocol declares every type but a plain number's.
+                    type_hint: match v {
+                        FieldValue::Int(_) => Some(TypeHint::Int64),
+                        FieldValue::Text(_) => Some(TypeHint::Text),
+                        FieldValue::Bool(_) => Some(TypeHint::Boolean),
+                        FieldValue::Float(_) => None,
+                    },
+                }).collect(),
             });
         }
         let b = parse_line_protocol(text.as_bytes(), &o);
         prop_assert_eq!(b.rejections, vec![]);
         prop_assert_eq!(b.records, expected);
     }
+}
+
+/// InfluxDB's field types: `i` and `u` suffixes are integers, quoted values strings, `t`/`f`
+/// booleans; a plain number is a float and declares no IoTDB type.
+#[test]
+fn suffixes_declare_types() {
+    let b = parse_line_protocol_default(
+        b"m x=1i,y=2u,s=\"on\",b=t,c=FALSE,f=1.5,g=3 1\nm big=18446744073709551615u 2\n",
+    );
+    let got: Vec<(&str, &FieldValue, Option<TypeHint>)> = b.records[0]
+        .fields
+        .iter()
+        .map(|f| (f.measurement.as_str(), &f.value, f.type_hint))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("x", &FieldValue::Int(1), Some(TypeHint::Int64)),
+            ("y", &FieldValue::Int(2), Some(TypeHint::Int64)),
+            ("s", &FieldValue::Text("on".into()), Some(TypeHint::Text)),
+            ("b", &FieldValue::Bool(true), Some(TypeHint::Boolean)),
+            ("c", &FieldValue::Bool(false), Some(TypeHint::Boolean)),
+            ("f", &FieldValue::Float(1.5), None),
+            ("g", &FieldValue::Float(3.0), None),
+        ]
+    );
+    assert_eq!(b.records.len(), 1);
+    assert_eq!(b.rejections.len(), 1);
+    assert_eq!(b.rejections[0].reason, RejectReason::TypeMismatch);
 }

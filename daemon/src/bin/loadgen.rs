@@ -89,17 +89,18 @@ fn body(args: &Args, conn: usize, seq: u64, out: &mut Vec<u8>) {
                 }
                 let _ = write!(s, "\"s{j}\"");
             }
+            // IoTDB's batch form: one row per timestamp, one value per measurement.
             s.push_str("],\"values\":[");
-            for j in 0..m {
-                if j > 0 {
+            for r in 0..rows {
+                if r > 0 {
                     s.push(',');
                 }
                 s.push('[');
-                for r in 0..rows {
-                    if r > 0 {
+                let t = t0 + r as i64;
+                for j in 0..m {
+                    if j > 0 {
                         s.push(',');
                     }
-                    let t = t0 + r as i64;
                     if j % 2 == 0 {
                         let _ = write!(s, "{}", (t % 1000) + j as i64);
                     } else {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tsfile::{Compression, DataType, Encoding};
-use tsfiled_connectors::FieldValue;
+use tsfiled_connectors::{FieldValue, TypeHint};
 
 /// Type, encoding and compression of a series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -99,6 +99,18 @@ impl TypeDefaults {
             encoding,
             compression: self.compression,
         }
+    }
+}
+
+/// The TsFile data type of a type declared by the input.
+pub fn declared_data_type(hint: TypeHint) -> DataType {
+    match hint {
+        TypeHint::Boolean => DataType::BOOLEAN,
+        TypeHint::Int32 => DataType::INT32,
+        TypeHint::Int64 => DataType::INT64,
+        TypeHint::Float => DataType::FLOAT,
+        TypeHint::Double => DataType::DOUBLE,
+        TypeHint::Text => DataType::TEXT,
     }
 }
 
@@ -328,14 +340,23 @@ impl Registry {
         })
     }
 
-    /// The type a new series gets from the rules and its first value.
-    pub fn type_for_new(&self, device: &str, measurement: &str, first: &FieldValue) -> SeriesType {
+    /// The type a new series gets: the type a matching rule pins, else the type its first point
+    /// declares, else the defaults' type for its first value; the encoding a rule pins (when it
+    /// supports the type), else the defaults' encoding for the type.
+    pub fn type_for_new(
+        &self,
+        device: &str,
+        measurement: &str,
+        first: &FieldValue,
+        declared: Option<DataType>,
+    ) -> SeriesType {
         let rule = self
             .rules
             .iter()
             .find(|r| pattern_matches(&r.pattern, device, measurement));
         let data_type = rule
             .and_then(|r| r.data_type)
+            .or(declared)
             .unwrap_or_else(|| self.defaults.inferred_type(first));
         let mut ty = self.defaults.series_type(data_type);
         if let Some(r) = rule {
@@ -356,7 +377,7 @@ impl Registry {
         if let Some(s) = self.get(device, measurement) {
             return s;
         }
-        let ty = self.type_for_new(device, measurement, first);
+        let ty = self.type_for_new(device, measurement, first, None);
         self.define(device, measurement, ty)
     }
 
