@@ -5,6 +5,7 @@
 mod harness;
 
 mod bad_input;
+mod closed_pipe;
 mod config;
 mod crash;
 mod csv;
@@ -12,7 +13,9 @@ mod iotdb_clients;
 mod limits;
 mod mqtt;
 mod push;
+mod quick_start;
 mod reload;
+mod rest;
 mod status_page;
 mod systemd;
 mod watchdog_stall;

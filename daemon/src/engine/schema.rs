@@ -142,15 +142,15 @@ pub struct SchemaRule {
 }
 
 /// Validates a device path (IoTDB 0.10 rules, as the parsers apply them): `root`
-/// then at least `sg_level + 1` more nodes (storage group nodes plus a device node).
+/// then at least `sg_level` more nodes. The device may be its storage group itself, as in
+/// IoTDB (`root.sg27.s3` with storage group `root.sg27`, IoTDB's REST examples).
 pub fn validate_device(device: &str, sg_level: usize) -> Result<(), String> {
     tsfiled_connectors::path::validate_device(device)
         .map_err(|e| format!("device {device:?} {e}"))?;
     let n = device.split('.').count() - 1;
-    if n < sg_level + 1 {
+    if n < sg_level {
         return Err(format!(
-            "device {device:?} needs at least {} nodes after root (storage group level {sg_level} plus a device)",
-            sg_level + 1
+            "device {device:?} needs at least {sg_level} nodes after root (the storage group level)"
         ));
     }
     Ok(())
@@ -444,7 +444,9 @@ mod tests {
     #[test]
     fn devices_and_groups() {
         assert!(validate_device("root.sg.d1", 1).is_ok());
-        assert!(validate_device("root.sg", 1).is_err());
+        assert!(validate_device("root.sg", 1).is_ok());
+        assert_eq!(storage_group("root.sg", 1), "root.sg");
+        assert!(validate_device("root.sg", 2).is_err());
         assert!(validate_device("sg.d1", 1).is_err());
         assert!(validate_device("root.sg.d 1", 1).is_err());
         assert!(validate_device("root.sg..d1", 1).is_err());
