@@ -1003,9 +1003,17 @@ mod tests {
         .unwrap();
         p.shutdown_blocking();
         let (points, files) = read_dir_points(tmp.path());
-        let mut times: Vec<i64> = points.iter().map(|p| p.2).collect();
-        times.sort();
-        assert_eq!(times, vec![50, 100, 999, 1500, 2500]);
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        assert_eq!(
+            got,
+            [(50, 4), (100, 1), (999, 2), (1500, 3), (2500, 5)]
+                .map(|(t, v)| ("root.sg.d1", "s", t, Value::Int64(v)))
+                .to_vec()
+        );
         for f in &files {
             let part: i64 = f
                 .parent()
