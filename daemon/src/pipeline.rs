@@ -1186,5 +1186,15 @@ mod tests {
         p.shutdown_blocking();
         let (points, _) = read_dir_points(tmp.path());
         assert_eq!(points.len() as u64, accepted);
+        // Exactly the accepted points 1..=accepted, each once, with its value.
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        let want: Vec<_> = (1..=accepted as i64)
+            .map(|t| ("root.sg.d1", "s", t, Value::Int64(t)))
+            .collect();
+        assert_eq!(got, want);
     }
 }
