@@ -1126,15 +1126,37 @@ mod tests {
             // Simulate a crash: stop without sealing.
             p.abandon_blocking();
         }
-        // Whatever was sealed before the "crash" is complete; the rest is temporary.
-        let (before, _) = read_dir_points(tmp.path());
-        assert!(before.len() <= 4);
+        // Whatever was sealed before the "crash" is complete: each point there is one of
+        // those submitted, with its value, at most once (the rest is in temporaries and
+        // in the WAL; how much was sealed depends on the engine's timing).
+        let want = [50, 100, 150, 200].map(|t| {
+            (
+                "root.sg.d1".to_string(),
+                "a".to_string(),
+                t,
+                Value::Int64(t),
+            )
+        });
+        let (mut before, sealed) = read_dir_points(tmp.path());
+        before.sort_by_key(|p| p.2);
+        let n = before.len();
+        before.dedup();
+        assert_eq!(before.len(), n, "a point sealed twice: {sealed:?}");
+        assert!(before.iter().all(|p| want.contains(p)), "{before:?}");
         let p = Pipeline::open(opts, Metrics::new()).unwrap();
         p.shutdown_blocking();
         let (points, files) = read_dir_points(tmp.path());
-        let mut times: Vec<i64> = points.iter().map(|p| p.2).collect();
-        times.sort();
-        assert_eq!(times, vec![50, 100, 150, 200]);
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        assert_eq!(
+            got,
+            [50, 100, 150, 200]
+                .map(|t| ("root.sg.d1", "a", t, Value::Int64(t)))
+                .to_vec()
+        );
         assert!(
             files
                 .iter()
@@ -1202,9 +1224,17 @@ mod tests {
         .unwrap();
         p.shutdown_blocking();
         let (points, files) = read_dir_points(tmp.path());
-        let mut times: Vec<i64> = points.iter().map(|p| p.2).collect();
-        times.sort();
-        assert_eq!(times, vec![50, 100, 999, 1500, 2500]);
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        assert_eq!(
+            got,
+            [(50, 4), (100, 1), (999, 2), (1500, 3), (2500, 5)]
+                .map(|(t, v)| ("root.sg.d1", "s", t, Value::Int64(v)))
+                .to_vec()
+        );
         for f in &files {
             let part: i64 = f
                 .parent()
@@ -1377,5 +1407,15 @@ mod tests {
         p.shutdown_blocking();
         let (points, _) = read_dir_points(tmp.path());
         assert_eq!(points.len() as u64, accepted);
+        // Exactly the accepted points 1..=accepted, each once, with its value.
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        let want: Vec<_> = (1..=accepted as i64)
+            .map(|t| ("root.sg.d1", "s", t, Value::Int64(t)))
+            .collect();
+        assert_eq!(got, want);
     }
 }
