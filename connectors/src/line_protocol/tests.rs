@@ -367,11 +367,6 @@ fn writer_escapes() {
 
 // ----- properties ------------------------------------------------------------------------------
 
-/// Names: no line breaks or tabs; measurement must not start with `#`.
-fn arb_name() -> impl Strategy<Value = String> {
-    "[^\n\r\t]{1,12}"
-}
-
 fn arb_value() -> impl Strategy<Value = FieldValue> {
     prop_oneof![
         any::<bool>().prop_map(Bool),
