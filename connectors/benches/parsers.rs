@@ -27,10 +27,10 @@ fn json_tablets(devices: usize, measurements: usize, times: usize) -> String {
         let ts: Vec<i64> = (0..times as i64)
             .map(|t| 1_600_000_000_000 + t * 1000)
             .collect();
-        let cols: Vec<Vec<Option<FieldValue>>> = (0..measurements)
-            .map(|m| {
-                (0..times)
-                    .map(|_| {
+        let rows: Vec<Vec<Option<FieldValue>>> = (0..times)
+            .map(|_| {
+                (0..measurements)
+                    .map(|m| {
                         let r = lcg(&mut rng);
                         Some(if m % 2 == 0 {
                             FieldValue::Float((r % 100_000) as f64 / 1000.0)
@@ -41,7 +41,7 @@ fn json_tablets(devices: usize, measurements: usize, times: usize) -> String {
                     .collect()
             })
             .collect();
-        iotdb_json::write_tablet(&mut s, &format!("root.sg.d{d}"), &ts, &names, &cols);
+        iotdb_json::write_tablet(&mut s, &format!("root.sg.d{d}"), &ts, &names, &rows);
     }
     s.push(']');
     s

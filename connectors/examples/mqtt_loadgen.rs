@@ -141,17 +141,18 @@ fn message(a: &Args, k: u64, out: &mut String) {
         }
         let _ = write!(out, "\"s{j}\"");
     }
+    // IoTDB's batch form: one row per timestamp, one value per measurement.
     out.push_str(r#"],"values":["#);
-    for j in 0..a.measurements as u64 {
-        if j > 0 {
+    for i in 0..per {
+        if i > 0 {
             out.push(',');
         }
         out.push('[');
-        for i in 0..per {
-            if i > 0 {
+        let t = t0 + i;
+        for j in 0..a.measurements as u64 {
+            if j > 0 {
                 out.push(',');
             }
-            let t = t0 + i;
             let v = (t * 7 + j * 13) % 10_000;
             let _ = write!(out, "{}.{}", v / 10, v % 10);
         }

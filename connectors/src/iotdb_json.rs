@@ -1,10 +1,11 @@
-//! IoTDB's JSON payloads, as its MQTT service and REST API accept them.
+//! IoTDB's JSON payloads, read as IoTDB's MQTT service reads them (its `JSONPayloadFormatter`).
 //!
-//! Accepted forms (and a JSON array of any mix of the first two):
+//! Accepted forms (and a JSON array of any mix of the two):
 //! - one record: `{"device":"root.sg.d1","timestamp":1,"measurements":["s1","s2"],"values":[1,2.5]}`
+//!   — `values[k]` is the value of `measurements[k]` at `timestamp`.
 //! - batch form: `{"device":"root.sg.d1","timestamps":[1,2],"measurements":["s1","s2"],
-//!   "values":[[1,2],[2.5,3.5]]}`: `values[i]` is the column of `measurements[i]`, one entry per
-//!   timestamp.
+//!   "values":[[1,2.5],[3,4.5]]}` — rows: `values[i]` is the row of `timestamps[i]`, one value
+//!   per measurement in measurement order (here s1@1=1, s2@1=2.5, s1@2=3, s2@2=4.5).
 //!
 //! Values: JSON `true`/`false` → [`FieldValue::Bool`], integers → [`FieldValue::Int`] (an
 //! integer above `i64::MAX` is a TypeMismatch), other numbers → [`FieldValue::Float`], strings →
@@ -15,9 +16,11 @@
 //!
 //! Errors: a payload that is not JSON is one Parse rejection at `line L, column C` (and nothing
 //! of it is accepted). A record of the wrong shape is rejected alone, at its JSON path (`$[3]`,
-//! `$[3].values`); the other records still parse. A bad value rejects only its point
-//! (`$[3].values[1][7]`); a bad measurement name only its column; a bad timestamp only the
-//! points at that timestamp. Device and measurement names must pass
+//! `$[3].values`); the other records still parse. In batch form, as many rows as timestamps
+//! are required (else the record is rejected at `.values`), and a row whose length differs from
+//! `measurements` is rejected alone at `.values[i]`. A bad value rejects only its point
+//! (`$[3].values[1][7]`: row 1, measurement 7); a bad measurement name only its column; a bad
+//! timestamp only the points at that timestamp. Device and measurement names must pass
 //! [`validate_device`]/[`validate_measurement`] (InvalidPath otherwise; names are not sanitized).
 //!
 //! Parsing is a single pass of typed serde deserialization (no `serde_json::Value` tree;
@@ -571,14 +574,6 @@ impl<'de> Ctx<'de> {
             return self.shape(base, ".values", 1, m);
         };
         let points = |values: &[J<'_>]| values.iter().map(J::points).sum::<u64>();
-        if values.len() != measurements.len() {
-            let m = format!(
-                "{} values for {} measurements",
-                values.len(),
-                measurements.len()
-            );
-            return self.shape(base, ".values", points(values), m);
-        }
         let timestamps = match (&rec.timestamp, &rec.timestamps) {
             (Some(_), Some(_)) => {
                 let m = "has both \"timestamp\" and \"timestamps\"".to_owned();
@@ -595,6 +590,21 @@ impl<'de> Ctx<'de> {
                 return self.shape(base, ".timestamps", points(values), m);
             }
         };
+        match timestamps {
+            Err(_) if values.len() != measurements.len() => {
+                let m = format!(
+                    "{} values for {} measurements",
+                    values.len(),
+                    measurements.len()
+                );
+                return self.shape(base, ".values", points(values), m);
+            }
+            Ok(ts) if values.len() != ts.len() => {
+                let m = format!("{} rows for {} timestamps", values.len(), ts.len());
+                return self.shape(base, ".values", points(values), m);
+            }
+            _ => {}
+        }
         if let Err(e) = validate_device(device) {
             reject(
                 &mut self.batch,
@@ -606,8 +616,23 @@ impl<'de> Ctx<'de> {
             return;
         }
 
+        // Points of measurement `k`: its value (one record) or its value in every row of the
+        // right length (batch form; other rows are rejected whole).
+        let width = measurements.len();
+        let column_points = |k: usize| -> u64 {
+            match timestamps {
+                Err(_) => values.get(k).map_or(1, J::points),
+                Ok(_) => values
+                    .iter()
+                    .filter_map(|row| match row {
+                        J::Arr(row) if row.len() == width => Some(row[k].points()),
+                        _ => None,
+                    })
+                    .sum(),
+            }
+        };
         // Columns: a valid measurement name (else the column is rejected).
-        let mut names: Vec<Option<&str>> = Vec::with_capacity(measurements.len());
+        let mut names: Vec<Option<&str>> = Vec::with_capacity(width);
         for (k, m) in measurements.iter().enumerate() {
             match m {
                 J::Str(name) => match validate_measurement(name) {
@@ -617,7 +642,7 @@ impl<'de> Ctx<'de> {
                         reject(
                             &mut self.batch,
                             RejectReason::InvalidPath,
-                            values.get(k).map_or(1, J::points),
+                            column_points(k),
                             || format!("{base}.measurements[{k}]"),
                             || format!("measurement {name:?} {e}"),
                         );
@@ -626,47 +651,81 @@ impl<'de> Ctx<'de> {
                 other => {
                     names.push(None);
                     let msg = format!("expected a string, found {}", other.kind());
-                    let points = values.get(k).map_or(1, J::points);
+                    let points = column_points(k);
                     self.shape(base, &format!(".measurements[{k}]"), points, msg);
                 }
             }
         }
 
         match timestamps {
-            Err(t) => self.single(base, device, t, &names, values),
-            Ok(ts) => self.tablet(base, device, ts, &names, values),
+            Err(t) => self.row(base, None, device, t, &names, values),
+            Ok(ts) => {
+                self.batch.records.reserve(ts.len());
+                for (i, (t, row)) in ts.iter().zip(values.iter_mut()).enumerate() {
+                    match row {
+                        J::Arr(row) if row.len() == width => {
+                            self.row(base, Some(i), device, t, &names, row);
+                        }
+                        J::Arr(row) => {
+                            let m = format!(
+                                "row {i} has {} values for {width} measurements",
+                                row.len()
+                            );
+                            let points = points(row);
+                            self.shape(base, &format!(".values[{i}]"), points, m);
+                        }
+                        other => {
+                            let m = format!(
+                                "expected a row (an array of one value per measurement), found {}",
+                                other.kind()
+                            );
+                            let points = other.points();
+                            self.shape(base, &format!(".values[{i}]"), points, m);
+                        }
+                    }
+                }
+            }
         }
     }
 
-    fn single(
+    /// One record: the values `row` of the measurements `names` at timestamp `t`; `index` is
+    /// the row's index in batch form (`None` for a single record).
+    fn row(
         &mut self,
         base: Base,
+        index: Option<usize>,
         device: &str,
         t: &J<'_>,
         names: &[Option<&str>],
-        values: &mut [J<'_>],
+        row: &mut [J<'_>],
     ) {
         let time = match self.time(t) {
             Ok(t) => t,
             Err(m) => {
-                let points = names
+                let points: u64 = names
                     .iter()
-                    .zip(values.iter())
+                    .zip(row.iter())
                     .filter(|(n, _)| n.is_some())
                     .map(|(_, v)| v.points())
                     .sum();
-                reject(
-                    &mut self.batch,
-                    RejectReason::InvalidTime,
-                    points,
-                    || format!("{base}.timestamp"),
-                    || m,
-                );
+                // A batch row with no value at a bad timestamp loses nothing.
+                if points > 0 || index.is_none() {
+                    reject(
+                        &mut self.batch,
+                        RejectReason::InvalidTime,
+                        points,
+                        || match index {
+                            None => format!("{base}.timestamp"),
+                            Some(i) => format!("{base}.timestamps[{i}]"),
+                        },
+                        || m,
+                    );
+                }
                 return;
             }
         };
         let mut fields = Vec::with_capacity(names.len());
-        for (k, (name, v)) in names.iter().zip(values.iter_mut()).enumerate() {
+        for (k, (name, v)) in names.iter().zip(row.iter_mut()).enumerate() {
             let Some(name) = name else { continue };
             match take_value(v) {
                 Value::Point(value) => fields.push(Field::new(*name, value)),
@@ -675,7 +734,10 @@ impl<'de> Ctx<'de> {
                     &mut self.batch,
                     RejectReason::TypeMismatch,
                     1,
-                    || format!("{base}.values[{k}]"),
+                    || match index {
+                        None => format!("{base}.values[{k}]"),
+                        Some(i) => format!("{base}.values[{i}][{k}]"),
+                    },
                     || m,
                 ),
             }
@@ -686,91 +748,6 @@ impl<'de> Ctx<'de> {
                 time,
                 fields,
             });
-        }
-    }
-
-    fn tablet(
-        &mut self,
-        base: Base,
-        device: &str,
-        ts: &[J<'_>],
-        names: &[Option<&str>],
-        values: &mut [J<'_>],
-    ) {
-        // Usable columns: named, an array, one entry per timestamp.
-        let mut cols: Vec<(usize, &str, &mut [J<'_>])> = Vec::with_capacity(names.len());
-        for (k, (name, v)) in names.iter().zip(values.iter_mut()).enumerate() {
-            let Some(name) = name else { continue };
-            if matches!(&*v, J::Arr(col) if col.len() == ts.len()) {
-                if let J::Arr(col) = v {
-                    cols.push((k, name, col.as_mut_slice()));
-                }
-                continue;
-            }
-            match &*v {
-                J::Arr(col) => {
-                    let m = format!("{} values for {} timestamps", col.len(), ts.len());
-                    let points = col.iter().map(J::points).sum();
-                    self.shape(base, &format!(".values[{k}]"), points, m);
-                }
-                other => {
-                    let m = format!(
-                        "expected an array (one value per timestamp), found {}",
-                        other.kind()
-                    );
-                    self.shape(base, &format!(".values[{k}]"), other.points(), m);
-                }
-            }
-        }
-        if cols.is_empty() {
-            return;
-        }
-        self.batch.records.reserve(ts.len());
-        for (t, tj) in ts.iter().enumerate() {
-            let time = match self.time(tj) {
-                Ok(time) => time,
-                Err(m) => {
-                    let points = cols
-                        .iter()
-                        .filter(|(_, _, col)| !matches!(col.get(t), None | Some(J::Null)))
-                        .count() as u64;
-                    if points > 0 {
-                        reject(
-                            &mut self.batch,
-                            RejectReason::InvalidTime,
-                            points,
-                            || format!("{base}.timestamps[{t}]"),
-                            || m,
-                        );
-                    }
-                    continue;
-                }
-            };
-            let mut fields = Vec::with_capacity(cols.len());
-            for (k, name, col) in cols.iter_mut() {
-                let Some(v) = col.get_mut(t) else { continue };
-                match take_value(v) {
-                    Value::Point(value) => fields.push(Field::new(*name, value)),
-                    Value::Absent => {}
-                    Value::Bad(m) => {
-                        let k = *k;
-                        reject(
-                            &mut self.batch,
-                            RejectReason::TypeMismatch,
-                            1,
-                            || format!("{base}.values[{k}][{t}]"),
-                            || m,
-                        )
-                    }
-                }
-            }
-            if !fields.is_empty() {
-                self.batch.records.push(Record {
-                    device: device.to_owned(),
-                    time,
-                    fields,
-                });
-            }
         }
     }
 }
@@ -837,15 +814,15 @@ pub fn write_record(out: &mut String, record: &Record) {
     out.push_str("]}");
 }
 
-/// Appends one device's points in IoTDB's batch form: `columns[i]` holds measurement
-/// `measurements[i]`'s value per timestamp (`None` → `null`). Columns shorter than
-/// `timestamps` are padded with `null`.
+/// Appends one device's points in IoTDB's batch form: `rows[i]` holds the values at
+/// `timestamps[i]`, one per measurement in `measurements` order (`None` → `null`). Missing rows
+/// and short rows are padded with `null`.
 pub fn write_tablet(
     out: &mut String,
     device: &str,
     timestamps: &[i64],
     measurements: &[&str],
-    columns: &[Vec<Option<FieldValue>>],
+    rows: &[Vec<Option<FieldValue>>],
 ) {
     use fmt::Write;
     out.push_str("{\"device\":");
@@ -865,17 +842,17 @@ pub fn write_tablet(
         write_json_str(out, m);
     }
     out.push_str("],\"values\":[");
-    for (i, _) in measurements.iter().enumerate() {
+    for i in 0..timestamps.len() {
         if i > 0 {
             out.push(',');
         }
         out.push('[');
-        let col = columns.get(i).map_or(&[][..], Vec::as_slice);
-        for t in 0..timestamps.len() {
-            if t > 0 {
+        let row = rows.get(i).map_or(&[][..], Vec::as_slice);
+        for k in 0..measurements.len() {
+            if k > 0 {
                 out.push(',');
             }
-            write_json_value(out, col.get(t).and_then(Option::as_ref));
+            write_json_value(out, row.get(k).and_then(Option::as_ref));
         }
         out.push(']');
     }

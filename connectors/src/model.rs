@@ -96,12 +96,14 @@ pub enum FieldValue {
     Text(String),
 }
 
-/// A data type declared by the input for a series, e.g. the `(INT32)` suffix of an IoTDB CSV
-/// export header (`root.sg.d1.s1(INT32)`). Names follow TsFile's data types.
+/// A data type declared by the input for a series: the `(INT32)` suffix of an IoTDB CSV export
+/// header (`root.sg.d1.s1(INT32)`), a line-protocol suffix (`1i`), a REST `data_types` entry.
+/// Names follow TsFile's data types.
 ///
-/// A hint is advice for the daemon's schema: it is the type a *new* series should get when no
-/// schema rule pins one (instead of inferring it from the first value). A series whose type is
-/// already known keeps it, and the value is converted or rejected as usual.
+/// The daemon creates a new series with the declared type (instead of inferring one from the
+/// first value) and stores the value in it. A declared type that differs from the series' type
+/// (already known, or pinned by a schema rule) rejects the point
+/// ([`RejectReason::DeclaredTypeConflict`]); it is never converted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TypeHint {
     /// `BOOLEAN`.
@@ -163,7 +165,8 @@ pub struct Field {
     /// Its value.
     pub value: FieldValue,
     /// The type the input declared for this series, if any (see [`TypeHint`]); `None` for
-    /// inputs without declared types (JSON, line protocol, plain CSV).
+    /// inputs without declared types (IoTDB JSON, MQTT plain values, untyped CSV headers,
+    /// unsuffixed line-protocol numbers).
     pub type_hint: Option<TypeHint>,
 }
 
@@ -202,6 +205,8 @@ pub enum RejectReason {
     InvalidTime,
     /// The payload exceeds a size limit.
     TooLarge,
+    /// The input declared a type other than the series' type.
+    DeclaredTypeConflict,
 }
 
 impl RejectReason {
@@ -213,6 +218,7 @@ impl RejectReason {
             RejectReason::TypeMismatch => "type_mismatch",
             RejectReason::InvalidTime => "invalid_time",
             RejectReason::TooLarge => "too_large",
+            RejectReason::DeclaredTypeConflict => "declared_type_conflict",
         }
     }
 }

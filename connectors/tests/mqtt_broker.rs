@@ -67,7 +67,7 @@ async fn every_type_and_format(protocol: MqttProtocol, json_qos: Qos) {
             ),
             msg(
                 "json/batch",
-                r#"{"device":"root.sg.d2","timestamps":[1,2],"measurements":["x","y"],"values":[[10,11],[0.5,null]]}"#,
+                r#"{"device":"root.sg.d2","timestamps":[1,2],"measurements":["x","y"],"values":[[10,0.5],[11,null]]}"#,
             ),
             msg(
                 "json/array",

@@ -169,8 +169,8 @@ impl SourceStarter {
 
 impl Daemon {
     /// Opens every pipeline (recovery and replay), binds the HTTP listener (or uses
-    /// `listener`) and starts serving. Fails with [`Error::Pipeline`], [`Error::Listen`] or
-    /// [`Error::TokenFile`].
+    /// `listener`) and starts serving. Fails with [`Error::Pipeline`], [`Error::Listen`],
+    /// [`Error::TokenFile`] or [`Error::UserFile`].
     pub async fn start(settings: Settings, listener: Option<TcpListener>) -> Result<Daemon> {
         let metrics = Metrics::new();
         let notifier = Notifier::from_env().unwrap_or_else(|e| {
@@ -248,13 +248,13 @@ impl Daemon {
         let http_addr = listener
             .local_addr()
             .map_err(|e| listen_err(&settings.http.listen, e))?;
-        let tokens = http::load_tokens(&settings.http)?;
+        let credentials = http::Credentials::load(&settings.http)?;
         let parsers: Arc<dyn Parsers> = Arc::new(ConnectorParsers);
         let separate_metrics = settings.metrics.enabled && settings.metrics.listen.is_some();
         let state = Arc::new(HttpState {
             pipelines: pipelines.clone(),
             settings: RwLock::new(settings.http.clone()),
-            tokens: RwLock::new(tokens),
+            credentials: RwLock::new(credentials),
             parsers,
             metrics: metrics.clone(),
             metrics_path: (settings.metrics.enabled && !separate_metrics)
@@ -422,14 +422,14 @@ impl Daemon {
         if new.http.max_body_bytes > self.settings.http.max_body_bytes {
             tracing::warn!("reload: a larger HTTP body limit takes effect after a restart");
         }
-        match http::load_tokens(&new.http) {
-            Ok(t) => {
-                if let Ok(mut tokens) = self.http.tokens.write() {
-                    *tokens = t;
+        match http::Credentials::load(&new.http) {
+            Ok(c) => {
+                if let Ok(mut creds) = self.http.credentials.write() {
+                    *creds = c;
                 }
             }
             Err(e) => {
-                tracing::error!(error = %e, "reload: cannot read the token file; keeping the current tokens")
+                tracing::error!(error = %e, "reload: cannot read the token or user file; keeping the current tokens and users")
             }
         }
         if let Ok(mut s) = self.http.settings.write() {

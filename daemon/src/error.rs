@@ -55,6 +55,14 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The HTTP user file (`http.user_file`) cannot be read or has a bad line.
+    #[error("cannot use http.user_file {}: {message}", path.display())]
+    UserFile {
+        /// The file.
+        path: PathBuf,
+        /// Why (an I/O error, or `line N: …` without the password).
+        message: String,
+    },
     /// Opening or recovering a pipeline (data directory, schema, write-ahead log) failed.
     #[error("pipeline {pipeline}: {source}")]
     Pipeline {

@@ -19,7 +19,7 @@ use tsfile::basic::Column;
 use tsfiled_connectors::{Batch, RejectReason, Rejection};
 
 use crate::engine::batch::{SeriesData, WriteBatch};
-use crate::engine::schema::{self, Registry, SchemaRule, TypeDefaults};
+use crate::engine::schema::{self, Registry, SchemaRule, SeriesType, TypeDefaults};
 use crate::engine::{Engine, EngineMsg, EngineOptions, SealReason, WalControl};
 use crate::health::StorageHealth;
 use crate::metrics::Metrics;
@@ -60,6 +60,16 @@ impl PipelineOptions {
         self.wal.fs = fs.clone();
         self.engine.fs = fs;
     }
+}
+
+/// A normalized batch (see [`Pipeline::normalize`]).
+struct Normalized {
+    /// The typed points, grouped by series.
+    batch: WriteBatch,
+    /// The parser's rejections, then normalization's.
+    rejections: Vec<Rejection>,
+    /// Series not in the registry that the batch creates (each has points in `batch`).
+    new_series: Vec<(Arc<str>, Arc<str>, SeriesType)>,
 }
 
 /// Result of a successful submission.
@@ -412,27 +422,33 @@ impl Pipeline {
         self.wal.fill_ratio()
     }
 
-    /// Validates, types and groups a batch's records; returns the typed points and the
-    /// rejections (the parser's first, then ours).
-    pub fn normalize(&self, batch: Batch) -> (WriteBatch, Vec<Rejection>) {
+    /// Validates, types and groups a batch's records: the typed points, the rejections (the
+    /// parser's first, then ours) and the series the batch would create. Reads the registry
+    /// (locking it into `reg`) but changes nothing: new series are defined only once the batch
+    /// is in the write-ahead log (see [`Pipeline::enqueue`]).
+    fn normalize<'r>(
+        &'r self,
+        batch: Batch,
+        reg: &mut Option<std::sync::MutexGuard<'r, Registry>>,
+    ) -> Normalized {
         let mut rejections = batch.rejections;
         let mut series: Vec<SeriesData> = Vec::new();
+        // Parallel to `series`: whether the series is new (not in the registry).
+        let mut fresh: Vec<bool> = Vec::new();
         // Batch-local caches: device -> slot, slot: measurement -> series index (or
         // None for an invalid measurement), so the registry is consulted once per
         // series and batch, not once per point.
         let mut dev_index: HashMap<String, usize, FxBuild> = HashMap::default();
         let mut slots: Vec<DevSlot> = Vec::new();
-        let mut reg: Option<std::sync::MutexGuard<'_, Registry>> = None;
         let mut last: Option<usize> = None;
+        let lock = || self.registry.lock().unwrap_or_else(|e| e.into_inner());
         for (ri, rec) in batch.records.into_iter().enumerate() {
             let slot_i = match last.filter(|&i| slots[i].device == rec.device) {
                 Some(i) => i,
                 None => match dev_index.get(&rec.device) {
                     Some(&i) => i,
                     None => {
-                        let reg = reg.get_or_insert_with(|| {
-                            self.registry.lock().unwrap_or_else(|e| e.into_inner())
-                        });
+                        let reg = reg.get_or_insert_with(lock);
                         let invalid = if reg.knows_device(&rec.device) {
                             None
                         } else {
@@ -460,16 +476,24 @@ impl Pipeline {
                 continue;
             }
             for f in rec.fields {
+                let declared = f.type_hint.map(schema::declared_data_type);
                 let target = match slot.series.get(f.measurement.as_str()) {
                     Some(t) => *t,
                     None => {
-                        let reg = reg.get_or_insert_with(|| {
-                            self.registry.lock().unwrap_or_else(|e| e.into_inner())
-                        });
+                        let reg = reg.get_or_insert_with(lock);
                         let info = match reg.get(&rec.device, &f.measurement) {
-                            Some(i) => Some(i),
+                            Some(i) => Some((i.device, i.measurement, i.ty, false)),
                             None => match schema::validate_measurement(&f.measurement) {
-                                Ok(()) => Some(reg.resolve(&rec.device, &f.measurement, &f.value)),
+                                Ok(()) => {
+                                    let ty = reg.type_for_new(
+                                        &rec.device,
+                                        &f.measurement,
+                                        &f.value,
+                                        declared,
+                                    );
+                                    let d: Arc<str> = Arc::from(rec.device.as_str());
+                                    Some((d, Arc::from(f.measurement.as_str()), ty, true))
+                                }
                                 Err(msg) => {
                                     rejections.push(Rejection {
                                         location: format!("record {ri}"),
@@ -481,14 +505,15 @@ impl Pipeline {
                                 }
                             },
                         };
-                        let t = info.map(|info| {
+                        let t = info.map(|(device, measurement, ty, new)| {
                             series.push(SeriesData {
-                                device: info.device.clone(),
-                                measurement: info.measurement.clone(),
-                                ty: info.ty,
+                                device,
+                                measurement,
+                                ty,
                                 times: Vec::new(),
-                                values: Column::new(info.ty.data_type),
+                                values: Column::new(ty.data_type),
                             });
+                            fresh.push(new);
                             series.len() - 1
                         });
                         slot.series
@@ -509,6 +534,21 @@ impl Pipeline {
                     continue;
                 };
                 let s = &mut series[si];
+                if let Some(declared) = declared.filter(|d| *d != s.ty.data_type) {
+                    rejections.push(Rejection {
+                        location: format!(
+                            "record {ri} ({}.{} at {})",
+                            rec.device, f.measurement, rec.time
+                        ),
+                        reason: RejectReason::DeclaredTypeConflict,
+                        message: format!(
+                            "declared type {declared} differs from the series' type {}",
+                            s.ty.data_type
+                        ),
+                        points: 1,
+                    });
+                    continue;
+                }
                 match schema::convert(&f.value, s.ty.data_type) {
                     Ok(v) => {
                         s.times.push(rec.time);
@@ -526,13 +566,22 @@ impl Pipeline {
                 }
             }
         }
-        drop(reg);
+        // A new series without an accepted point is not created.
+        let new_series = series
+            .iter()
+            .zip(&fresh)
+            .filter(|(s, new)| **new && !s.is_empty())
+            .map(|(s, _)| (s.device.clone(), s.measurement.clone(), s.ty))
+            .collect();
         series.retain(|s| !s.is_empty());
-        (WriteBatch { series }, rejections)
+        Normalized {
+            batch: WriteBatch { series },
+            rejections,
+            new_series,
+        }
     }
 
-    fn count(&self, source: &str, batch: &WriteBatch, rejections: &[Rejection]) {
-        let accepted = batch.points();
+    fn count(&self, source: &str, accepted: u64, rejections: &[Rejection]) {
         let rejected: u64 = rejections.iter().map(|r| r.points).sum();
         self.metrics
             .points_received
@@ -546,6 +595,11 @@ impl Pipeline {
         }
     }
 
+    /// Admits a batch: normalizes it and appends its points to the write-ahead log. A batch
+    /// refused (closed, log full, log error) changes nothing: its new series are defined in
+    /// the registry, and its points counted, only once the append succeeded. The registry
+    /// stays locked from normalization to that definition when the batch creates series, so
+    /// no other batch can type them differently meanwhile.
     fn enqueue(
         &self,
         source: &str,
@@ -566,26 +620,40 @@ impl Pipeline {
                 retry_after: self.retry_after,
             }));
         }
-        let (wb, rejections) = self.normalize(batch);
-        self.count(source, &wb, &rejections);
+        let mut reg = None;
+        let Normalized {
+            batch: wb,
+            rejections,
+            new_series,
+        } = self.normalize(batch, &mut reg);
+        if new_series.is_empty() {
+            drop(reg.take());
+        }
         let outcome = SubmitOutcome {
             accepted: wb.points(),
             rejected: rejections.iter().map(|r| r.points).sum(),
             rejections,
         };
         if wb.series.is_empty() {
+            self.count(source, 0, &outcome.rejections);
             return Ok((None, outcome));
         }
         let payload = wb.encode();
-        match self.wal.append(payload, (wb, received)) {
-            Ok(t) => {
-                if let Some(p) = &self.progress {
-                    p.add_pending(1);
-                }
-                Ok((Some(t), outcome))
+        let ticket = self
+            .wal
+            .append(payload, (wb, received))
+            .map_err(|e| self.map_err(source, e))?;
+        if let Some(reg) = reg.as_mut() {
+            for (device, measurement, ty) in &new_series {
+                reg.define(device, measurement, *ty);
             }
-            Err(e) => Err(self.map_err(source, e)),
         }
+        drop(reg);
+        self.count(source, outcome.accepted, &outcome.rejections);
+        if let Some(p) = &self.progress {
+            p.add_pending(1);
+        }
+        Ok((Some(ticket), outcome))
     }
 
     /// The write-ahead log's limits become refusals (counted as backpressure); its other
@@ -717,7 +785,7 @@ mod tests {
     use std::path::Path;
     use tsfile::file::reader::TsFileReader;
     use tsfile::Value;
-    use tsfiled_connectors::{Field, FieldValue, Record};
+    use tsfiled_connectors::{Field, FieldValue, Record, TypeHint};
 
     /// Every (device, measurement, time, value) of the sealed files under `dir`, plus
     /// the sealed file paths.
@@ -762,6 +830,159 @@ mod tests {
                 .map(|(m, v)| Field::new(*m, v.clone()))
                 .collect(),
         }
+    }
+
+    /// A field declaring its type.
+    fn typed(m: &str, value: FieldValue, hint: TypeHint) -> Field {
+        Field {
+            measurement: m.into(),
+            value,
+            type_hint: Some(hint),
+        }
+    }
+
+    #[test]
+    fn declared_types_create_series_and_conflicts_are_rejected() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.rules = vec![SchemaRule {
+            pattern: schema::PathPattern::parse("root.sg.*.pinned").unwrap(),
+            data_type: Some(tsfile::DataType::DOUBLE),
+            encoding: None,
+            compression: None,
+        }];
+        let metrics = Metrics::new();
+        let p = Pipeline::open(opts, metrics.clone()).unwrap();
+        let batch = |time: i64, fields: Vec<Field>| Batch {
+            records: vec![Record {
+                device: "root.sg.d1".into(),
+                time,
+                fields,
+            }],
+            rejections: vec![],
+        };
+        let out = p
+            .submit_blocking(
+                "test",
+                batch(
+                    1,
+                    vec![
+                        typed("i32", FieldValue::Int(-7), TypeHint::Int32),
+                        typed("f", FieldValue::Float(0.1), TypeHint::Float),
+                        typed("big", FieldValue::Int(1 << 40), TypeHint::Int32),
+                        typed("pinned", FieldValue::Float(1.5), TypeHint::Float),
+                        Field::new("plain", FieldValue::Int(3)),
+                    ],
+                ),
+                Instant::now(),
+            )
+            .unwrap();
+        let reasons: Vec<_> = out
+            .rejections
+            .iter()
+            .map(|r| (r.reason, r.points))
+            .collect();
+        assert_eq!(
+            reasons,
+            vec![
+                (RejectReason::TypeMismatch, 1),
+                (RejectReason::DeclaredTypeConflict, 1)
+            ],
+            "{:?}",
+            out.rejections
+        );
+        // An existing series declared with another type: rejected, not converted.
+        let out = p
+            .submit_blocking(
+                "test",
+                batch(
+                    2,
+                    vec![
+                        typed("i32", FieldValue::Int(5), TypeHint::Int64),
+                        typed("plain", FieldValue::Int(4), TypeHint::Int64),
+                        Field::new("f", FieldValue::Int(2)),
+                    ],
+                ),
+                Instant::now(),
+            )
+            .unwrap();
+        assert_eq!(out.accepted, 2);
+        assert_eq!(
+            out.rejections.iter().map(|r| r.reason).collect::<Vec<_>>(),
+            vec![RejectReason::DeclaredTypeConflict]
+        );
+        assert!(
+            out.rejections[0]
+                .message
+                .contains("declared type INT64 differs from the series' type INT32"),
+            "{}",
+            out.rejections[0].message
+        );
+        assert!(metrics.render().contains(
+            r#"tsfiled_points_rejected_total{pipeline="t",reason="declared_type_conflict",source="test"} 2"#
+        ));
+        p.shutdown_blocking();
+        let (points, _) = read_dir_points(tmp.path());
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(_, m, t, v)| (m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        assert_eq!(
+            got,
+            vec![
+                ("f", 1, Value::Float(0.1)),
+                ("f", 2, Value::Float(2.0)),
+                ("i32", 1, Value::Int32(-7)),
+                ("plain", 1, Value::Int64(3)),
+                ("plain", 2, Value::Int64(4)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_batch_leaves_the_registry_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.wal.max_bytes = 4096;
+        let journal = opts.engine.state_dir.join("schema.tsv");
+        let p = Pipeline::open(opts, Metrics::new()).unwrap();
+        // 1,000 floats need about 16 KB of log: more than the whole budget.
+        let big = Batch {
+            records: (0..1000)
+                .map(|t| rec("root.sg.d1", t, &[("x", FieldValue::Float(0.5))]))
+                .collect(),
+            rejections: vec![],
+        };
+        match p.submit_blocking("test", big, Instant::now()) {
+            Err(Error::Refused(Refusal::Full { .. })) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(p.registry.lock().unwrap().get("root.sg.d1", "x").is_none());
+        assert_eq!(p.registry.lock().unwrap().len(), 0);
+        assert_eq!(std::fs::read_to_string(&journal).unwrap(), "");
+        // The first accepted point types the series.
+        let out = p
+            .submit_blocking(
+                "test",
+                Batch {
+                    records: vec![rec("root.sg.d1", 5, &[("x", FieldValue::Int(7))])],
+                    rejections: vec![],
+                },
+                Instant::now(),
+            )
+            .unwrap();
+        assert_eq!(out.accepted, 1);
+        p.shutdown_blocking();
+        assert_eq!(
+            std::fs::read_to_string(&journal).unwrap(),
+            "root.sg.d1\tx\tINT64\tTS_2DIFF\tSNAPPY\n"
+        );
+        let (points, _) = read_dir_points(tmp.path());
+        assert_eq!(
+            points,
+            vec![("root.sg.d1".into(), "x".into(), 5, Value::Int64(7))]
+        );
     }
 
     /// The value of `name{pipeline="t"}` in a rendering.
@@ -964,15 +1185,37 @@ mod tests {
             // Simulate a crash: stop without sealing.
             p.abandon_blocking();
         }
-        // Whatever was sealed before the "crash" is complete; the rest is temporary.
-        let (before, _) = read_dir_points(tmp.path());
-        assert!(before.len() <= 4);
+        // Whatever was sealed before the "crash" is complete: each point there is one of
+        // those submitted, with its value, at most once (the rest is in temporaries and
+        // in the WAL; how much was sealed depends on the engine's timing).
+        let want = [50, 100, 150, 200].map(|t| {
+            (
+                "root.sg.d1".to_string(),
+                "a".to_string(),
+                t,
+                Value::Int64(t),
+            )
+        });
+        let (mut before, sealed) = read_dir_points(tmp.path());
+        before.sort_by_key(|p| p.2);
+        let n = before.len();
+        before.dedup();
+        assert_eq!(before.len(), n, "a point sealed twice: {sealed:?}");
+        assert!(before.iter().all(|p| want.contains(p)), "{before:?}");
         let p = Pipeline::open(opts, Metrics::new()).unwrap();
         p.shutdown_blocking();
         let (points, files) = read_dir_points(tmp.path());
-        let mut times: Vec<i64> = points.iter().map(|p| p.2).collect();
-        times.sort();
-        assert_eq!(times, vec![50, 100, 150, 200]);
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        assert_eq!(
+            got,
+            [50, 100, 150, 200]
+                .map(|t| ("root.sg.d1", "a", t, Value::Int64(t)))
+                .to_vec()
+        );
         assert!(
             files
                 .iter()
@@ -1040,9 +1283,17 @@ mod tests {
         .unwrap();
         p.shutdown_blocking();
         let (points, files) = read_dir_points(tmp.path());
-        let mut times: Vec<i64> = points.iter().map(|p| p.2).collect();
-        times.sort();
-        assert_eq!(times, vec![50, 100, 999, 1500, 2500]);
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        assert_eq!(
+            got,
+            [(50, 4), (100, 1), (999, 2), (1500, 3), (2500, 5)]
+                .map(|(t, v)| ("root.sg.d1", "s", t, Value::Int64(v)))
+                .to_vec()
+        );
         for f in &files {
             let part: i64 = f
                 .parent()
@@ -1215,5 +1466,15 @@ mod tests {
         p.shutdown_blocking();
         let (points, _) = read_dir_points(tmp.path());
         assert_eq!(points.len() as u64, accepted);
+        // Exactly the accepted points 1..=accepted, each once, with its value.
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        let want: Vec<_> = (1..=accepted as i64)
+            .map(|t| ("root.sg.d1", "s", t, Value::Int64(t)))
+            .collect();
+        assert_eq!(got, want);
     }
 }

@@ -43,7 +43,8 @@ fn write_config(dir: &Path, text: &str) -> String {
 /// A batch of `n` points for `root.sg.d<dev>.s` at times `t0..t0+n`, value `t * 3`.
 fn batch(dev: usize, t0: i64, n: i64) -> Vec<u8> {
     let ts: Vec<i64> = (t0..t0 + n).collect();
-    let vs: Vec<Vec<i64>> = vec![ts.iter().map(|t| t * 3).collect()];
+    // IoTDB's batch form: one row (one value, of `s`) per timestamp.
+    let vs: Vec<[i64; 1]> = ts.iter().map(|t| [t * 3]).collect();
     serde_json::json!({
         "device": format!("root.sg.d{dev}"),
         "measurements": ["s"],

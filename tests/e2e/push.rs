@@ -22,8 +22,8 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
     let r = post(a, "/ingest/iotdb-json", &[], br#"{"device":"root.sg.d1","timestamp":1000,"measurements":["i","f","b","t"],"values":[7,1.25,true,"hello"]}"#);
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["accepted"], 4);
-    // Batch form with a null, and an array of both forms.
-    let r = post(a, "/ingest/iotdb-json", &[], br#"[{"device":"root.sg.d1","timestamps":[2000,3000],"measurements":["i","f"],"values":[[8,9],[2.5,null]]},{"device":"root.sg.d2","timestamp":1500,"measurements":["x"],"values":[-3]}]"#);
+    // Batch form (one row per timestamp) with a null, and an array of both forms.
+    let r = post(a, "/ingest/iotdb-json", &[], br#"[{"device":"root.sg.d1","timestamps":[2000,3000],"measurements":["i","f"],"values":[[8,2.5],[9,null]]},{"device":"root.sg.d2","timestamp":1500,"measurements":["x"],"values":[-3]}]"#);
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["accepted"], 4);
     // Seconds precision for JSON; last write wins for a duplicate (series, time).
@@ -135,7 +135,7 @@ fn late_points_after_a_flush_go_to_unsequence() {
         d.addr,
         "/ingest/iotdb-json",
         &[],
-        br#"{"device":"root.sg.d1","timestamps":[100,200],"measurements":["s"],"values":[[1,2]]}"#,
+        br#"{"device":"root.sg.d1","timestamps":[100,200],"measurements":["s"],"values":[[1],[2]]}"#,
     );
     assert_eq!(r.status, 200);
     assert_eq!(d.stop().0, 0);
@@ -145,13 +145,22 @@ fn late_points_after_a_flush_go_to_unsequence() {
         d.addr,
         "/ingest/iotdb-json",
         &[],
-        br#"{"device":"root.sg.d1","timestamps":[150,300],"measurements":["s"],"values":[[15,3]]}"#,
+        br#"{"device":"root.sg.d1","timestamps":[150,300],"measurements":["s"],"values":[[15],[3]]}"#,
     );
     assert_eq!(r.status, 200);
     assert_eq!(d.stop().0, 0);
     let (points, files) = read_all(&data);
-    let times: Vec<i64> = points.keys().map(|k| k.2).collect();
-    assert_eq!(times, vec![100, 150, 200, 300]);
+    // Every point once, with the value posted for it.
+    let want: Vec<_> = [(100, 1), (150, 15), (200, 2), (300, 3)]
+        .map(|(t, v)| {
+            (
+                ("root.sg.d1".to_string(), "s".to_string(), t),
+                vec![Value::Int64(v)],
+            )
+        })
+        .into_iter()
+        .collect();
+    assert_eq!(points.into_iter().collect::<Vec<_>>(), want);
     let unseq: Vec<_> = files
         .iter()
         .filter(|f| f.to_string_lossy().contains("/unsequence/"))
@@ -173,7 +182,7 @@ fn status_page_and_api_status_show_open_and_sealed_files() {
         d.addr,
         "/ingest/iotdb-json",
         &[],
-        br#"{"device":"root.sg.d1","timestamps":[1,2,3],"measurements":["s"],"values":[[1,2,3]]}"#,
+        br#"{"device":"root.sg.d1","timestamps":[1,2,3],"measurements":["s"],"values":[[1],[2],[3]]}"#,
     );
     assert_eq!(r.status, 200);
     let start = std::time::Instant::now();

@@ -26,8 +26,9 @@ fn status_page_figures_match_metrics_under_load() {
             while !stop.load(Ordering::Relaxed) {
                 let times: Vec<i64> = (t..t + 100).collect();
                 t += 100;
+                let rows: Vec<[i64; 1]> = times.iter().map(|t| [*t]).collect();
                 let body = serde_json::json!({"device": "root.sg.d1", "timestamps": times,
-                    "measurements": ["a"], "values": [times]})
+                    "measurements": ["a"], "values": rows})
                 .to_string();
                 let r = conn
                     .request("POST", "/ingest/iotdb-json", &[], body.as_bytes())

@@ -51,10 +51,66 @@ fn single_record() {
     );
 }
 
+/// The two payloads of IoTDB's MQTT documentation ("MQTT Protocol", built-in MQTT service) and
+/// of `JSONPayloadFormatter`'s doc comment, with what IoTDB stores for them: in the batch form
+/// `values[i]` is the row of `timestamps[i]`.
+#[test]
+fn iotdb_documented_examples() {
+    let b = parse(
+        r#"{"device":"root.sg.d1","timestamp":1586076045524,"measurements":["s1","s2"],"values":[0.530635,0.530635]}"#,
+    );
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(
+        b.records,
+        vec![rec(
+            "root.sg.d1",
+            1586076045524,
+            &[("s1", Float(0.530635)), ("s2", Float(0.530635))]
+        )]
+    );
+    let b = parse(
+        r#"{"device":"root.sg.d1","timestamps":[1586076045524,1586076065526],"measurements":["s1","s2"],"values":[[0.530635,0.530635], [0.530655,0.530695]]}"#,
+    );
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(
+        b.records,
+        vec![
+            rec(
+                "root.sg.d1",
+                1586076045524,
+                &[("s1", Float(0.530635)), ("s2", Float(0.530635))]
+            ),
+            rec(
+                "root.sg.d1",
+                1586076065526,
+                &[("s1", Float(0.530655)), ("s2", Float(0.530695))]
+            ),
+        ]
+    );
+}
+
+/// As many timestamps as measurements: a transposed reading would store s1@2000=2 and
+/// s2@1000=3; IoTDB stores s1@1000=1, s2@1000=2, s1@2000=3, s2@2000=4.
+#[test]
+fn square_batch_is_read_as_rows() {
+    let b = parse(
+        r#"{"device":"root.sq.d1","timestamps":[1000,2000],"measurements":["s1","s2"],"values":[[1,2],[3,4]]}"#,
+    );
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(
+        b.records,
+        vec![
+            rec("root.sq.d1", 1000, &[("s1", Int(1)), ("s2", Int(2))]),
+            rec("root.sq.d1", 2000, &[("s1", Int(3)), ("s2", Int(4))]),
+        ]
+    );
+}
+
 #[test]
 fn batch_form_and_arrays() {
+    // Three timestamps, two measurements: three rows of two values.
     let b = parse(
-        r#"[{"device":"root.sg.d1","timestamps":[1,2],"measurements":["s1","s2"],"values":[[1,null],[2.5,3.5]]},
+        r#"[{"device":"root.sg.d1","timestamps":[1,2,3],"measurements":["s1","s2"],"values":[[1,null],[2.5,3.5],[null,"x"]]},
             {"device":"root.sg.d2","timestamp":3,"measurements":["s1"],"values":[false]},
             {"device":"root.sg.d3","timestamps":[4],"measurements":["s1"],"values":[[null]]}]"#,
     );
@@ -62,12 +118,13 @@ fn batch_form_and_arrays() {
     assert_eq!(
         b.records,
         vec![
-            rec("root.sg.d1", 1, &[("s1", Int(1)), ("s2", Float(2.5))]),
-            rec("root.sg.d1", 2, &[("s2", Float(3.5))]),
+            rec("root.sg.d1", 1, &[("s1", Int(1))]),
+            rec("root.sg.d1", 2, &[("s1", Float(2.5)), ("s2", Float(3.5))]),
+            rec("root.sg.d1", 3, &[("s2", Text("x".into()))]),
             rec("root.sg.d2", 3, &[("s1", Bool(false))]),
         ]
     );
-    assert_eq!(b.point_count(), 4);
+    assert_eq!(b.point_count(), 5);
 }
 
 #[test]
@@ -96,7 +153,7 @@ fn time_units() {
     let b = parse_iotdb_json(
         br#"[{"device":"root.a.b","timestamp":2,"measurements":["s"],"values":[1]},
              {"device":"root.a.b","timestamp":9223372037,"measurements":["s"],"values":[1]},
-             {"device":"root.a.b","timestamps":[3,9223372037,4],"measurements":["s","t"],"values":[[1,2,3],[null,null,4]]}]"#,
+             {"device":"root.a.b","timestamps":[3,9223372037,4],"measurements":["s","t"],"values":[[1,null],[2,null],[3,4]]}]"#,
         &opts,
     );
     assert_eq!(
@@ -341,11 +398,18 @@ fn record_shape_errors() {
     }
 }
 
+fn locations(rejections: &[Rejection]) -> Vec<(&str, RejectReason, u64)> {
+    rejections
+        .iter()
+        .map(|r| (r.location.as_str(), r.reason, r.points))
+        .collect()
+}
+
 #[test]
-fn column_and_point_errors() {
-    // Bad measurement names reject their column only.
+fn column_row_and_point_errors() {
+    // Bad measurement names reject their column only (its values in every row).
     let (records, rejections) = one(
-        r#"{"device":"root.a.b","timestamps":[1,2],"measurements":["s.x",7,"ok","time"],"values":[[1,2],[3,null],[5,6],[7,8]]}"#,
+        r#"{"device":"root.a.b","timestamps":[1,2],"measurements":["s.x",7,"ok","time"],"values":[[1,3,5,7],[2,null,6,8]]}"#,
     );
     assert_eq!(
         records,
@@ -354,44 +418,53 @@ fn column_and_point_errors() {
             rec("root.a.b", 2, &[("ok", Int(6))])
         ]
     );
-    let s: Vec<_> = rejections
-        .iter()
-        .map(|r| (r.location.as_str(), r.reason, r.points))
-        .collect();
     assert_eq!(
-        s,
+        locations(&rejections),
         vec![
             ("$.measurements[0]", RejectReason::InvalidPath, 2),
             ("$.measurements[1]", RejectReason::Parse, 1),
             ("$.measurements[3]", RejectReason::InvalidPath, 2),
         ]
     );
-    // Column length mismatch and non-array column reject that column.
+    // A row of the wrong length, or not an array, is rejected alone, naming its index.
     let (records, rejections) = one(
-        r#"{"device":"root.a.b","timestamps":[1,2],"measurements":["a","b","c"],"values":[[1],5,[true,false]]}"#,
+        r#"{"device":"root.a.b","timestamps":[1,2,3,4],"measurements":["a","b"],"values":[[1],5,[true,false],[1,2,3]]}"#,
     );
     assert_eq!(
         records,
-        vec![
-            rec("root.a.b", 1, &[("c", Bool(true))]),
-            rec("root.a.b", 2, &[("c", Bool(false))])
-        ]
+        vec![rec("root.a.b", 3, &[("a", Bool(true)), ("b", Bool(false))])]
     );
-    let s: Vec<_> = rejections
-        .iter()
-        .map(|r| (r.location.as_str(), r.reason, r.points))
-        .collect();
     assert_eq!(
-        s,
+        locations(&rejections),
         vec![
             ("$.values[0]", RejectReason::Parse, 1),
-            ("$.values[1]", RejectReason::Parse, 1)
+            ("$.values[1]", RejectReason::Parse, 1),
+            ("$.values[3]", RejectReason::Parse, 3),
         ]
     );
-    assert!(rejections[0].message.contains("1 values for 2 timestamps"));
-    // Bad single values reject only their point.
+    assert_eq!(
+        rejections[0].message,
+        "row 0 has 1 values for 2 measurements"
+    );
+    assert!(rejections[1].message.contains("found an integer"));
+    assert_eq!(
+        rejections[2].message,
+        "row 3 has 3 values for 2 measurements"
+    );
+    // A row count other than the timestamp count rejects the record.
     let (records, rejections) = one(
-        r#"[{"device":"root.a.b","timestamps":[1,2],"measurements":["a","b"],"values":[[{"x":1},2],[[1],9223372036854775808]]},
+        r#"[{"device":"root.a.b","timestamps":[1,2],"measurements":["a","b"],"values":[[1,2]]},
+            {"device":"root.a.b","timestamp":9,"measurements":["a"],"values":[9]}]"#,
+    );
+    assert_eq!(records, vec![rec("root.a.b", 9, &[("a", Int(9))])]);
+    assert_eq!(
+        locations(&rejections),
+        vec![("$[0].values", RejectReason::Parse, 2)]
+    );
+    assert_eq!(rejections[0].message, "1 rows for 2 timestamps");
+    // Bad single values reject only their point: `values[row][measurement]`.
+    let (records, rejections) = one(
+        r#"[{"device":"root.a.b","timestamps":[1,2],"measurements":["a","b"],"values":[[{"x":1},[1]],[2,9223372036854775808]]},
             {"device":"root.a.b","timestamp":3,"measurements":["a","b","c"],"values":[{},[1,[2]],3]}]"#,
     );
     assert_eq!(
@@ -401,15 +474,11 @@ fn column_and_point_errors() {
             rec("root.a.b", 3, &[("c", Int(3))])
         ]
     );
-    let s: Vec<_> = rejections
-        .iter()
-        .map(|r| (r.location.as_str(), r.reason, r.points))
-        .collect();
     assert_eq!(
-        s,
+        locations(&rejections),
         vec![
             ("$[0].values[0][0]", RejectReason::TypeMismatch, 1),
-            ("$[0].values[1][0]", RejectReason::TypeMismatch, 1),
+            ("$[0].values[0][1]", RejectReason::TypeMismatch, 1),
             ("$[0].values[1][1]", RejectReason::TypeMismatch, 1),
             ("$[1].values[0]", RejectReason::TypeMismatch, 1),
             ("$[1].values[1]", RejectReason::TypeMismatch, 1),
@@ -420,10 +489,15 @@ fn column_and_point_errors() {
         "{}",
         rejections[0]
     );
+    assert!(
+        rejections[1].message.contains("found an array"),
+        "{}",
+        rejections[1]
+    );
     assert!(rejections[2].message.contains("INT64"), "{}", rejections[2]);
-    // A bad timestamp in batch form loses only the points at that timestamp.
+    // A bad timestamp in batch form loses only the points of its row.
     let (records, rejections) = one(
-        r#"{"device":"root.a.b","timestamps":[1,"x",3,null],"measurements":["a"],"values":[[1,2,3,null]]}"#,
+        r#"{"device":"root.a.b","timestamps":[1,"x",3,null],"measurements":["a","b"],"values":[[1,null],[2,20],[3,null],[null,null]]}"#,
     );
     assert_eq!(
         records,
@@ -432,11 +506,10 @@ fn column_and_point_errors() {
             rec("root.a.b", 3, &[("a", Int(3))])
         ]
     );
-    let s: Vec<_> = rejections
-        .iter()
-        .map(|r| (r.location.as_str(), r.reason, r.points))
-        .collect();
-    assert_eq!(s, vec![("$.timestamps[1]", RejectReason::InvalidTime, 1)]);
+    assert_eq!(
+        locations(&rejections),
+        vec![("$.timestamps[1]", RejectReason::InvalidTime, 2)]
+    );
 }
 
 #[test]
@@ -449,14 +522,14 @@ fn many_bad_values_are_summarized() {
         }
         s.push_str(&i.to_string());
     }
-    s.push_str(r#"],"measurements":["a"],"values":[["#);
+    s.push_str(r#"],"measurements":["a"],"values":["#);
     for i in 0..n {
         if i > 0 {
             s.push(',');
         }
-        s.push_str("{}");
+        s.push_str("[{}]");
     }
-    s.push_str("]]}");
+    s.push_str("]}");
     let b = parse(&s);
     assert_eq!(b.records, vec![]);
     assert_eq!(
@@ -513,43 +586,107 @@ proptest! {
         let _ = parse_iotdb_json_default(wrapped.as_bytes());
     }
 
+    /// Records written by an independent JSON writer (serde_json) in the single-record form
+    /// read back as themselves.
     #[test]
-    fn single_records_round_trip(records in proptest::collection::vec(arb_record(), 0..8)) {
-        let mut s = String::from("[");
-        for (i, r) in records.iter().enumerate() {
-            if i > 0 { s.push(','); }
-            write_record(&mut s, r);
-        }
-        s.push(']');
-        let b = parse(&s);
+    fn single_records_from_serde_json(records in proptest::collection::vec(arb_record(), 0..8)) {
+        let json: Vec<serde_json::Value> = records.iter().map(|r| serde_json::json!({
+            "device": r.device,
+            "timestamp": r.time,
+            "measurements": r.fields.iter().map(|f| f.measurement.as_str()).collect::<Vec<_>>(),
+            "values": r.fields.iter().map(|f| to_json(Some(&f.value))).collect::<Vec<_>>(),
+        })).collect();
+        let b = parse(&serde_json::to_string(&json).unwrap());
         prop_assert_eq!(b.rejections, vec![]);
         prop_assert_eq!(b.records, records);
     }
 
+    /// Batches written by serde_json in IoTDB's row form: row `i` is the record at
+    /// `timestamps[i]`, holding the non-null values in measurement order.
     #[test]
-    fn tablets_round_trip(
+    fn batches_from_serde_json(
         device in proptest::collection::vec(arb_name(), 1..3),
-        times in proptest::collection::vec(-1_000_000i64..1_000_000, 1..20),
-        columns in proptest::collection::btree_map(arb_name(), proptest::collection::vec(proptest::option::of(arb_value()), 20), 1..5),
+        names in proptest::collection::btree_set(arb_name(), 1..5),
+        rows in proptest::collection::vec((-1_000_000i64..1_000_000, proptest::collection::vec(proptest::option::of(arb_value()), 5)), 1..20),
     ) {
         let device = format!("root.{}", device.join("."));
-        let names: Vec<&str> = columns.keys().map(String::as_str).collect();
-        let cols: Vec<Vec<Option<FieldValue>>> = columns.values().cloned().collect();
-        let mut s = String::new();
-        write_tablet(&mut s, &device, &times, &names, &cols);
-        let b = parse(&s);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let w = names.len();
+        let json = serde_json::json!({
+            "device": device,
+            "timestamps": rows.iter().map(|(t, _)| *t).collect::<Vec<_>>(),
+            "measurements": names,
+            "values": rows.iter().map(|(_, row)| row[..w].iter().map(|v| to_json(v.as_ref())).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        });
+        let b = parse(&json.to_string());
         prop_assert_eq!(b.rejections, vec![]);
         let mut expected = Vec::new();
-        for (t, &time) in times.iter().enumerate() {
-            let fields: Vec<Field> = names.iter().zip(&cols)
-                .filter_map(|(m, c)| c[t].clone().map(|value| Field::new(*m, value)))
+        for (time, row) in &rows {
+            let fields: Vec<Field> = names.iter().zip(&row[..w])
+                .filter_map(|(m, v)| v.clone().map(|value| Field::new(*m, value)))
                 .collect();
             if !fields.is_empty() {
-                expected.push(Record { device: device.clone(), time, fields });
+                expected.push(Record { device: device.clone(), time: *time, fields });
             }
         }
         prop_assert_eq!(b.records, expected);
     }
+}
+
+/// A value as serde_json writes it.
+fn to_json(v: Option<&FieldValue>) -> serde_json::Value {
+    match v {
+        None => serde_json::Value::Null,
+        Some(Bool(b)) => (*b).into(),
+        Some(Int(i)) => (*i).into(),
+        Some(Float(f)) => (*f).into(),
+        Some(Text(s)) => s.as_str().into(),
+    }
+}
+
+/// The writers (used by load generators and benchmarks) produce IoTDB's documented shapes.
+#[test]
+fn writers_produce_the_documented_forms() {
+    let mut s = String::new();
+    write_tablet(
+        &mut s,
+        "root.sq.d1",
+        &[1000, 2000],
+        &["s1", "s2"],
+        &[
+            vec![Some(Int(1)), Some(Int(2))],
+            vec![Some(Int(3)), Some(Int(4))],
+        ],
+    );
+    assert_eq!(
+        s,
+        r#"{"device":"root.sq.d1","timestamps":[1000,2000],"measurements":["s1","s2"],"values":[[1,2],[3,4]]}"#
+    );
+    s.clear();
+    write_tablet(
+        &mut s,
+        "root.sg.d1",
+        &[1, 2, 3],
+        &["a", "b"],
+        &[vec![Some(Float(0.5))], vec![None, Some(Bool(true))]],
+    );
+    assert_eq!(
+        s,
+        r#"{"device":"root.sg.d1","timestamps":[1,2,3],"measurements":["a","b"],"values":[[0.5,null],[null,true],[null,null]]}"#
+    );
+    s.clear();
+    write_record(
+        &mut s,
+        &rec(
+            "root.sg.d1",
+            1586076045524,
+            &[("s1", Float(1.0)), ("s2", Text("a\"b".into()))],
+        ),
+    );
+    assert_eq!(
+        s,
+        r#"{"device":"root.sg.d1","timestamp":1586076045524,"measurements":["s1","s2"],"values":[1.0,"a\"b"]}"#
+    );
 }
 
 #[test]
@@ -584,7 +721,7 @@ fn quoted_integer_timestamps() {
     // As IoTDB's MQTT service accepts them.
     let b = parse(
         r#"[{"device":"root.a.b","timestamp":"-7","measurements":["s"],"values":[1]},
-            {"device":"root.a.b","timestamps":["8", 9, "1.5"],"measurements":["s"],"values":[[1,2,3]]}]"#,
+            {"device":"root.a.b","timestamps":["8", 9, "1.5"],"measurements":["s"],"values":[[1],[2],[3]]}]"#,
     );
     let times: Vec<i64> = b.records.iter().map(|r| r.time).collect();
     assert_eq!(times, vec![-7, 8, 9]);

@@ -37,6 +37,7 @@ impl MessageError {
                 RejectReason::TypeMismatch => "sink_type_mismatch",
                 RejectReason::InvalidTime => "sink_invalid_time",
                 RejectReason::TooLarge => "sink_too_large",
+                RejectReason::DeclaredTypeConflict => "sink_declared_type_conflict",
             },
         }
     }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tsfile::{Compression, DataType, Encoding};
-use tsfiled_connectors::FieldValue;
+use tsfiled_connectors::{FieldValue, TypeHint};
 use tsfiled_fsio::{FsFile, FsRef};
 
 /// Type, encoding and compression of a series.
@@ -102,6 +102,18 @@ impl TypeDefaults {
     }
 }
 
+/// The TsFile data type of a type declared by the input.
+pub fn declared_data_type(hint: TypeHint) -> DataType {
+    match hint {
+        TypeHint::Boolean => DataType::BOOLEAN,
+        TypeHint::Int32 => DataType::INT32,
+        TypeHint::Int64 => DataType::INT64,
+        TypeHint::Float => DataType::FLOAT,
+        TypeHint::Double => DataType::DOUBLE,
+        TypeHint::Text => DataType::TEXT,
+    }
+}
+
 /// Schema rule patterns are the configuration's: `*` is one node, `**` one or more.
 pub use tsfiled_config::PathPattern;
 
@@ -130,15 +142,15 @@ pub struct SchemaRule {
 }
 
 /// Validates a device path (IoTDB 0.10 rules, as the parsers apply them): `root`
-/// then at least `sg_level + 1` more nodes (storage group nodes plus a device node).
+/// then at least `sg_level` more nodes. The device may be its storage group itself, as in
+/// IoTDB (`root.sg27.s3` with storage group `root.sg27`, IoTDB's REST examples).
 pub fn validate_device(device: &str, sg_level: usize) -> Result<(), String> {
     tsfiled_connectors::path::validate_device(device)
         .map_err(|e| format!("device {device:?} {e}"))?;
     let n = device.split('.').count() - 1;
-    if n < sg_level + 1 {
+    if n < sg_level {
         return Err(format!(
-            "device {device:?} needs at least {} nodes after root (storage group level {sg_level} plus a device)",
-            sg_level + 1
+            "device {device:?} needs at least {sg_level} nodes after root (the storage group level)"
         ));
     }
     Ok(())
@@ -342,14 +354,23 @@ impl Registry {
         })
     }
 
-    /// The type a new series gets from the rules and its first value.
-    pub fn type_for_new(&self, device: &str, measurement: &str, first: &FieldValue) -> SeriesType {
+    /// The type a new series gets: the type a matching rule pins, else the type its first point
+    /// declares, else the defaults' type for its first value; the encoding a rule pins (when it
+    /// supports the type), else the defaults' encoding for the type.
+    pub fn type_for_new(
+        &self,
+        device: &str,
+        measurement: &str,
+        first: &FieldValue,
+        declared: Option<DataType>,
+    ) -> SeriesType {
         let rule = self
             .rules
             .iter()
             .find(|r| pattern_matches(&r.pattern, device, measurement));
         let data_type = rule
             .and_then(|r| r.data_type)
+            .or(declared)
             .unwrap_or_else(|| self.defaults.inferred_type(first));
         let mut ty = self.defaults.series_type(data_type);
         if let Some(r) = rule {
@@ -370,7 +391,7 @@ impl Registry {
         if let Some(s) = self.get(device, measurement) {
             return s;
         }
-        let ty = self.type_for_new(device, measurement, first);
+        let ty = self.type_for_new(device, measurement, first, None);
         self.define(device, measurement, ty)
     }
 
@@ -471,7 +492,9 @@ mod tests {
     #[test]
     fn devices_and_groups() {
         assert!(validate_device("root.sg.d1", 1).is_ok());
-        assert!(validate_device("root.sg", 1).is_err());
+        assert!(validate_device("root.sg", 1).is_ok());
+        assert_eq!(storage_group("root.sg", 1), "root.sg");
+        assert!(validate_device("root.sg", 2).is_err());
         assert!(validate_device("sg.d1", 1).is_err());
         assert!(validate_device("root.sg.d 1", 1).is_err());
         assert!(validate_device("root.sg..d1", 1).is_err());
