@@ -572,8 +572,9 @@ config_table! {
         /// it was closed after writing, or renamed into the directory).
         #[key("settle", "duration", "\"2s\"")]
         settle: Option<Human>,
-        /// `"iotdb-wide"` (IoTDB export: `Time,root.sg.d1.s1,...`, optional `(TYPE)` suffixes),
-        /// `"iotdb-device"` (`Time,Device,s1,s2,...`) or `"generic"` (columns as configured).
+        /// `"iotdb-wide"` (IoTDB export: `Time,root.sg.d1.s1,...`), `"iotdb-device"`
+        /// (`Time,Device,s1,s2,...`) — both with optional `(TYPE)` suffixes such as `s1(INT32)`,
+        /// which declare the series' type — or `"generic"` (columns as configured).
         #[key("format", "\"iotdb-wide\" | \"iotdb-device\" | \"generic\"", "\"iotdb-wide\"")]
         format: Option<String>,
         /// Timestamp format: `"auto"` (integers are epoch milliseconds, otherwise RFC 3339),

@@ -382,8 +382,9 @@ impl Pipeline {
     }
 
     /// Validates, types and groups a batch's records: the typed points, the rejections (the
-    /// parser's first, then ours) and the series the batch creates. Reads the registry (locking
-    /// it into `reg`); the caller defines the new series.
+    /// parser's first, then ours) and the series the batch would create. Reads the registry
+    /// (locking it into `reg`) but changes nothing: new series are defined only once the batch
+    /// is in the write-ahead log (see [`Pipeline::enqueue`]).
     fn normalize<'r>(
         &'r self,
         batch: Batch,
@@ -553,6 +554,11 @@ impl Pipeline {
         }
     }
 
+    /// Admits a batch: normalizes it and appends its points to the write-ahead log. A batch
+    /// refused (closed, log full, log error) changes nothing: its new series are defined in
+    /// the registry, and its points counted, only once the append succeeded. The registry
+    /// stays locked from normalization to that definition when the batch creates series, so
+    /// no other batch can type them differently meanwhile.
     fn enqueue(
         &self,
         source: &str,
@@ -568,31 +574,34 @@ impl Pipeline {
             rejections,
             new_series,
         } = self.normalize(batch, &mut reg);
-        if let Some(reg) = reg.as_mut() {
-            for (device, measurement, ty) in &new_series {
-                reg.define(device, measurement, *ty);
-            }
+        if new_series.is_empty() {
+            drop(reg.take());
         }
-        drop(reg);
-        self.count(source, wb.points(), &rejections);
         let outcome = SubmitOutcome {
             accepted: wb.points(),
             rejected: rejections.iter().map(|r| r.points).sum(),
             rejections,
         };
         if wb.series.is_empty() {
+            self.count(source, 0, &outcome.rejections);
             return Ok((None, outcome));
         }
         let payload = wb.encode();
-        match self.wal.append(payload, (wb, received)) {
-            Ok(t) => {
-                if let Some(p) = &self.progress {
-                    p.add_pending(1);
-                }
-                Ok((Some(t), outcome))
+        let ticket = self
+            .wal
+            .append(payload, (wb, received))
+            .map_err(|e| self.map_err(source, e))?;
+        if let Some(reg) = reg.as_mut() {
+            for (device, measurement, ty) in &new_series {
+                reg.define(device, measurement, *ty);
             }
-            Err(e) => Err(self.map_err(source, e)),
         }
+        drop(reg);
+        self.count(source, outcome.accepted, &outcome.rejections);
+        if let Some(p) = &self.progress {
+            p.add_pending(1);
+        }
+        Ok((Some(ticket), outcome))
     }
 
     /// The write-ahead log's limits become refusals (counted as backpressure); its other
@@ -872,6 +881,51 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_refused_batch_leaves_the_registry_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.wal.max_bytes = 4096;
+        let journal = opts.engine.state_dir.join("schema.tsv");
+        let p = Pipeline::open(opts, Metrics::new()).unwrap();
+        // 1,000 floats need about 16 KB of log: more than the whole budget.
+        let big = Batch {
+            records: (0..1000)
+                .map(|t| rec("root.sg.d1", t, &[("x", FieldValue::Float(0.5))]))
+                .collect(),
+            rejections: vec![],
+        };
+        match p.submit_blocking("test", big, Instant::now()) {
+            Err(Error::Refused(Refusal::Full { .. })) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(p.registry.lock().unwrap().get("root.sg.d1", "x").is_none());
+        assert_eq!(p.registry.lock().unwrap().len(), 0);
+        assert_eq!(std::fs::read_to_string(&journal).unwrap(), "");
+        // The first accepted point types the series.
+        let out = p
+            .submit_blocking(
+                "test",
+                Batch {
+                    records: vec![rec("root.sg.d1", 5, &[("x", FieldValue::Int(7))])],
+                    rejections: vec![],
+                },
+                Instant::now(),
+            )
+            .unwrap();
+        assert_eq!(out.accepted, 1);
+        p.shutdown_blocking();
+        assert_eq!(
+            std::fs::read_to_string(&journal).unwrap(),
+            "root.sg.d1\tx\tINT64\tTS_2DIFF\tSNAPPY\n"
+        );
+        let (points, _) = read_dir_points(tmp.path());
+        assert_eq!(
+            points,
+            vec![("root.sg.d1".into(), "x".into(), 5, Value::Int64(7))]
+        );
+    }
+
     /// The value of `name{pipeline="t"}` in a rendering.
     fn sample(text: &str, name: &str) -> Option<u64> {
         let prefix = format!("{name}{{pipeline=\"t\"}} ");
@@ -1072,15 +1126,37 @@ mod tests {
             // Simulate a crash: stop without sealing.
             p.abandon_blocking();
         }
-        // Whatever was sealed before the "crash" is complete; the rest is temporary.
-        let (before, _) = read_dir_points(tmp.path());
-        assert!(before.len() <= 4);
+        // Whatever was sealed before the "crash" is complete: each point there is one of
+        // those submitted, with its value, at most once (the rest is in temporaries and
+        // in the WAL; how much was sealed depends on the engine's timing).
+        let want = [50, 100, 150, 200].map(|t| {
+            (
+                "root.sg.d1".to_string(),
+                "a".to_string(),
+                t,
+                Value::Int64(t),
+            )
+        });
+        let (mut before, sealed) = read_dir_points(tmp.path());
+        before.sort_by_key(|p| p.2);
+        let n = before.len();
+        before.dedup();
+        assert_eq!(before.len(), n, "a point sealed twice: {sealed:?}");
+        assert!(before.iter().all(|p| want.contains(p)), "{before:?}");
         let p = Pipeline::open(opts, Metrics::new()).unwrap();
         p.shutdown_blocking();
         let (points, files) = read_dir_points(tmp.path());
-        let mut times: Vec<i64> = points.iter().map(|p| p.2).collect();
-        times.sort();
-        assert_eq!(times, vec![50, 100, 150, 200]);
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        assert_eq!(
+            got,
+            [50, 100, 150, 200]
+                .map(|t| ("root.sg.d1", "a", t, Value::Int64(t)))
+                .to_vec()
+        );
         assert!(
             files
                 .iter()
@@ -1148,9 +1224,17 @@ mod tests {
         .unwrap();
         p.shutdown_blocking();
         let (points, files) = read_dir_points(tmp.path());
-        let mut times: Vec<i64> = points.iter().map(|p| p.2).collect();
-        times.sort();
-        assert_eq!(times, vec![50, 100, 999, 1500, 2500]);
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        assert_eq!(
+            got,
+            [(50, 4), (100, 1), (999, 2), (1500, 3), (2500, 5)]
+                .map(|(t, v)| ("root.sg.d1", "s", t, Value::Int64(v)))
+                .to_vec()
+        );
         for f in &files {
             let part: i64 = f
                 .parent()
@@ -1323,5 +1407,15 @@ mod tests {
         p.shutdown_blocking();
         let (points, _) = read_dir_points(tmp.path());
         assert_eq!(points.len() as u64, accepted);
+        // Exactly the accepted points 1..=accepted, each once, with its value.
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        let want: Vec<_> = (1..=accepted as i64)
+            .map(|t| ("root.sg.d1", "s", t, Value::Int64(t)))
+            .collect();
+        assert_eq!(got, want);
     }
 }

@@ -4,7 +4,8 @@
 //!   `timestamps[i]`, over HTTP and over a real Mosquitto;
 //! - declared types: CSV `(TYPE)` headers (IoTDB `export-csv`, both layouts) and line-protocol
 //!   suffixes create series of that type with the default encoding for it; a declared type that
-//!   conflicts with a series' type is rejected (`declared_type_conflict`), never converted.
+//!   conflicts with a series' type is rejected (`declared_type_conflict`), never converted;
+//! - a request refused for backpressure leaves no trace, not even a series type.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -396,6 +397,89 @@ fn line_protocol_suffixes_declare_types() {
         p("b", 2000, Value::Boolean(false)),
         p("x", 1000, Value::Double(2.0)),
     ]
+    .into_iter()
+    .collect();
+    assert_eq!(points, expected);
+}
+
+#[test]
+fn a_request_refused_for_backpressure_decides_no_type() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let config = tmp.path().join("tsfiled.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+data_dir = "{}"
+
+[http]
+listen = "127.0.0.1:0"
+
+[[pipeline]]
+name = "main"
+
+[pipeline.storage]
+memtable_budget = "128KiB"
+wal_commit_size = "16KiB"
+wal_max_size = "128KiB"
+
+[[pipeline.source]]
+type = "http"
+name = "http"
+"#,
+            data.display()
+        ),
+    )
+    .unwrap();
+    let d = DaemonProc::start_with(&["run", "--config", config.to_str().unwrap()]);
+    // 10,000 floats need about 160 KB of write-ahead log: more than the whole budget, so the
+    // request is refused (503) however empty the log is.
+    let ts: Vec<i64> = (1..=10_000).collect();
+    let rows: Vec<[f64; 1]> = ts.iter().map(|t| [*t as f64 + 0.5]).collect();
+    let big = serde_json::json!({"device": "root.rf.d1", "timestamps": ts, "measurements": ["x"], "values": rows});
+    let r = post(
+        d.addr,
+        "/ingest/iotdb-json",
+        &[],
+        big.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert!(r.body.contains("buffer full"), "{}", r.body);
+    // Nothing of it remains: no series known, no point counted.
+    let m = get(d.addr, "/metrics").body;
+    assert_eq!(
+        metric(&m, r#"tsfiled_series{pipeline="main"}"#),
+        Some(0.0),
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            r#"tsfiled_backpressure_total{pipeline="main",source="http"}"#
+        ),
+        Some(1.0),
+        "{m}"
+    );
+    let schema = std::fs::read_to_string(data.join("state").join("schema.tsv"))
+        .expect("the schema journal exists from the start");
+    assert_eq!(schema, "", "the refused request journalled a series");
+    // So the first accepted point types the series: an integer makes it INT64 (had the
+    // refused floats typed it, this would be stored as the DOUBLE 7.0).
+    let r = post(
+        d.addr,
+        "/ingest/iotdb-json",
+        &[],
+        br#"{"device":"root.rf.d1","timestamp":20000,"measurements":["x"],"values":[7]}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let (points, _) = read_all(&data);
+    let expected: PointMap = [(
+        ("root.rf.d1".to_string(), "x".to_string(), 20000),
+        vec![Value::Int64(7)],
+    )]
     .into_iter()
     .collect();
     assert_eq!(points, expected);
