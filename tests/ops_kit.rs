@@ -513,6 +513,7 @@ fn alert_rules_cover_the_conditions_and_each_is_unit_tested() {
         "TsfiledMemtableNearFull",
         "TsfiledMqttDisconnected",
         "TsfiledNoFileSealed",
+        "TsfiledStorageDegraded",
     ] {
         assert!(alerts.contains(required), "alerts.yml lacks {required}");
     }
@@ -940,6 +941,12 @@ fn fake_status(n: u64) -> String {
             {
                 "name": "lab",
                 "accepting": false,
+                "storage": {
+                    "degraded": true,
+                    "reason": "seal failing (I/O error: No space left on device (os error 28))",
+                    "refusing": "storage degraded: no space left on the data device",
+                    "faults": [{"op": "seal", "kind": "no_space", "message": "I/O error: No space left on device (os error 28)", "since_ms": T0_MS}]
+                },
                 "wal": {"bytes": 0, "max_bytes": 0},
                 "sources": []
             }
@@ -1041,6 +1048,14 @@ fn status_page_shows_the_figures_from_metrics_and_status() {
         by_id(&dom, "fig-default-accepting").attr("data-value"),
         Some("true")
     );
+    // Failing storage is named, and only where it fails.
+    let storage = by_id(&dom, "fig-lab-storage");
+    assert_eq!(storage.attr("data-value"), Some("refusing"));
+    assert_eq!(
+        storage.text,
+        "Storage failing: seal failing (I/O error: No space left on device (os error 28)) \u{2014} intake refused until a retry succeeds"
+    );
+    assert!(find_all(&dom, "id", "fig-default-storage").is_empty());
     assert_eq!(by_id(&dom, "version").text, "0.1.0-test");
     // Uptime: 1 h before T0, plus 2 s of server clock per request.
     let uptime_min = ((3600 + 2 * n) as f64 / 60.0).round();

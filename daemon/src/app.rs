@@ -299,10 +299,16 @@ impl Daemon {
             }
             _ => None,
         };
-        let _ = notifier.ready_with_status(&format!(
-            "{} pipeline(s) up; HTTP on {http_addr}",
-            pipelines.len()
-        ));
+        let up = format!("{} pipeline(s) up; HTTP on {http_addr}", pipelines.len());
+        let _ = notifier.ready_with_status(&up);
+        if notifier.is_enabled() {
+            tokio::spawn(storage_status(
+                notifier.clone(),
+                pipelines.clone(),
+                up,
+                http_token.clone(),
+            ));
+        }
         Ok(Daemon {
             pipelines,
             http: state,
@@ -509,6 +515,48 @@ impl Daemon {
                 Ok(())
             }
             Err(_) => Err(Error::ShutdownDeadline(deadline)),
+        }
+    }
+}
+
+/// Keeps systemd's `STATUS=` line telling whether storage is failing (checked every second,
+/// sent on change): `systemctl status` then shows why intake is refused.
+async fn storage_status(
+    notifier: Notifier,
+    pipelines: Vec<Arc<Pipeline>>,
+    up: String,
+    stop: CancellationToken,
+) {
+    let mut last = up.clone();
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let failing: Vec<String> = pipelines
+            .iter()
+            .filter_map(|p| {
+                let why = p.health().summary()?;
+                let refusing = if p.health().refusal().is_some() {
+                    "intake refused; "
+                } else {
+                    ""
+                };
+                Some(format!(
+                    "pipeline {}: storage degraded ({refusing}{why})",
+                    p.name()
+                ))
+            })
+            .collect();
+        let text = if failing.is_empty() {
+            up.clone()
+        } else {
+            failing.join("; ")
+        };
+        if text != last {
+            let _ = notifier.status(&text);
+            last = text;
         }
     }
 }

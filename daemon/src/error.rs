@@ -101,8 +101,9 @@ pub enum Error {
         /// What went wrong (the parser's message names the line).
         message: String,
     },
-    /// The write-ahead log or its queue is at its size limit (which: `queue`, `disk
-    /// budget`, or the device being full); retrying later can succeed.
+    /// The write-ahead log or its queue is at its size limit, or its device cannot be
+    /// written for now (which: `queue`, `disk budget`, the device being full or read-only);
+    /// retrying later can succeed.
     #[error("write-ahead log is full ({0})")]
     WalFull(&'static str),
     /// The write-ahead log is shut down.

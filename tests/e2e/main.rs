@@ -10,6 +10,7 @@ mod config;
 mod crash;
 mod csv;
 mod iotdb_clients;
+mod disk_full;
 mod limits;
 mod mqtt;
 mod push;

@@ -550,13 +550,17 @@ async fn ingest(
             } else {
                 StatusCode::SERVICE_UNAVAILABLE
             };
+            // A failing storage names itself; the other reasons are buffers.
+            let what = if reason.starts_with("storage") {
+                reason.to_string()
+            } else {
+                format!("buffer full ({reason})")
+            };
             retry_later(
                 state,
                 style,
                 code,
-                &format!(
-                    "buffer full ({reason}); nothing of this request was accepted, retry later"
-                ),
+                &format!("{what}; nothing of this request was accepted, retry later"),
                 retry_after.as_secs().max(1),
             )
         }
