@@ -424,6 +424,54 @@ mod tests {
         math_round(x * s) as f64 / s
     }
 
+    /// The header is Java's `maxPointNumber`, an `int`, as an unsigned var-int: up to
+    /// `i32::MAX` it is kept (2147483647 = ff ff ff ff 07), above it is 0 (hand-computed).
+    #[test]
+    fn header_bounds() {
+        for (mpn, want) in [
+            (2u32, vec![0x02u8]),
+            (128, vec![0x80, 0x01]),
+            (i32::MAX as u32, vec![0xff, 0xff, 0xff, 0xff, 0x07]),
+            (i32::MAX as u32 + 1, vec![0x00]),
+            (u32::MAX, vec![0x00]),
+        ] {
+            let mut e = encoder(Encoding::RLE, DataType::DOUBLE, mpn).unwrap();
+            let mut out = Vec::new();
+            e.encode_f64(0.0, &mut out).unwrap();
+            assert!(out.starts_with(&want), "{mpn}: {out:02x?}");
+        }
+    }
+
+    /// A multi-byte header: 0x80 0x01 is 128 (7 low bits first), so the scale is 10^128
+    /// and two bytes are consumed.
+    #[test]
+    fn multi_byte_header_is_read() {
+        assert_eq!(read_header("s", &[0x80, 0x01, 0x55]).unwrap(), (1e128, 2));
+        assert_eq!(read_header("s", &[0x03, 0x80]).unwrap(), (1000.0, 1));
+    }
+
+    /// Errors name the column's encoding and type.
+    #[test]
+    fn errors_name_the_stream() {
+        let names = |e: Error| match e {
+            Error::Decode { stream, at, .. } => (stream, at),
+            other => panic!("{other}"),
+        };
+        for (enc, f32_name, f64_name) in [
+            (Encoding::RLE, "RLE FLOAT column", "RLE DOUBLE column"),
+            (
+                Encoding::TS_2DIFF,
+                "TS_2DIFF FLOAT column",
+                "TS_2DIFF DOUBLE column",
+            ),
+        ] {
+            let e = decode_f32(enc, &[], 1, &mut Vec::new()).unwrap_err();
+            assert_eq!(names(e), (f32_name, 0));
+            let e = decode_f64(enc, &[], 1, &mut Vec::new()).unwrap_err();
+            assert_eq!(names(e), (f64_name, 0));
+        }
+    }
+
     /// Values worked out by hand from Java semantics (`Math.round`, then the division).
     #[test]
     fn model_values_by_hand() {
