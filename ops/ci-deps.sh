@@ -2,7 +2,7 @@
 # Installs the system tools the operations tests use (tests/ops_kit.rs):
 # promtool (Debian's `prometheus`), headless Chromium, systemd-analyze (`systemd`),
 # and what the MQTT broker tests use: mosquitto (with mosquitto_passwd), mosquitto-clients
-# (mosquitto_pub) and openssl.
+# (mosquitto_pub) and openssl; curl runs the README's Quick start (tests/e2e/quick_start.rs).
 # For .ci/run and fresh machines; needs root. Does not start any service.
 set -euo pipefail
 need=()

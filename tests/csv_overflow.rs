@@ -124,13 +124,17 @@ rescan_interval = "1h"
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
 
+    // Every row of every file (the probe's 0..10 and each f<i>'s ten rows), once, with
+    // its value, and nothing else.
     let (points, _) = read_all(&data);
-    assert_eq!(points.len(), 10 * (files as usize + 1));
-    for i in 0..files {
-        let t = 1_000 * (i + 1) + 9;
-        assert_eq!(
-            points.get(&("root.ov.d".to_string(), "v".to_string(), t)),
-            Some(&vec![Value::Int64(t * 3)])
-        );
-    }
+    let want: Vec<_> = (0..files + 1)
+        .flat_map(|i| 1_000 * i..1_000 * i + 10)
+        .map(|t| {
+            (
+                ("root.ov.d".to_string(), "v".to_string(), t),
+                vec![Value::Int64(t * 3)],
+            )
+        })
+        .collect();
+    assert_eq!(points.into_iter().collect::<Vec<_>>(), want);
 }

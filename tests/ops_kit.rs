@@ -513,6 +513,7 @@ fn alert_rules_cover_the_conditions_and_each_is_unit_tested() {
         "TsfiledMemtableNearFull",
         "TsfiledMqttDisconnected",
         "TsfiledNoFileSealed",
+        "TsfiledStorageDegraded",
     ] {
         assert!(alerts.contains(required), "alerts.yml lacks {required}");
     }
@@ -940,6 +941,12 @@ fn fake_status(n: u64) -> String {
             {
                 "name": "lab",
                 "accepting": false,
+                "storage": {
+                    "degraded": true,
+                    "reason": "seal failing (I/O error: No space left on device (os error 28))",
+                    "refusing": "storage degraded: no space left on the data device",
+                    "faults": [{"op": "seal", "kind": "no_space", "message": "I/O error: No space left on device (os error 28)", "since_ms": T0_MS}]
+                },
                 "wal": {"bytes": 0, "max_bytes": 0},
                 "sources": []
             }
@@ -1041,6 +1048,14 @@ fn status_page_shows_the_figures_from_metrics_and_status() {
         by_id(&dom, "fig-default-accepting").attr("data-value"),
         Some("true")
     );
+    // Failing storage is named, and only where it fails.
+    let storage = by_id(&dom, "fig-lab-storage");
+    assert_eq!(storage.attr("data-value"), Some("refusing"));
+    assert_eq!(
+        storage.text,
+        "Storage failing: seal failing (I/O error: No space left on device (os error 28)) \u{2014} intake refused until a retry succeeds"
+    );
+    assert!(find_all(&dom, "id", "fig-default-storage").is_empty());
     assert_eq!(by_id(&dom, "version").text, "0.1.0-test");
     // Uptime: 1 h before T0, plus 2 s of server clock per request.
     let uptime_min = ((3600 + 2 * n) as f64 / 60.0).round();
@@ -1135,11 +1150,131 @@ fn status_page_screenshot() {
         server.count("/metrics")
     );
     let bytes = std::fs::read(&png).expect("screenshot");
-    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
-    // IHDR: width and height as requested.
-    assert_eq!(u32::from_be_bytes(bytes[16..20].try_into().unwrap()), 1280);
-    assert_eq!(u32::from_be_bytes(bytes[20..24].try_into().unwrap()), 1100);
+    let img = decode_png(&bytes);
+    assert_eq!((img.width, img.height), (1280, 1100));
+    // The page is drawn: many colours (text is anti-aliased), the dark header bar across the
+    // top (#1d2330), the page background (#f6f7f9), and each source's line in the chart in
+    // its colour (the page's first three series colours #3b7ddd, #1f9d55, #d98a00; the
+    // chart has three sources) across most of the chart's width, not only in the legend's
+    // swatches.
+    let distinct: std::collections::BTreeSet<[u8; 3]> = img.pixels.iter().copied().collect();
+    assert!(distinct.len() > 100, "{} colours", distinct.len());
+    let header = (0..img.width)
+        .filter(|&x| img.at(x, 4) == [0x1d, 0x23, 0x30])
+        .count();
+    assert!(header > 1200, "header bar: {header} of 1280 pixels");
+    let background = img
+        .pixels
+        .iter()
+        .filter(|p| **p == [0xf6, 0xf7, 0xf9])
+        .count();
+    assert!(background > 10_000, "page background: {background} pixels");
+    for (name, colour) in [
+        ("series 1", [0x3b, 0x7d, 0xdd]),
+        ("series 2", [0x1f, 0x9d, 0x55]),
+        ("series 3", [0xd9, 0x8a, 0x00]),
+    ] {
+        let columns = (0..img.width)
+            .filter(|&x| (0..img.height).any(|y| img.at(x, y) == colour))
+            .count();
+        eprintln!("{name}: {colour:02x?} in {columns} columns");
+        assert!(
+            columns > 600,
+            "{name}'s line: {colour:02x?} in only {columns} columns"
+        );
+    }
     if let Some(out) = std::env::var_os("TSFILED_STATUS_SCREENSHOT") {
         std::fs::copy(&png, out).expect("copy screenshot");
+    }
+}
+
+/// A decoded 8-bit RGB or RGBA PNG (alpha dropped).
+struct Image {
+    width: u32,
+    height: u32,
+    pixels: Vec<[u8; 3]>,
+}
+
+impl Image {
+    fn at(&self, x: u32, y: u32) -> [u8; 3] {
+        self.pixels[(y * self.width + x) as usize]
+    }
+}
+
+/// Decodes a non-interlaced 8-bit truecolour PNG (what Chromium writes) following the PNG
+/// specification: chunks, the zlib stream of the IDAT chunks (inflated by flate2), and the
+/// five scanline filters.
+fn decode_png(b: &[u8]) -> Image {
+    use std::io::Read;
+    assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "PNG signature");
+    let (mut pos, mut idat) = (8, Vec::new());
+    let (mut width, mut height, mut channels) = (0u32, 0u32, 0usize);
+    while pos + 8 <= b.len() {
+        let len = u32::from_be_bytes(b[pos..pos + 4].try_into().unwrap()) as usize;
+        let kind = &b[pos + 4..pos + 8];
+        let data = &b[pos + 8..pos + 8 + len];
+        match kind {
+            b"IHDR" => {
+                width = u32::from_be_bytes(data[0..4].try_into().unwrap());
+                height = u32::from_be_bytes(data[4..8].try_into().unwrap());
+                assert_eq!(data[8], 8, "bit depth");
+                channels = match data[9] {
+                    2 => 3,
+                    6 => 4,
+                    t => panic!("colour type {t}"),
+                };
+                assert_eq!(data[12], 0, "interlaced");
+            }
+            b"IDAT" => idat.extend_from_slice(data),
+            b"IEND" => break,
+            _ => {}
+        }
+        pos += 12 + len; // length, type, data, CRC
+    }
+    let mut raw = Vec::new();
+    flate2::read::ZlibDecoder::new(&idat[..])
+        .read_to_end(&mut raw)
+        .expect("IDAT inflates");
+    let stride = width as usize * channels;
+    assert_eq!(raw.len(), height as usize * (stride + 1), "image data size");
+    let mut prev = vec![0u8; stride];
+    let mut pixels = Vec::with_capacity((width * height) as usize);
+    for y in 0..height as usize {
+        let filter = raw[y * (stride + 1)];
+        let mut line = raw[y * (stride + 1) + 1..(y + 1) * (stride + 1)].to_vec();
+        for i in 0..stride {
+            let a = if i >= channels { line[i - channels] } else { 0 };
+            let (up, c) = (prev[i], if i >= channels { prev[i - channels] } else { 0 });
+            let predictor = match filter {
+                0 => 0,
+                1 => a,
+                2 => up,
+                3 => ((a as u16 + up as u16) / 2) as u8,
+                4 => {
+                    let p = a as i16 + up as i16 - c as i16;
+                    let (pa, pb, pc) = (
+                        (p - a as i16).abs(),
+                        (p - up as i16).abs(),
+                        (p - c as i16).abs(),
+                    );
+                    if pa <= pb && pa <= pc {
+                        a
+                    } else if pb <= pc {
+                        up
+                    } else {
+                        c
+                    }
+                }
+                f => panic!("filter {f}"),
+            };
+            line[i] = line[i].wrapping_add(predictor);
+        }
+        pixels.extend(line.chunks(channels).map(|p| [p[0], p[1], p[2]]));
+        prev = line;
+    }
+    Image {
+        width,
+        height,
+        pixels,
     }
 }

@@ -250,6 +250,19 @@ fn check_token_file(path: &Path) -> Result<String, String> {
     }
 }
 
+fn check_user_file(path: &Path) -> Result<String, String> {
+    file_readable(path)?;
+    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    match crate::model::parse_user_file(&text) {
+        Ok(users) if users.is_empty() => Err(format!(
+            "{} holds no user; Basic authentication would refuse everyone",
+            path.display()
+        )),
+        Ok(users) => Ok(format!("{} holds {} user(s)", path.display(), users.len())),
+        Err((line, message)) => Err(format!("{}:{line}: {message}", path.display())),
+    }
+}
+
 /// Checks a validated configuration against this machine. Never creates directories; probe
 /// files are removed at once.
 pub fn check(config: &Config) -> CheckReport {
@@ -257,6 +270,9 @@ pub fn check(config: &Config) -> CheckReport {
     r.result("http.listen", port_free(config.http.listen));
     if let Some(f) = &config.http.token_file {
         r.result("http.token_file", check_token_file(f));
+    }
+    if let Some(f) = &config.http.user_file {
+        r.result("http.user_file", check_user_file(f));
     }
     if config.metrics.enabled {
         if let Some(a) = config.metrics.listen {
@@ -374,6 +390,19 @@ mod tests {
         assert!(check_token_file(&tokens).unwrap_err().contains("no token"));
         fs::write(&tokens, b"a\nb\n").unwrap();
         assert!(check_token_file(&tokens).unwrap().contains("2 token"));
+        let users = tmp.path().join("users");
+        fs::write(&users, b"# who\nroot:root\nops:p:w d\n").unwrap();
+        assert!(check_user_file(&users).unwrap().contains("2 user"));
+        fs::write(&users, b"root:root\nnopassword\n").unwrap();
+        let e = check_user_file(&users).unwrap_err();
+        assert_eq!(
+            e,
+            format!("{}:2: expected `name:password`", users.display())
+        );
+        fs::write(&users, b"root:secret1\nroot:secret2\n").unwrap();
+        let e = check_user_file(&users).unwrap_err();
+        assert!(e.ends_with(":2: user \"root\" is listed twice"), "{e}");
+        assert!(!e.contains("secret"), "{e}");
     }
 
     #[test]

@@ -14,8 +14,9 @@ shutdown_timeout = "30s"
 # Push endpoints, /metrics, /health, /ready and the status page (`--http-listen` overrides it;
 # port 0 picks a free port).
 listen = "127.0.0.1:8080"
-# No bearer tokens: anyone who can reach the address may push. Set `tokens` or `token_file`
-# before listening on another interface.
+# No bearer tokens and no users: anyone who can reach the address may push. Set `tokens` or
+# `token_file`, or Basic users ([[http.user]] or `user_file`), before listening on another
+# interface.
 max_body_size = "16MiB"
 max_decompressed_size = "64MiB"
 
@@ -49,7 +50,8 @@ seal_idle = "10m"
 #   encoding = "RLE"
 
 [[pipeline.source]]
-# POST /ingest/iotdb-json (IoTDB JSON) and POST /write, /api/v2/write (InfluxDB line protocol).
+# POST /ingest/iotdb-json (IoTDB JSON), POST /write, /api/v2/write (InfluxDB line protocol) and
+# IoTDB's REST write API (POST /rest/v2/insertTablet, /rest/v2/insertRecords, /rest/v1/insertTablet).
 type = "http"
 name = "http"
 # Line protocol `cpu,host=gw1 usage=0.5` becomes root.lp.cpu.gw1.usage.

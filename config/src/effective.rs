@@ -8,7 +8,7 @@ use crate::model::*;
 use crate::raw::*;
 use crate::units::format_duration;
 
-/// Whether secrets (bearer tokens, MQTT passwords) are printed.
+/// Whether secrets (bearer tokens, HTTP and MQTT passwords) are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Secrets {
     /// Replace them by `"<redacted>"` (for logs and terminals).
@@ -66,6 +66,17 @@ impl Config {
                 listen: Some(self.http.listen.to_string()),
                 tokens: Some(self.http.tokens.iter().map(|x| secret(x)).collect()),
                 token_file: self.http.token_file.as_deref().and_then(p),
+                user: Some(
+                    self.http
+                        .users
+                        .iter()
+                        .map(|u| RawHttpUser {
+                            name: t(&u.name),
+                            password: Some(secret(&u.password)),
+                        })
+                        .collect(),
+                ),
+                user_file: self.http.user_file.as_deref().and_then(p),
                 max_body_size: s(self.http.max_body_size),
                 max_decompressed_size: s(self.http.max_decompressed_size),
                 request_timeout: d(self.http.request_timeout),

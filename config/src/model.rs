@@ -69,6 +69,11 @@ pub struct HttpConfig {
     pub tokens: Vec<String>,
     /// File with more tokens, one per line (read by the daemon at start and on reload).
     pub token_file: Option<PathBuf>,
+    /// Users for HTTP Basic authentication written in the configuration.
+    pub users: Vec<HttpUser>,
+    /// File with more users, `name:password` per line ([`parse_user_file`]; read by the
+    /// daemon at start and on reload).
+    pub user_file: Option<PathBuf>,
     /// Largest raw request body (413 beyond).
     pub max_body_size: ByteSize,
     /// Largest decompressed request body (413 beyond).
@@ -83,6 +88,8 @@ impl fmt::Debug for HttpConfig {
             .field("listen", &self.listen)
             .field("tokens", &format_args!("[{} redacted]", self.tokens.len()))
             .field("token_file", &self.token_file)
+            .field("users", &self.users)
+            .field("user_file", &self.user_file)
             .field("max_body_size", &self.max_body_size)
             .field("max_decompressed_size", &self.max_decompressed_size)
             .field("request_timeout", &self.request_timeout)
@@ -91,10 +98,88 @@ impl fmt::Debug for HttpConfig {
 }
 
 impl HttpConfig {
-    /// Whether push endpoints require a bearer token.
+    /// Whether push endpoints require authentication (a bearer token or a user).
     pub fn auth_required(&self) -> bool {
-        !self.tokens.is_empty() || self.token_file.is_some()
+        !self.tokens.is_empty()
+            || self.token_file.is_some()
+            || !self.users.is_empty()
+            || self.user_file.is_some()
     }
+}
+
+/// A user for HTTP Basic authentication. Its `Debug` never shows the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HttpUser {
+    /// User name (no `:`, whitespace or control characters).
+    pub name: String,
+    /// Password (not empty, no control characters).
+    pub password: String,
+}
+
+impl fmt::Debug for HttpUser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpUser")
+            .field("name", &self.name)
+            .field("password", &format_args!("<redacted>"))
+            .finish()
+    }
+}
+
+impl HttpUser {
+    /// Checks a user name: not empty, no `:` (Basic credentials and the user file split at the
+    /// first `:`), no whitespace or control characters.
+    pub fn check_name(name: &str) -> Result<(), String> {
+        if name.is_empty() {
+            return Err("a user name must not be empty".into());
+        }
+        if let Some(c) = name
+            .chars()
+            .find(|&c| c == ':' || c.is_whitespace() || c.is_control())
+        {
+            return Err(format!("a user name must not contain {c:?}"));
+        }
+        Ok(())
+    }
+
+    /// Checks a password: not empty, no control characters.
+    pub fn check_password(password: &str) -> Result<(), String> {
+        if password.is_empty() {
+            return Err("a password must not be empty".into());
+        }
+        if password.chars().any(char::is_control) {
+            return Err("a password must not contain control characters".into());
+        }
+        Ok(())
+    }
+}
+
+/// Parses the text of an `http.user_file`: one `name:password` per line (the password is
+/// everything after the first `:`, kept as written but for a trailing `\r`), blank lines and
+/// lines starting with `#` ignored. An error names the 1-based line, never the password.
+pub fn parse_user_file(text: &str) -> Result<Vec<HttpUser>, (usize, String)> {
+    let mut users: Vec<HttpUser> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let Some((name, password)) = line.split_once(':') else {
+            return Err((i + 1, "expected `name:password`".into()));
+        };
+        let name = name.trim();
+        HttpUser::check_name(name)
+            .and_then(|()| HttpUser::check_password(password))
+            .map_err(|e| (i + 1, e))?;
+        if users.iter().any(|u| u.name == name) {
+            return Err((i + 1, format!("user {name:?} is listed twice")));
+        }
+        users.push(HttpUser {
+            name: name.to_owned(),
+            password: password.to_owned(),
+        });
+    }
+    Ok(users)
 }
 
 /// `[metrics]`.
@@ -384,6 +469,9 @@ pub enum HttpEndpoint {
     IotdbJson,
     /// `POST {base}/write` and `POST {base}/api/v2/write`.
     LineProtocol,
+    /// IoTDB's REST write API: `POST {base}/rest/v2/insertTablet`,
+    /// `POST {base}/rest/v2/insertRecords` and `POST {base}/rest/v1/insertTablet`.
+    IotdbRest,
 }
 
 impl HttpEndpoint {
@@ -392,6 +480,7 @@ impl HttpEndpoint {
         match self {
             HttpEndpoint::IotdbJson => "iotdb-json",
             HttpEndpoint::LineProtocol => "line-protocol",
+            HttpEndpoint::IotdbRest => "iotdb-rest",
         }
     }
 
@@ -405,6 +494,11 @@ impl HttpEndpoint {
                     format!("{base_path}/api/v2/write"),
                 ]
             }
+            HttpEndpoint::IotdbRest => vec![
+                format!("{base_path}/rest/v2/insertTablet"),
+                format!("{base_path}/rest/v2/insertRecords"),
+                format!("{base_path}/rest/v1/insertTablet"),
+            ],
         }
     }
 }

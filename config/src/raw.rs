@@ -161,6 +161,16 @@ config_table! {
         /// re-read on reload (SIGHUP), so tokens can be rotated.
         #[key("token_file", "path", "none")]
         token_file: Option<String>,
+        /// Users for HTTP Basic authentication (`Authorization: Basic base64(name:password)`), as
+        /// IoTDB's REST API and its clients use them (e.g. `root`/`root`). Accepted on every push
+        /// endpoint alongside the bearer tokens; with neither users nor tokens configured, push
+        /// needs no authentication.
+        #[key("user", "array of tables", "[]")]
+        user: Option<Vec<RawHttpUser>>,
+        /// File with more users, one `name:password` per line (the password is everything after
+        /// the first `:`; blank lines and `#` comments ignored); re-read on reload (SIGHUP).
+        #[key("user_file", "path", "none")]
+        user_file: Option<String>,
         /// Largest request body accepted as sent (possibly gzip-compressed); larger bodies get
         /// 413.
         #[key("max_body_size", "size", "\"16MiB\"")]
@@ -173,6 +183,19 @@ config_table! {
         /// expired request gets 503 with `Retry-After`.
         #[key("request_timeout", "duration", "\"30s\"")]
         request_timeout: Option<Human>,
+    }
+}
+
+config_table! {
+    /// `[[http.user]]`: one user for HTTP Basic authentication.
+    pub struct RawHttpUser {
+        /// User name: not empty, no `:`, no whitespace or control characters.
+        #[key("name", "string", "required")]
+        name: Option<String>,
+        /// Password: not empty, no control characters. Never logged or printed (`check-config`
+        /// shows `<redacted>`).
+        #[key("password", "string", "required")]
+        password: Option<String>,
     }
 }
 
@@ -394,9 +417,11 @@ config_table! {
         #[key("base_path", "string", "\"\"")]
         base_path: Option<String>,
         /// Which endpoints to serve: `"iotdb-json"` (`POST /ingest/iotdb-json`, IoTDB's JSON
-        /// records) and `"line-protocol"` (`POST /write` and `POST /api/v2/write`, InfluxDB
-        /// line protocol, as Telegraf's influxdb outputs send).
-        #[key("endpoints", "array of \"iotdb-json\" | \"line-protocol\"", "[\"iotdb-json\", \"line-protocol\"]")]
+        /// records), `"line-protocol"` (`POST /write` and `POST /api/v2/write`, InfluxDB line
+        /// protocol, as Telegraf's influxdb outputs send) and `"iotdb-rest"` (IoTDB's REST write
+        /// API: `POST /rest/v2/insertTablet`, `/rest/v2/insertRecords`, `/rest/v1/insertTablet`;
+        /// `GET /ping` then answers as IoTDB does).
+        #[key("endpoints", "array of \"iotdb-json\" | \"line-protocol\" | \"iotdb-rest\"", "[\"iotdb-json\", \"line-protocol\", \"iotdb-rest\"]")]
         endpoints: Option<Vec<String>>,
         /// Line protocol: device path = `path_prefix` + `.` + `device_template`, the fields
         /// become measurements. May be `"root"` itself.

@@ -39,6 +39,7 @@ pub(crate) fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {
     vec![
         ("", RawConfig::KEYS),
         ("http.", RawHttp::KEYS),
+        ("http.user[].", RawHttpUser::KEYS),
         ("metrics.", RawMetrics::KEYS),
         ("log.", RawLog::KEYS),
         ("pipeline[].", RawPipeline::KEYS),

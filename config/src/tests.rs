@@ -72,7 +72,14 @@ fn default_config_validates() {
     };
     assert_eq!(
         h.routes(),
-        vec!["/ingest/iotdb-json", "/write", "/api/v2/write"]
+        vec![
+            "/ingest/iotdb-json",
+            "/write",
+            "/api/v2/write",
+            "/rest/v2/insertTablet",
+            "/rest/v2/insertRecords",
+            "/rest/v1/insertTablet"
+        ]
     );
     assert!(!c.http.auth_required());
     // The embedded default equals the defaults of a minimal file.
@@ -896,6 +903,9 @@ fn all_errors_are_collected_in_order() {
 /// A document that has every table of the schema (each source type, a topic, a rule).
 const ALL_TABLES: &str = r#"
 [http]
+[[http.user]]
+name = "u"
+password = "p"
 [metrics]
 [log]
 [[pipeline]]
@@ -1370,5 +1380,68 @@ fn path_rules_are_the_connectors() {
     err1(
         &format!("{MIN}[[pipeline.schema]]\npattern = \"root.*.1e5\"\ntype = \"INT32\"\n"),
         "t.toml:6:11: pipeline[0].schema[0].pattern: in pattern \"root.*.1e5\": level 2 \"1e5\" reads as a number with an exponent",
+    );
+}
+
+#[test]
+fn http_users_are_validated_and_never_shown() {
+    let c = ok(&format!(
+        "[[http.user]]\nname = \"root\"\npassword = \"r00tpw\"\n[[http.user]]\nname = \"ops\"\npassword = \"a:b c\"\n[http]\nuser_file = \"/etc/tsfiled/users\"\n{MIN}"
+    ));
+    assert_eq!(c.http.users.len(), 2);
+    assert_eq!(c.http.users[1].password, "a:b c");
+    assert_eq!(
+        c.http.user_file.as_deref(),
+        Some(Path::new("/etc/tsfiled/users"))
+    );
+    assert!(c.http.auth_required());
+    let debug = format!("{c:?}");
+    assert!(
+        !debug.contains("r00tpw") && !debug.contains("a:b c"),
+        "{debug}"
+    );
+    let shown = c.to_toml(Secrets::Redact).unwrap();
+    assert!(!shown.contains("r00tpw"), "{shown}");
+    assert!(shown.contains("name = \"root\""), "{shown}");
+    // The effective configuration with secrets reads back equal.
+    let back = ok(&c.to_toml(Secrets::Show).unwrap());
+    assert_eq!(back, c);
+    err1(
+        &format!("[[http.user]]\nname = \"a:b\"\npassword = \"x\"\n{MIN}"),
+        "t.toml:2:8: http.user[0].name: a user name must not contain ':'",
+    );
+    err1(
+        &format!("[[http.user]]\nname = \"a\"\n{MIN}"),
+        "t.toml:1:1: http.user[0].password: missing required key `password`",
+    );
+    err1(
+        &format!("[[http.user]]\nname = \"a\"\npassword = \"\"\n{MIN}"),
+        "t.toml:3:12: http.user[0].password: a password must not be empty",
+    );
+    err1(
+        &format!("[[http.user]]\nname = \"a\"\npassword = \"x\"\n[[http.user]]\nname = \"a\"\npassword = \"y\"\n{MIN}"),
+        "t.toml:5:8: http.user[1].name: user \"a\" is listed twice",
+    );
+    err1(
+        &format!("[http]\nuser_file = \"\"\n{MIN}"),
+        "t.toml:2:13: http.user_file: must not be empty",
+    );
+}
+
+#[test]
+fn user_file_grammar() {
+    let users = parse_user_file("# users\n\nroot:root\r\n ops :p: w\n").unwrap();
+    let pairs: Vec<(&str, &str)> = users
+        .iter()
+        .map(|u| (u.name.as_str(), u.password.as_str()))
+        .collect();
+    assert_eq!(pairs, [("root", "root"), ("ops", "p: w")]);
+    assert_eq!(
+        parse_user_file("a:1\nb\n"),
+        Err((2, "expected `name:password`".to_string()))
+    );
+    assert_eq!(
+        parse_user_file("a:\n"),
+        Err((1, "a password must not be empty".to_string()))
     );
 }

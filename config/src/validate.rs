@@ -723,6 +723,39 @@ pub(crate) fn validate(
     let token_file = v
         .nonempty(&rh.token_file, &hp.key("token_file"))
         .map(PathBuf::from);
+    let mut users: Vec<HttpUser> = Vec::new();
+    for (i, u) in rh.user.iter().flatten().enumerate() {
+        let up = hp.key("user").index(i);
+        let name = v.required(&u.name, &up, "name").map(str::to_owned);
+        if let Some(n) = &name {
+            if let Err(e) = HttpUser::check_name(n) {
+                v.err(&up.key("name"), e);
+            } else if users.iter().any(|x| &x.name == n) {
+                v.err(&up.key("name"), format!("user {n:?} is listed twice"));
+            }
+        }
+        let password = match &u.password {
+            None => {
+                v.err(&up.key("password"), "missing required key `password`");
+                None
+            }
+            Some(p) => match HttpUser::check_password(p) {
+                Ok(()) => Some(p.clone()),
+                Err(e) => {
+                    v.err(&up.key("password"), e);
+                    None
+                }
+            },
+        };
+        if let (Some(name), Some(password)) = (name, password) {
+            if HttpUser::check_name(&name).is_ok() && !users.iter().any(|x| x.name == name) {
+                users.push(HttpUser { name, password });
+            }
+        }
+    }
+    let user_file = v
+        .nonempty(&rh.user_file, &hp.key("user_file"))
+        .map(PathBuf::from);
     let max_body_size = v.size_min(
         &rh.max_body_size,
         &hp.key("max_body_size"),
@@ -751,6 +784,8 @@ pub(crate) fn validate(
         listen,
         tokens,
         token_file,
+        users,
+        user_file,
         max_body_size,
         max_decompressed_size,
         request_timeout,
@@ -1348,12 +1383,18 @@ fn validate_http_source(
     }
     let mut endpoints = Vec::new();
     match &h.endpoints {
-        None => endpoints = vec![HttpEndpoint::IotdbJson, HttpEndpoint::LineProtocol],
+        None => {
+            endpoints = vec![
+                HttpEndpoint::IotdbJson,
+                HttpEndpoint::LineProtocol,
+                HttpEndpoint::IotdbRest,
+            ]
+        }
         Some(list) => {
             if list.is_empty() {
                 v.err(
                     &sp.key("endpoints"),
-                    "an http source needs at least one endpoint (\"iotdb-json\", \"line-protocol\")",
+                    "an http source needs at least one endpoint (\"iotdb-json\", \"line-protocol\", \"iotdb-rest\")",
                 );
             }
             for (i, e) in list.iter().enumerate() {
@@ -1365,6 +1406,7 @@ fn validate_http_source(
                     &[
                         ("iotdb-json", Some(HttpEndpoint::IotdbJson)),
                         ("line-protocol", Some(HttpEndpoint::LineProtocol)),
+                        ("iotdb-rest", Some(HttpEndpoint::IotdbRest)),
                     ],
                 );
                 if let Some(ep) = ep {

@@ -1,4 +1,5 @@
-//! tsfiled's sources: payload parsers (IoTDB JSON, InfluxDB line protocol, plain MQTT values)
+//! tsfiled's sources: payload parsers (IoTDB JSON, IoTDB's REST write bodies, InfluxDB line
+//! protocol, plain MQTT values)
 //! and the connectors that turn their input into normalized device/measurement batches.
 //! Nothing here knows TsFile bytes.
 //!
@@ -15,6 +16,7 @@
 pub mod csv;
 pub mod error;
 pub mod iotdb_json;
+pub mod iotdb_rest;
 pub mod line_protocol;
 pub mod model;
 pub mod mqtt;
@@ -25,6 +27,7 @@ pub mod topic_value;
 
 pub use error::Error;
 pub use iotdb_json::{parse_iotdb_json, JsonOptions};
+pub use iotdb_rest::{parse_rest_request, RestOptions, RestRequest, TabletNames};
 pub use line_protocol::{parse_line_protocol, LineProtocolOptions};
 pub use model::{Batch, Field, FieldValue, Record, RejectReason, Rejection, TimeUnit, TypeHint};
 pub use path::{DeviceTemplate, PathError};

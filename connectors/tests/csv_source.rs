@@ -14,7 +14,7 @@ use tsfiled_connectors::csv::{
     run, CountingMetrics, CsvFormat, CsvParseOptions, CsvSourceOptions, OnSuccess,
 };
 use tsfiled_connectors::sink::{BatchSink, MemoryMode, MemorySink, SinkFuture};
-use tsfiled_connectors::{Batch, Error, Record};
+use tsfiled_connectors::{Batch, Error, FieldValue, Record, TypeHint};
 
 struct Source {
     token: CancellationToken,
@@ -94,6 +94,53 @@ fn wide(rows: std::ops::Range<i64>) -> String {
     s
 }
 
+/// One point as the sink received it: device, time, measurement, value, declared type.
+type Point = (String, i64, String, FieldValue, Option<TypeHint>);
+
+/// Every point of `records`, sorted (the order of files and batches is not specified).
+fn points(records: &[Record]) -> Vec<Point> {
+    let mut v: Vec<Point> = records
+        .iter()
+        .flat_map(|r| {
+            r.fields.iter().map(|f| {
+                (
+                    r.device.clone(),
+                    r.time,
+                    f.measurement.clone(),
+                    f.value.clone(),
+                    f.type_hint,
+                )
+            })
+        })
+        .collect();
+    v.sort_by(|a, b| (&a.0, a.1, &a.2).cmp(&(&b.0, b.1, &b.2)));
+    v
+}
+
+/// The points of [`wide`]`(rows)` for `device`, written out by hand from the CSV text:
+/// `a` is an undeclared integer column, `b` a `(DOUBLE)` column holding `2t + 0.5`.
+fn wide_points(device: &str, rows: std::ops::Range<i64>) -> Vec<Point> {
+    rows.flat_map(|t| {
+        [
+            (
+                device.to_string(),
+                t,
+                "a".to_string(),
+                FieldValue::Int(t),
+                None,
+            ),
+            (
+                device.to_string(),
+                t,
+                "b".to_string(),
+                FieldValue::Float(2.0 * t as f64 + 0.5),
+                Some(TypeHint::Double),
+            ),
+        ]
+    })
+    .collect()
+}
+
 fn times(records: &[Record]) -> Vec<i64> {
     let mut t: Vec<i64> = records.iter().map(|r| r.time).collect();
     t.sort();
@@ -125,7 +172,7 @@ async fn complete_files_are_ingested_and_moved_to_done() {
     let sink = Arc::new(MemorySink::new());
     let src = Source::start(options(&d), sink.clone());
     until("two files done", || src.get(|m| &m.files_done) == 2).await;
-    assert_eq!(times(&sink.records()), (0..20).collect::<Vec<_>>());
+    assert_eq!(points(&sink.records()), wide_points("root.sg.d1", 0..20));
     assert_eq!(names(&d.watch.join("done")), vec!["a.csv", "b.csv"]);
     assert_eq!(
         names(&d.watch),
@@ -373,7 +420,7 @@ async fn a_full_sink_delays_but_neither_loses_nor_doubles() {
     o.parse.max_batch_points = 100;
     let src = Source::start(o, sink.clone());
     until("the file done", || src.get(|m| &m.files_done) == 1).await;
-    assert_eq!(times(&sink.records()), (0..1000).collect::<Vec<_>>());
+    assert_eq!(points(&sink.records()), wide_points("root.sg.d1", 0..1000));
     assert_eq!(src.get(|m| &m.backpressure), 3);
     assert_eq!(sink.fulls(), 3);
     src.stop().await.unwrap();
@@ -448,7 +495,7 @@ async fn a_replaced_file_is_read_from_the_start_and_a_grown_one_from_its_checkpo
         src.get(|m| &m.files_done) == 1
     })
     .await;
-    assert_eq!(times(&sink.records()), (500..520).collect::<Vec<_>>());
+    assert_eq!(points(&sink.records()), wide_points("root.sg.dx", 500..520));
     src.stop().await.unwrap();
 
     // A file that grows after a checkpoint (appended in place) continues where it was.
@@ -473,7 +520,7 @@ async fn a_replaced_file_is_read_from_the_start_and_a_grown_one_from_its_checkpo
     until("the grown file done", || src.get(|m| &m.files_done) == 1).await;
     let mut all = gate.inner.records();
     all.extend(sink.records());
-    assert_eq!(times(&all), (0..40).collect::<Vec<_>>());
+    assert_eq!(points(&all), wide_points("root.sg.d1", 0..40));
     src.stop().await.unwrap();
 }
 

@@ -169,8 +169,8 @@ impl SourceStarter {
 
 impl Daemon {
     /// Opens every pipeline (recovery and replay), binds the HTTP listener (or uses
-    /// `listener`) and starts serving. Fails with [`Error::Pipeline`], [`Error::Listen`] or
-    /// [`Error::TokenFile`].
+    /// `listener`) and starts serving. Fails with [`Error::Pipeline`], [`Error::Listen`],
+    /// [`Error::TokenFile`] or [`Error::UserFile`].
     pub async fn start(settings: Settings, listener: Option<TcpListener>) -> Result<Daemon> {
         let metrics = Metrics::new();
         let notifier = Notifier::from_env().unwrap_or_else(|e| {
@@ -248,13 +248,13 @@ impl Daemon {
         let http_addr = listener
             .local_addr()
             .map_err(|e| listen_err(&settings.http.listen, e))?;
-        let tokens = http::load_tokens(&settings.http)?;
+        let credentials = http::Credentials::load(&settings.http)?;
         let parsers: Arc<dyn Parsers> = Arc::new(ConnectorParsers);
         let separate_metrics = settings.metrics.enabled && settings.metrics.listen.is_some();
         let state = Arc::new(HttpState {
             pipelines: pipelines.clone(),
             settings: RwLock::new(settings.http.clone()),
-            tokens: RwLock::new(tokens),
+            credentials: RwLock::new(credentials),
             parsers,
             metrics: metrics.clone(),
             metrics_path: (settings.metrics.enabled && !separate_metrics)
@@ -299,10 +299,16 @@ impl Daemon {
             }
             _ => None,
         };
-        let _ = notifier.ready_with_status(&format!(
-            "{} pipeline(s) up; HTTP on {http_addr}",
-            pipelines.len()
-        ));
+        let up = format!("{} pipeline(s) up; HTTP on {http_addr}", pipelines.len());
+        let _ = notifier.ready_with_status(&up);
+        if notifier.is_enabled() {
+            tokio::spawn(storage_status(
+                notifier.clone(),
+                pipelines.clone(),
+                up,
+                http_token.clone(),
+            ));
+        }
         Ok(Daemon {
             pipelines,
             http: state,
@@ -416,14 +422,14 @@ impl Daemon {
         if new.http.max_body_bytes > self.settings.http.max_body_bytes {
             tracing::warn!("reload: a larger HTTP body limit takes effect after a restart");
         }
-        match http::load_tokens(&new.http) {
-            Ok(t) => {
-                if let Ok(mut tokens) = self.http.tokens.write() {
-                    *tokens = t;
+        match http::Credentials::load(&new.http) {
+            Ok(c) => {
+                if let Ok(mut creds) = self.http.credentials.write() {
+                    *creds = c;
                 }
             }
             Err(e) => {
-                tracing::error!(error = %e, "reload: cannot read the token file; keeping the current tokens")
+                tracing::error!(error = %e, "reload: cannot read the token or user file; keeping the current tokens and users")
             }
         }
         if let Ok(mut s) = self.http.settings.write() {
@@ -509,6 +515,48 @@ impl Daemon {
                 Ok(())
             }
             Err(_) => Err(Error::ShutdownDeadline(deadline)),
+        }
+    }
+}
+
+/// Keeps systemd's `STATUS=` line telling whether storage is failing (checked every second,
+/// sent on change): `systemctl status` then shows why intake is refused.
+async fn storage_status(
+    notifier: Notifier,
+    pipelines: Vec<Arc<Pipeline>>,
+    up: String,
+    stop: CancellationToken,
+) {
+    let mut last = up.clone();
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let failing: Vec<String> = pipelines
+            .iter()
+            .filter_map(|p| {
+                let why = p.health().summary()?;
+                let refusing = if p.health().refusal().is_some() {
+                    "intake refused; "
+                } else {
+                    ""
+                };
+                Some(format!(
+                    "pipeline {}: storage degraded ({refusing}{why})",
+                    p.name()
+                ))
+            })
+            .collect();
+        let text = if failing.is_empty() {
+            up.clone()
+        } else {
+            failing.join("; ")
+        };
+        if text != last {
+            let _ = notifier.status(&text);
+            last = text;
         }
     }
 }

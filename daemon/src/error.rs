@@ -55,6 +55,14 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The HTTP user file (`http.user_file`) cannot be read or has a bad line.
+    #[error("cannot use http.user_file {}: {message}", path.display())]
+    UserFile {
+        /// The file.
+        path: PathBuf,
+        /// Why (an I/O error, or `line N: …` without the password).
+        message: String,
+    },
     /// Opening or recovering a pipeline (data directory, schema, write-ahead log) failed.
     #[error("pipeline {pipeline}: {source}")]
     Pipeline {
@@ -93,8 +101,9 @@ pub enum Error {
         /// What went wrong (the parser's message names the line).
         message: String,
     },
-    /// The write-ahead log or its queue is at its size limit (which: `queue`, `disk
-    /// budget`, or the device being full); retrying later can succeed.
+    /// The write-ahead log or its queue is at its size limit, or its device cannot be
+    /// written for now (which: `queue`, `disk budget`, the device being full or read-only);
+    /// retrying later can succeed.
     #[error("write-ahead log is full ({0})")]
     WalFull(&'static str),
     /// The write-ahead log is shut down.

@@ -16,6 +16,7 @@ pub mod cli;
 pub mod config_file;
 pub mod engine;
 pub mod error;
+pub mod health;
 pub mod http;
 pub mod import;
 pub mod metrics;

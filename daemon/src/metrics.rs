@@ -1,5 +1,5 @@
 //! Prometheus metrics, prefix `tsfiled_`. Labels are bounded: `pipeline`, `source`,
-//! `reason`, `code` — never device or file names.
+//! `reason`, `code`, `op`, `kind` — never device or file names.
 
 use std::sync::{Arc, Mutex};
 
@@ -76,6 +76,10 @@ pub struct Metrics {
     pub csv_queue: IntGaugeVec,
     /// Full CSV directory rescans, by reason (scheduled, event_loss).
     pub csv_rescans: IntCounterVec,
+    /// Failed storage operations, by operation and kind (see [`crate::health`]).
+    pub storage_errors: IntCounterVec,
+    /// 1 while a storage operation of the pipeline is failing.
+    pub storage_degraded: IntGaugeVec,
 }
 
 impl Metrics {
@@ -277,6 +281,16 @@ impl Metrics {
                 "tsfiled_csv_rescans_total",
                 "Full CSV directory rescans, by reason (scheduled: at start and every rescan_interval; event_loss: the file watcher lost events).",
                 &["pipeline", "source", "reason"],
+            ),
+            storage_errors: counter(
+                "tsfiled_storage_errors_total",
+                "Failed storage operations, by op (wal, flush, seal, rebuild, journal) and kind (no_space, read_only, io).",
+                &["pipeline", "op", "kind"],
+            ),
+            storage_degraded: gauge(
+                "tsfiled_storage_degraded",
+                "1 while a storage operation of the pipeline is failing (points are kept in the write-ahead log and retried; intake is refused while flushes or seals fail).",
+                &["pipeline"],
             ),
             registry,
             refreshers: Mutex::new(Vec::new()),

@@ -21,6 +21,7 @@ use tsfiled_connectors::{Batch, RejectReason, Rejection};
 use crate::engine::batch::{SeriesData, WriteBatch};
 use crate::engine::schema::{self, Registry, SchemaRule, SeriesType, TypeDefaults};
 use crate::engine::{Engine, EngineMsg, EngineOptions, SealReason, WalControl};
+use crate::health::StorageHealth;
 use crate::metrics::Metrics;
 use crate::notify::Progress;
 use crate::wal::{self, Wal, WalOptions};
@@ -52,6 +53,12 @@ impl PipelineOptions {
             defaults: TypeDefaults::default(),
             retry_after: Duration::from_secs(1),
         }
+    }
+
+    /// Puts every file operation of the pipeline (WAL, engine, journals) on `fs`.
+    pub fn set_fs(&mut self, fs: tsfiled_fsio::FsRef) {
+        self.wal.fs = fs.clone();
+        self.engine.fs = fs;
     }
 }
 
@@ -132,31 +139,30 @@ pub struct Pipeline {
     status: Arc<Mutex<crate::engine::EngineStatus>>,
     wal_max_bytes: u64,
     memtable_budget: usize,
-    _lock: std::fs::File,
+    health: Arc<StorageHealth>,
+    _lock: Box<dyn std::any::Any + Send + Sync>,
 }
 
-/// Takes an exclusive `flock` on `<state>/lock` so two daemons never share a data
+/// Takes an exclusive lock (`flock`) on `<state>/lock` so two daemons never share a data
 /// directory (released when the process ends, also by SIGKILL).
-fn lock_dir(state_dir: &std::path::Path) -> io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
+fn lock_dir(
+    fs: &dyn tsfiled_fsio::Fs,
+    state_dir: &std::path::Path,
+) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {
     let path = state_dir.join("lock");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)?;
-    // SAFETY: flock on a file descriptor we own.
-    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if r != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::WouldBlock,
-            format!(
-                "{} is locked: another tsfiled uses this data directory",
-                path.display()
-            ),
-        ));
-    }
-    Ok(f)
+    fs.lock(&path).map_err(|e| {
+        if e.kind() == io::ErrorKind::WouldBlock {
+            io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "{} is locked: another tsfiled uses this data directory",
+                    path.display()
+                ),
+            )
+        } else {
+            e
+        }
+    })
 }
 
 impl Pipeline {
@@ -185,17 +191,23 @@ impl Pipeline {
     ) -> io::Result<Arc<Pipeline>> {
         let name = opts.engine.pipeline.clone();
         let state_dir = opts.engine.state_dir.clone();
-        std::fs::create_dir_all(&state_dir)?;
-        let lock = lock_dir(&state_dir)?;
-        let mut reg = Registry::open(&state_dir.join("schema.tsv"), opts.rules.clone())?;
+        let fs = opts.engine.fs.clone();
+        tsfiled_fsio::create_dir_all_synced(&*fs, &state_dir)?;
+        let lock = lock_dir(&*fs, &state_dir)?;
+        let mut reg = Registry::open(
+            fs.clone(),
+            &state_dir.join("schema.tsv"),
+            opts.rules.clone(),
+        )?;
         reg.set_rules(opts.rules.clone(), opts.defaults);
         let registry = Arc::new(Mutex::new(reg));
         let sg_level = opts.engine.sg_level;
         let mut engine = Engine::open(opts.engine.clone(), registry.clone(), metrics.clone())?;
+        let health = engine.health_handle();
         let started = Instant::now();
         let mut replayed = 0u64;
         let mut bad = 0u64;
-        let (next_segment, report, disk) = wal::replay(&opts.wal.dir, |rec| {
+        let (next_segment, report, disk) = wal::replay(&*opts.wal.fs, &opts.wal.dir, |rec| {
             let decoded = {
                 let mut reg = registry.lock().unwrap_or_else(|e| e.into_inner());
                 WriteBatch::decode(&rec.payload, |d, m, ty| {
@@ -214,7 +226,7 @@ impl Pipeline {
                 }
             }
         })?;
-        if report.records > 0 || !report.truncated.is_empty() {
+        if report.records > 0 || !report.truncated.is_empty() || !report.skipped.is_empty() {
             tracing::info!(
                 pipeline = %name,
                 segments = report.segments,
@@ -222,13 +234,14 @@ impl Pipeline {
                 points = replayed,
                 undecodable = bad,
                 truncated = report.truncated.len(),
+                skipped_corrupt = report.skipped.len(),
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "write-ahead log replayed"
             );
         }
         let (engine_tx, engine_rx) = sync_channel::<EngineMsg>(64);
         let sink_tx = engine_tx.clone();
-        let wal = Wal::start(
+        let wal = Wal::start_with_health(
             opts.wal.clone(),
             next_segment,
             disk,
@@ -239,6 +252,7 @@ impl Pipeline {
                     received,
                 });
             },
+            Some(health.clone()),
         )?;
         engine.set_progress(progress.clone());
         let status = engine.status_handle();
@@ -246,6 +260,7 @@ impl Pipeline {
             watermark: wal.watermark_handle(),
             stats: wal.stats().clone(),
             max_bytes: opts.wal.max_bytes,
+            dir: opts.wal.dir.clone(),
         });
         engine.tick();
         let thread = std::thread::Builder::new()
@@ -266,6 +281,7 @@ impl Pipeline {
             status,
             wal_max_bytes: opts.wal.max_bytes,
             memtable_budget: opts.engine.memtable_bytes,
+            health,
             _lock: lock,
         });
         // Series exist from the start (at 0), so alerts and rates see them.
@@ -360,15 +376,40 @@ impl Pipeline {
             .memtable_bytes
             .with_label_values(&[self.name.as_str()])
             .get();
+        let faults: Vec<serde_json::Value> = self
+            .health
+            .faults()
+            .into_iter()
+            .map(|f| {
+                serde_json::json!({
+                    "op": f.op.label(),
+                    "kind": f.kind.label(),
+                    "message": f.message,
+                    "since_ms": f.since_ms,
+                })
+            })
+            .collect();
+        let refusal = self.health.refusal();
         serde_json::json!({
             "name": self.name,
-            "accepting": self.is_accepting() && self.wal_fill() < 1.0,
+            "accepting": self.is_accepting() && self.wal_fill() < 1.0 && refusal.is_none(),
+            "storage": {
+                "degraded": !faults.is_empty(),
+                "reason": self.health.summary(),
+                "refusing": refusal,
+                "faults": faults,
+            },
             "wal": {"bytes": st.disk_bytes.load(Ordering::Relaxed), "max_bytes": self.wal_max_bytes},
             "memtable": {"bytes": memtable, "budget_bytes": self.memtable_budget},
             "sources": sources.iter().map(|(n, t, s)| serde_json::json!({"name": n, "type": t, "state": s})).collect::<Vec<_>>(),
             "open_files": open,
             "recent_sealed": sealed,
         })
+    }
+
+    /// The pipeline's storage health (failing operations, why intake is refused).
+    pub fn health(&self) -> &Arc<StorageHealth> {
+        &self.health
     }
 
     /// Whether the pipeline takes submissions.
@@ -568,6 +609,17 @@ impl Pipeline {
         if !self.is_accepting() {
             return Err(Error::Refused(Refusal::Closed));
         }
+        if let Some(reason) = self.health.refusal() {
+            // Storage is failing: points could only pile up in the WAL until it is fixed.
+            self.metrics
+                .backpressure
+                .with_label_values(&[&self.name, source])
+                .inc();
+            return Err(Error::Refused(Refusal::Full {
+                reason,
+                retry_after: self.retry_after,
+            }));
+        }
         let mut reg = None;
         let Normalized {
             batch: wb,
@@ -716,7 +768,14 @@ impl Pipeline {
     /// (blocking; call from a blocking context).
     pub fn shutdown_blocking(&self) {
         self.stop_threads(|done| EngineMsg::Stop { done });
-        tracing::info!(pipeline = %self.name, "pipeline stopped; every file sealed");
+        match self.health.summary() {
+            None => tracing::info!(pipeline = %self.name, "pipeline stopped; every file sealed"),
+            Some(why) => tracing::warn!(
+                pipeline = %self.name,
+                storage = %why,
+                "pipeline stopped with storage failing; what could not be sealed stays in the write-ahead log for the next start"
+            ),
+        }
     }
 }
 
@@ -1126,15 +1185,37 @@ mod tests {
             // Simulate a crash: stop without sealing.
             p.abandon_blocking();
         }
-        // Whatever was sealed before the "crash" is complete; the rest is temporary.
-        let (before, _) = read_dir_points(tmp.path());
-        assert!(before.len() <= 4);
+        // Whatever was sealed before the "crash" is complete: each point there is one of
+        // those submitted, with its value, at most once (the rest is in temporaries and
+        // in the WAL; how much was sealed depends on the engine's timing).
+        let want = [50, 100, 150, 200].map(|t| {
+            (
+                "root.sg.d1".to_string(),
+                "a".to_string(),
+                t,
+                Value::Int64(t),
+            )
+        });
+        let (mut before, sealed) = read_dir_points(tmp.path());
+        before.sort_by_key(|p| p.2);
+        let n = before.len();
+        before.dedup();
+        assert_eq!(before.len(), n, "a point sealed twice: {sealed:?}");
+        assert!(before.iter().all(|p| want.contains(p)), "{before:?}");
         let p = Pipeline::open(opts, Metrics::new()).unwrap();
         p.shutdown_blocking();
         let (points, files) = read_dir_points(tmp.path());
-        let mut times: Vec<i64> = points.iter().map(|p| p.2).collect();
-        times.sort();
-        assert_eq!(times, vec![50, 100, 150, 200]);
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        assert_eq!(
+            got,
+            [50, 100, 150, 200]
+                .map(|t| ("root.sg.d1", "a", t, Value::Int64(t)))
+                .to_vec()
+        );
         assert!(
             files
                 .iter()
@@ -1202,9 +1283,17 @@ mod tests {
         .unwrap();
         p.shutdown_blocking();
         let (points, files) = read_dir_points(tmp.path());
-        let mut times: Vec<i64> = points.iter().map(|p| p.2).collect();
-        times.sort();
-        assert_eq!(times, vec![50, 100, 999, 1500, 2500]);
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        assert_eq!(
+            got,
+            [(50, 4), (100, 1), (999, 2), (1500, 3), (2500, 5)]
+                .map(|(t, v)| ("root.sg.d1", "s", t, Value::Int64(v)))
+                .to_vec()
+        );
         for f in &files {
             let part: i64 = f
                 .parent()
@@ -1377,5 +1466,15 @@ mod tests {
         p.shutdown_blocking();
         let (points, _) = read_dir_points(tmp.path());
         assert_eq!(points.len() as u64, accepted);
+        // Exactly the accepted points 1..=accepted, each once, with its value.
+        let mut got: Vec<_> = points
+            .iter()
+            .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+            .collect();
+        got.sort_by_key(|p| p.2);
+        let want: Vec<_> = (1..=accepted as i64)
+            .map(|t| ("root.sg.d1", "s", t, Value::Int64(t)))
+            .collect();
+        assert_eq!(got, want);
     }
 }

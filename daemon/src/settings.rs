@@ -60,13 +60,16 @@ pub struct HttpSourceSettings {
     pub iotdb_json: bool,
     /// Serve `POST <base>/write` and `<base>/api/v2/write`.
     pub line_protocol: bool,
+    /// Serve IoTDB's REST write API below `<base>/rest/`.
+    pub iotdb_rest: bool,
     /// Line-protocol device naming.
     pub device_template: DeviceTemplate,
     /// Line-protocol timestamp unit when a request gives no `precision`.
     pub line_precision: TimeUnit,
 }
 
-/// The HTTP listener. Its `Debug` shows how many tokens there are, never them.
+/// The HTTP listener. Its `Debug` shows how many tokens there are, never them, and never a
+/// password.
 #[derive(Clone)]
 pub struct HttpSettings {
     /// Listen address (`127.0.0.1:0` picks a free port).
@@ -75,6 +78,11 @@ pub struct HttpSettings {
     pub tokens: Vec<String>,
     /// File with more tokens, re-read on reload.
     pub token_file: Option<PathBuf>,
+    /// Users for HTTP Basic authentication (with the tokens: empty and no files means no
+    /// authentication).
+    pub users: Vec<cfg::HttpUser>,
+    /// File with more users, re-read on reload.
+    pub user_file: Option<PathBuf>,
     /// Largest request body as sent (413 above).
     pub max_body_bytes: usize,
     /// Largest body after gzip decompression (413 above).
@@ -93,6 +101,8 @@ impl std::fmt::Debug for HttpSettings {
             .field("listen", &self.listen)
             .field("tokens", &format_args!("[{} redacted]", self.tokens.len()))
             .field("token_file", &self.token_file)
+            .field("users", &self.users)
+            .field("user_file", &self.user_file)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_decompressed_bytes", &self.max_decompressed_bytes)
             .field("json_time_unit", &self.json_time_unit)
@@ -130,6 +140,8 @@ impl Default for HttpSettings {
             listen: "127.0.0.1:8080".into(),
             tokens: Vec::new(),
             token_file: None,
+            users: Vec::new(),
+            user_file: None,
             max_body_bytes: 16 * 1024 * 1024,
             max_decompressed_bytes: 64 * 1024 * 1024,
             json_time_unit: TimeUnit::Millis,
@@ -243,6 +255,7 @@ impl Settings {
                         base_path: h.base_path.trim_end_matches('/').to_string(),
                         iotdb_json: h.endpoints.contains(&cfg::HttpEndpoint::IotdbJson),
                         line_protocol: h.endpoints.contains(&cfg::HttpEndpoint::LineProtocol),
+                        iotdb_rest: h.endpoints.contains(&cfg::HttpEndpoint::IotdbRest),
                         device_template,
                         line_precision: lp.precision.into(),
                     });
@@ -262,6 +275,8 @@ impl Settings {
                 listen: c.http.listen.to_string(),
                 tokens: c.http.tokens.clone(),
                 token_file: c.http.token_file.clone(),
+                users: c.http.users.clone(),
+                user_file: c.http.user_file.clone(),
                 max_body_bytes: size(c.http.max_body_size) as usize,
                 max_decompressed_bytes: size(c.http.max_decompressed_size) as usize,
                 json_time_unit: TimeUnit::Millis,

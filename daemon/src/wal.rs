@@ -7,24 +7,31 @@
 //! resolves the appenders' tickets: an acknowledged record is on disk.
 //!
 //! Segment file: `wal-<id:020>.log` = 8-byte magic, then records
-//! `[len: u32 LE][crc32(payload): u32 LE][payload]`. Replay stops at the first torn
-//! or corrupt record of a segment and truncates the segment there.
+//! `[len: u32 LE][crc32(payload): u32 LE][payload]`. Replay cuts a torn or corrupt tail
+//! of a segment. A corrupt record in the middle of a segment (good records after it) is
+//! skipped: replay looks for the next position where a whole record checks out, replays
+//! from there, reports the skipped byte range, and keeps the segment as it is.
+//!
+//! A failed write or fsync retires the segment (the records of the failed group are not
+//! acknowledged; after a failed fsync nothing unsynced in that file is trusted again) and
+//! the next group starts a new segment. Every file operation goes through [`Fs`].
 //!
 //! A record's position is its [`Lsn`]: `segment << 40 | offset`; the engine raises a
 //! low watermark ([`Wal::trim_before`]) once everything before an LSN is sealed, and
 //! whole segments below it are deleted.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
+use tsfiled_fsio::{Fs, FsFile, FsRef};
 
+use crate::health::{FaultKind, StorageHealth, StorageOp};
 use crate::{Error, Result};
 
 /// A log position: `segment << 40 | byte offset in the segment`.
@@ -51,7 +58,8 @@ pub fn lsn_segment(lsn: Lsn) -> u64 {
 pub struct WalOptions {
     /// Directory of the segment files.
     pub dir: PathBuf,
-    /// A segment is rotated once it reaches this size.
+    /// A segment is rotated once it reaches this size, or an eighth of `max_bytes` if that
+    /// is smaller (only whole segments are trimmed: the log must rotate well before its limit).
     pub segment_bytes: u64,
     /// Appends are refused ("full") while the segments on disk plus queued bytes exceed this.
     pub max_bytes: u64,
@@ -62,6 +70,8 @@ pub struct WalOptions {
     pub commit_delay: Duration,
     /// Most bytes written under one fsync (a larger queue is split into several groups).
     pub commit_bytes: usize,
+    /// The file system (tests inject a simulated one).
+    pub fs: FsRef,
 }
 
 impl WalOptions {
@@ -74,6 +84,7 @@ impl WalOptions {
             max_pending_bytes: 64 * 1024 * 1024,
             commit_delay: Duration::ZERO,
             commit_bytes: 4 * 1024 * 1024,
+            fs: tsfiled_fsio::std_fs(),
         }
     }
 }
@@ -91,6 +102,9 @@ pub struct WalStats {
     pub records: AtomicU64,
     /// Nanoseconds spent in fdatasync, total.
     pub sync_nanos: AtomicU64,
+    /// Set when a segment holding acknowledged records vanished (its directory was
+    /// deleted): those records are only in memory now, so the engine seals everything.
+    pub lost_segments: AtomicBool,
 }
 
 /// A record found by replay.
@@ -111,6 +125,9 @@ pub struct ReplayReport {
     pub records: usize,
     /// Segments cut at a torn or corrupt record: (segment id, offset cut at, reason).
     pub truncated: Vec<(u64, u64, String)>,
+    /// Corrupt stretches skipped inside a segment, good records following them:
+    /// (segment id, first skipped offset, offset of the next good record, reason).
+    pub skipped: Vec<(u64, u64, u64, String)>,
 }
 
 /// Where the WAL thread sends items once they are durable (in log order).
@@ -142,8 +159,36 @@ pub struct Wal<T: Send + 'static> {
     thread: Mutex<Option<JoinHandle<()>>>,
     stats: Arc<WalStats>,
     low_watermark: Arc<AtomicU64>,
-    broken: Arc<AtomicBool>,
+    broken: Arc<AtomicU8>,
     opts: WalOptions,
+}
+
+/// The log has no segment it can write to (it retries opening one): 0 no, else why.
+const USABLE: u8 = 0;
+
+fn broken_code(kind: FaultKind) -> u8 {
+    match kind {
+        FaultKind::NoSpace => 1,
+        FaultKind::ReadOnly => 2,
+        FaultKind::Io => 3,
+    }
+}
+
+/// Why appends are refused while the log cannot write (the [`Error::WalFull`] reason).
+fn unusable_reason(kind: FaultKind) -> &'static str {
+    match kind {
+        FaultKind::NoSpace => "no space left on the WAL device",
+        FaultKind::ReadOnly => "the WAL device is read-only",
+        FaultKind::Io => "the WAL device has I/O errors",
+    }
+}
+
+fn broken_reason(code: u8) -> &'static str {
+    unusable_reason(match code {
+        1 => FaultKind::NoSpace,
+        2 => FaultKind::ReadOnly,
+        _ => FaultKind::Io,
+    })
 }
 
 /// A pending append: resolves once the record is durable.
@@ -165,57 +210,73 @@ fn segment_path(dir: &Path, id: u64) -> PathBuf {
     dir.join(format!("wal-{id:020}.log"))
 }
 
-fn list_segments(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+fn list_segments(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     let mut out = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if let Some(id) = name
+    for entry in fs.read_dir(dir)? {
+        if let Some(id) = entry
+            .name
             .strip_prefix("wal-")
             .and_then(|s| s.strip_suffix(".log"))
             .and_then(|s| s.parse::<u64>().ok())
         {
-            out.push((id, entry.path()));
+            out.push((id, entry.path));
         }
     }
     out.sort();
     Ok(out)
 }
 
-/// Fsyncs a directory so that creations, renames and deletions in it are durable.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
 /// Reads every record of every segment in `dir`, in order, calling `f` for each;
-/// cuts torn or corrupt tails. Returns the next free segment id and a report.
-pub fn replay(dir: &Path, mut f: impl FnMut(ReplayRecord)) -> io::Result<(u64, ReplayReport, u64)> {
-    fs::create_dir_all(dir)?;
+/// cuts torn or corrupt tails and skips corrupt records followed by good ones (both
+/// logged and in the report). Returns the next free segment id, the report and the
+/// bytes left on disk.
+pub fn replay(
+    fs: &dyn Fs,
+    dir: &Path,
+    mut f: impl FnMut(ReplayRecord),
+) -> io::Result<(u64, ReplayReport, u64)> {
+    tsfiled_fsio::create_dir_all_synced(fs, dir)?;
     let mut report = ReplayReport::default();
-    let segments = list_segments(dir)?;
+    let segments = list_segments(fs, dir)?;
     let mut next = 0;
     let mut disk = 0u64;
     for (id, path) in &segments {
         next = id + 1;
         report.segments += 1;
-        let mut data = Vec::new();
-        File::open(path)?.read_to_end(&mut data)?;
-        let (end, reason) = scan_segment(&data, |offset, payload| {
-            report.records += 1;
-            f(ReplayRecord {
-                lsn: lsn(*id, offset as u64),
-                payload: payload.to_vec(),
-            })
-        });
-        if let Some(reason) = reason {
+        let data = fs.read(path)?;
+        let mut pos = 0;
+        let mut end;
+        let mut tail = None;
+        loop {
+            let (good_end, reason) = scan_segment(&data, pos, |offset, payload| {
+                report.records += 1;
+                f(ReplayRecord {
+                    lsn: lsn(*id, offset as u64),
+                    payload: payload.to_vec(),
+                })
+            });
+            end = good_end;
+            let Some(reason) = reason else { break };
+            match resync(&data, good_end.max(HEADER)) {
+                Some(next_good) if good_end >= HEADER => {
+                    tracing::error!(segment = %path.display(), from = good_end, to = next_good, %reason, "write-ahead log: skipping a corrupt stretch; the records after it are replayed");
+                    report
+                        .skipped
+                        .push((*id, good_end as u64, next_good as u64, reason));
+                    pos = next_good;
+                }
+                _ => {
+                    tail = Some(reason);
+                    break;
+                }
+            }
+        }
+        if let Some(reason) = tail {
             tracing::warn!(segment = %path.display(), offset = end, %reason, "write-ahead log: cutting torn or corrupt tail");
-            let file = OpenOptions::new().write(true).open(path)?;
             if end < HEADER {
-                file.set_len(0)?;
-                drop(file);
-                fs::remove_file(path)?;
+                fs.remove_file(path)?;
             } else {
+                let mut file = fs.open_write(path)?;
                 file.set_len(end as u64)?;
                 file.sync_all()?;
                 disk += end as u64;
@@ -225,13 +286,64 @@ pub fn replay(dir: &Path, mut f: impl FnMut(ReplayRecord)) -> io::Result<(u64, R
             disk += data.len() as u64;
         }
     }
-    sync_dir(dir)?;
+    fs.sync_dir(dir)?;
     Ok((next, report, disk))
 }
 
-/// Scans one segment's bytes: calls `f(offset, payload)` per good record; returns where
-/// the good part ends and, if it ends early, why.
-fn scan_segment(data: &[u8], mut f: impl FnMut(usize, &[u8])) -> (usize, Option<String>) {
+/// The first position at or after `from + 1` where a whole record with a matching
+/// checksum starts, if any (a false match needs a 32-bit checksum collision).
+fn resync(data: &[u8], from: usize) -> Option<usize> {
+    (from + 1..data.len().saturating_sub(8)).find(|&p| {
+        let len = u32::from_le_bytes([data[p], data[p + 1], data[p + 2], data[p + 3]]) as usize;
+        let crc = u32::from_le_bytes([data[p + 4], data[p + 5], data[p + 6], data[p + 7]]);
+        len > 0
+            && len <= MAX_RECORD
+            && data
+                .get(p + 8..p + 8 + len)
+                .is_some_and(|payload| crc32fast::hash(payload) == crc)
+    })
+}
+
+/// Reads the records with `from <= lsn <= upto` without changing anything (the log may be
+/// appended meanwhile: a record being written past `upto` is not read), calling `f` for each
+/// until it returns `false`.
+pub fn read_range(
+    fs: &dyn Fs,
+    dir: &Path,
+    from: Lsn,
+    upto: Lsn,
+    mut f: impl FnMut(Lsn, &[u8]) -> bool,
+) -> io::Result<()> {
+    for (id, path) in list_segments(fs, dir)? {
+        if id < lsn_segment(from) {
+            continue;
+        }
+        if id > lsn_segment(upto) {
+            break;
+        }
+        let data = fs.read(&path)?;
+        let mut go = true;
+        scan_segment(&data, 0, |offset, payload| {
+            let at = lsn(id, offset as u64);
+            if go && at >= from && at <= upto {
+                go = f(at, payload);
+            }
+        });
+        if !go {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Scans one segment's bytes from `start` (0: the header first): calls
+/// `f(offset, payload)` per good record; returns where the good part ends and, if it
+/// ends early, why.
+fn scan_segment(
+    data: &[u8],
+    start: usize,
+    mut f: impl FnMut(usize, &[u8]),
+) -> (usize, Option<String>) {
     if data.len() < HEADER {
         return (
             0,
@@ -241,7 +353,7 @@ fn scan_segment(data: &[u8], mut f: impl FnMut(usize, &[u8])) -> (usize, Option<
     if &data[..HEADER] != MAGIC {
         return (0, Some("bad segment magic".to_string()));
     }
-    let mut pos = HEADER;
+    let mut pos = start.max(HEADER);
     while pos < data.len() {
         let Some(head) = data.get(pos..pos + 8) else {
             return (pos, Some("torn record header".to_string()));
@@ -278,17 +390,31 @@ impl<T: Send + 'static> Wal<T> {
         initial_disk_bytes: u64,
         sink: impl Sink<T>,
     ) -> io::Result<Self> {
-        fs::create_dir_all(&opts.dir)?;
+        Wal::start_with_health(opts, first_segment, initial_disk_bytes, sink, None)
+    }
+
+    /// [`Wal::start`] reporting write failures and recoveries to `health`. A first segment
+    /// that cannot be created (a full or read-only device) does not fail the start: appends
+    /// are refused and the log retries creating it.
+    pub fn start_with_health(
+        opts: WalOptions,
+        first_segment: u64,
+        initial_disk_bytes: u64,
+        sink: impl Sink<T>,
+        health: Option<Arc<StorageHealth>>,
+    ) -> io::Result<Self> {
+        tsfiled_fsio::create_dir_all_synced(&*opts.fs, &opts.dir)?;
         let stats = Arc::new(WalStats::default());
         stats
             .disk_bytes
             .store(initial_disk_bytes, Ordering::Relaxed);
         let low_watermark = Arc::new(AtomicU64::new(0));
-        let broken = Arc::new(AtomicBool::new(false));
+        let broken = Arc::new(AtomicU8::new(USABLE));
         let (tx, rx) = mpsc::channel();
         let mut worker = Worker {
+            fs: opts.fs.clone(),
             dir: opts.dir.clone(),
-            segment_bytes: opts.segment_bytes,
+            segment_bytes: opts.segment_bytes.min((opts.max_bytes / 8).max(64 * 1024)),
             commit_delay: opts.commit_delay,
             commit_bytes: opts.commit_bytes.max(1),
             active: None,
@@ -298,8 +424,14 @@ impl<T: Send + 'static> Wal<T> {
             low_watermark: low_watermark.clone(),
             broken: broken.clone(),
             trimmed_below: 0,
+            health,
+            failing: false,
+            repair_at: None,
+            repair_backoff: Duration::ZERO,
         };
-        worker.open_segment(first_segment)?;
+        if let Err(e) = worker.open_segment(first_segment) {
+            worker.segment_failed(first_segment, e);
+        }
         let thread = std::thread::Builder::new()
             .name("tsfiled-wal".into())
             .spawn(move || worker.run(rx, sink))?;
@@ -322,10 +454,9 @@ impl<T: Send + 'static> Wal<T> {
                 limit: MAX_RECORD,
             });
         }
-        if self.broken.load(Ordering::Relaxed) {
-            return Err(Error::WalIo(
-                "an earlier write failed and could not be undone".into(),
-            ));
+        let broken = self.broken.load(Ordering::Relaxed);
+        if broken != USABLE {
+            return Err(Error::WalFull(broken_reason(broken)));
         }
         let size = payload.len() + 8;
         let pending = self.stats.pending_bytes.load(Ordering::Relaxed);
@@ -402,29 +533,47 @@ impl<T: Send + 'static> Drop for Wal<T> {
 }
 
 struct Worker {
+    fs: FsRef,
     dir: PathBuf,
     segment_bytes: u64,
     commit_delay: Duration,
     commit_bytes: usize,
-    active: Option<File>,
+    /// The segment being written; `None` after rotation or after a failure retired it
+    /// (the next group opens segment `active_id + 1`).
+    active: Option<Box<dyn FsFile>>,
     active_id: u64,
     active_len: u64,
     stats: Arc<WalStats>,
     low_watermark: Arc<AtomicU64>,
-    broken: Arc<AtomicBool>,
+    broken: Arc<AtomicU8>,
     trimmed_below: u64,
+    health: Option<Arc<StorageHealth>>,
+    /// The last write failed (reported to `health`).
+    failing: bool,
+    /// No usable segment: when to try opening one next.
+    repair_at: Option<Instant>,
+    repair_backoff: Duration,
 }
 
 impl Worker {
     fn open_segment(&mut self, id: u64) -> io::Result<()> {
         let path = segment_path(&self.dir, id);
-        let mut f = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&path)?;
-        f.write_all(MAGIC)?;
-        f.sync_all()?;
-        sync_dir(&self.dir)?;
+        if !self.fs.exists(&self.dir) {
+            tracing::error!(dir = %self.dir.display(), "write-ahead log: the directory vanished; creating it again");
+            tsfiled_fsio::create_dir_all_synced(&*self.fs, &self.dir)?;
+        }
+        // `id` is past every segment holding records (a failed earlier try may have left
+        // a partial file under it: truncated).
+        let mut f = self.fs.create(&path)?;
+        let ready = f
+            .write_all(MAGIC)
+            .and_then(|_| f.sync_all())
+            .and_then(|_| self.fs.sync_dir(&self.dir));
+        if let Err(e) = ready {
+            drop(f);
+            let _ = self.fs.remove_file(&path);
+            return Err(e);
+        }
         self.active = Some(f);
         self.active_id = id;
         self.active_len = HEADER as u64;
@@ -447,6 +596,9 @@ impl Worker {
                     Ok(Msg::Append(r)) => group.push(r),
                     Ok(Msg::Stop) => stopping = true,
                     Err(RecvTimeoutError::Timeout) => {
+                        if self.repair_at.is_some_and(|at| Instant::now() >= at) {
+                            self.repair();
+                        }
                         self.trim();
                         continue;
                     }
@@ -474,7 +626,7 @@ impl Worker {
             self.commit(&mut group, &mut buf, &mut sink);
             self.trim();
         }
-        if let Some(f) = self.active.take() {
+        if let Some(mut f) = self.active.take() {
             let _ = f.sync_all();
         }
     }
@@ -485,6 +637,20 @@ impl Worker {
         buf: &mut Vec<u8>,
         sink: &mut impl Sink<T>,
     ) {
+        if self.active.is_none() {
+            self.repair();
+        }
+        if self.active.is_none() {
+            let reason = broken_reason(self.broken.load(Ordering::Relaxed));
+            let pending: usize = group.iter().map(|r| r.payload.len() + 8).sum();
+            self.stats
+                .pending_bytes
+                .fetch_sub(pending, Ordering::Relaxed);
+            for r in group.drain(..) {
+                let _ = r.done.send(Err(Error::WalFull(reason)));
+            }
+            return;
+        }
         buf.clear();
         let mut offsets = Vec::with_capacity(group.len());
         let base = self.active_len;
@@ -495,12 +661,20 @@ impl Worker {
             buf.extend_from_slice(&r.payload);
         }
         let pending: usize = group.iter().map(|r| r.payload.len() + 8).sum();
-        let result = self.write_and_sync(buf);
+        let result = self
+            .write_and_sync(buf)
+            .and_then(|_| self.check_segment_named());
         self.stats
             .pending_bytes
             .fetch_sub(pending, Ordering::Relaxed);
         match result {
             Ok(()) => {
+                if self.failing {
+                    self.failing = false;
+                    if let Some(h) = &self.health {
+                        h.recovered(StorageOp::Wal);
+                    }
+                }
                 self.active_len += buf.len() as u64;
                 self.stats
                     .disk_bytes
@@ -515,35 +689,37 @@ impl Worker {
                     let _ = r.done.send(Ok(at));
                 }
                 if self.active_len >= self.segment_bytes {
-                    if let Err(e) = self.rotate() {
-                        tracing::error!(error = %e, "write-ahead log: cannot open a new segment");
-                        self.broken.store(true, Ordering::Relaxed);
+                    if let Some(mut f) = self.active.take() {
+                        if let Err(e) = f.sync_all() {
+                            tracing::error!(error = %e, "write-ahead log: syncing a full segment failed");
+                        }
                     }
+                    self.repair();
                 }
             }
             Err(e) => {
-                tracing::error!(error = %e, "write-ahead log: write failed");
-                // Undo the partial write so the segment stays well-formed.
-                let undone = self
-                    .active
-                    .as_mut()
-                    .map(|f| f.set_len(base).and_then(|_| f.seek(SeekFrom::Start(base))))
-                    .transpose();
-                if !matches!(undone, Ok(Some(_))) {
-                    self.broken.store(true, Ordering::Relaxed);
-                }
-                // A full disk is a transient condition for the sender (retry later);
-                // other errors are failures.
-                let full = e.raw_os_error() == Some(libc::ENOSPC);
+                let kind = FaultKind::of(&e);
                 let message = format!(
                     "writing {}: {e}",
                     segment_path(&self.dir, self.active_id).display()
                 );
+                tracing::error!(error = %message, "write-ahead log: write failed; the batch is refused");
+                self.failed(kind, message.clone());
+                // Cut the partial write so the segment ends well-formed (if that fails
+                // too, replay cuts the torn tail), and never write or fsync this file
+                // again: after a failed fsync its unsynced bytes are presumed lost
+                // ("fsyncgate"). The next group opens a new segment.
+                if let Some(mut f) = self.active.take() {
+                    if f.set_len(base).is_ok() {
+                        let _ = f.sync_all();
+                    }
+                }
+                // A full or read-only device is a transient condition for the sender
+                // (retry later); other errors are failures.
                 for r in group.drain(..) {
-                    let err = if full {
-                        Error::WalFull("no space left on the WAL device")
-                    } else {
-                        Error::WalIo(message.clone())
+                    let err = match kind {
+                        FaultKind::Io => Error::WalIo(message.clone()),
+                        k => Error::WalFull(unusable_reason(k)),
                     };
                     let _ = r.done.send(Err(err));
                 }
@@ -569,12 +745,65 @@ impl Worker {
         Ok(())
     }
 
-    fn rotate(&mut self) -> io::Result<()> {
-        if let Some(f) = self.active.take() {
-            f.sync_all()?;
+    /// After an fsync: the segment must still have its name, or the records are in an
+    /// unlinked file that no restart would find (its directory was deleted). Then the
+    /// group is refused, and the engine is told to seal what earlier groups delivered.
+    fn check_segment_named(&mut self) -> io::Result<()> {
+        let path = segment_path(&self.dir, self.active_id);
+        if self.fs.exists(&path) {
+            return Ok(());
+        }
+        self.stats.lost_segments.store(true, Ordering::Relaxed);
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "{} was deleted while in use (the write-ahead log directory was removed?)",
+                path.display()
+            ),
+        ))
+    }
+
+    fn failed(&mut self, kind: FaultKind, message: String) {
+        self.failing = true;
+        if let Some(h) = &self.health {
+            h.failed(StorageOp::Wal, kind, message);
+        }
+    }
+
+    /// Opens the next segment when there is none (start, rotation, or a write that could
+    /// not be undone); on failure appends are refused and it is retried with backoff.
+    fn repair(&mut self) {
+        if self.active.is_some() {
+            return;
         }
         let next = self.active_id + 1;
-        self.open_segment(next)
+        match self.open_segment(next) {
+            Ok(()) => {
+                if self.repair_at.take().is_some() {
+                    tracing::info!(segment = next, "write-ahead log: writing again");
+                }
+                self.repair_backoff = Duration::ZERO;
+                self.broken.store(USABLE, Ordering::Relaxed);
+                if self.failing {
+                    self.failing = false;
+                    if let Some(h) = &self.health {
+                        h.recovered(StorageOp::Wal);
+                    }
+                }
+            }
+            Err(e) => self.segment_failed(next, e),
+        }
+    }
+
+    fn segment_failed(&mut self, id: u64, e: io::Error) {
+        let kind = FaultKind::of(&e);
+        self.broken.store(broken_code(kind), Ordering::Relaxed);
+        self.repair_backoff =
+            (self.repair_backoff * 2).clamp(Duration::from_millis(200), Duration::from_secs(5));
+        self.repair_at = Some(Instant::now() + self.repair_backoff);
+        let message = format!("creating {}: {e}", segment_path(&self.dir, id).display());
+        tracing::error!(error = %message, retry_in_ms = self.repair_backoff.as_millis() as u64, "write-ahead log: cannot open a segment; appends are refused until it can");
+        self.failed(kind, message);
     }
 
     /// Deletes segments entirely below the low watermark (never the active one).
@@ -584,7 +813,7 @@ impl Worker {
         if below <= self.trimmed_below {
             return;
         }
-        let Ok(segments) = list_segments(&self.dir) else {
+        let Ok(segments) = list_segments(&*self.fs, &self.dir) else {
             return;
         };
         let mut removed = false;
@@ -592,8 +821,8 @@ impl Worker {
             if id >= below {
                 break;
             }
-            let len = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            match fs::remove_file(&path) {
+            let len = self.fs.file_len(&path).unwrap_or(0);
+            match self.fs.remove_file(&path) {
                 Ok(()) => {
                     removed = true;
                     let _ = self.stats.disk_bytes.fetch_update(
@@ -609,7 +838,7 @@ impl Worker {
             }
         }
         if removed {
-            let _ = sync_dir(&self.dir);
+            let _ = self.fs.sync_dir(&self.dir);
         }
         self.trimmed_below = below;
     }
@@ -635,6 +864,7 @@ pub(crate) fn test_delay(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::{self, OpenOptions};
     use std::sync::mpsc::Receiver;
 
     type Started = (
@@ -646,7 +876,7 @@ mod tests {
 
     fn start(dir: &Path, opts: Option<WalOptions>) -> Started {
         let mut recs = Vec::new();
-        let (next, report, disk) = replay(dir, |r| recs.push(r)).unwrap();
+        let (next, report, disk) = replay(&*tsfiled_fsio::std_fs(), dir, |r| recs.push(r)).unwrap();
         let (tx, rx) = mpsc::channel();
         let wal = Wal::start(
             opts.unwrap_or_else(|| WalOptions::new(dir)),
@@ -700,7 +930,9 @@ mod tests {
                 let wal = wal.clone();
                 std::thread::spawn(move || {
                     for i in 0..100u32 {
-                        wal.append(vec![1; 100], t * 1000 + i)
+                        let mut payload = (t * 1000 + i).to_le_bytes().to_vec();
+                        payload.resize(100, 1);
+                        wal.append(payload, t * 1000 + i)
                             .unwrap()
                             .wait_blocking()
                             .unwrap();
@@ -713,12 +945,66 @@ mod tests {
         }
         let st = wal.stats();
         assert_eq!(st.records.load(Ordering::Relaxed), 800);
-        assert!(st.syncs.load(Ordering::Relaxed) <= 800);
         assert_eq!(st.pending_bytes.load(Ordering::Relaxed), 0);
+        drop(wal);
+        // Every record of every thread is there, in each thread's order.
+        let (_wal, _rx, report, recs) = start(tmp.path(), None);
+        assert_eq!(report.records, 800);
+        let mut per_thread = vec![Vec::new(); 8];
+        for r in &recs {
+            assert_eq!(r.payload.len(), 100);
+            let id = u32::from_le_bytes(r.payload[..4].try_into().unwrap());
+            per_thread[(id / 1000) as usize].push(id % 1000);
+        }
+        for seq in per_thread {
+            assert_eq!(seq, (0..100).collect::<Vec<u32>>());
+        }
+    }
+
+    /// Group commit, deterministically: while the log thread is held inside the first
+    /// commit (its sink blocks), 99 more appends queue up; they are written under one
+    /// fsync, so 100 records take exactly 2 syncs.
+    #[test]
+    fn appends_queued_during_a_sync_share_the_next_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (next, _, disk) = replay(&*tsfiled_fsio::std_fs(), tmp.path(), |_| {}).unwrap();
+        let (entered_tx, entered_rx) = mpsc::channel::<()>();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let delivered = Arc::new(Mutex::new(Vec::new()));
+        let seen = delivered.clone();
+        let wal = Wal::start(
+            WalOptions::new(tmp.path()),
+            next,
+            disk,
+            move |lsn, item: u32| {
+                if item == 0 {
+                    entered_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                }
+                seen.lock().unwrap().push((lsn, item));
+            },
+        )
+        .unwrap();
+        let first = wal.append(vec![0; 10], 0).unwrap();
+        entered_rx.recv().unwrap();
+        let tickets: Vec<_> = (1..100u32)
+            .map(|i| wal.append(vec![i as u8; 10], i).unwrap())
+            .collect();
+        release_tx.send(()).unwrap();
+        let mut lsns = vec![first.wait_blocking().unwrap()];
+        lsns.extend(tickets.into_iter().map(|t| t.wait_blocking().unwrap()));
+        let st = wal.stats();
+        assert_eq!(st.records.load(Ordering::Relaxed), 100);
+        assert_eq!(st.syncs.load(Ordering::Relaxed), 2);
+        // Records of 18 bytes (8 header + 10 payload) laid end to end after the 8-byte magic.
+        let want: Vec<Lsn> = (0..100).map(|i| lsn(next, 8 + 18 * i)).collect();
+        assert_eq!(lsns, want);
+        let got = delivered.lock().unwrap().clone();
+        assert_eq!(got, want.into_iter().zip(0..100u32).collect::<Vec<_>>());
     }
 
     fn only_segment(dir: &Path) -> PathBuf {
-        let segs = list_segments(dir).unwrap();
+        let segs = list_segments(&*tsfiled_fsio::std_fs(), dir).unwrap();
         segs.into_iter()
             .map(|s| s.1)
             .find(|p| fs::metadata(p).unwrap().len() > HEADER as u64)
@@ -760,24 +1046,69 @@ mod tests {
     }
 
     #[test]
-    fn torn_header_and_corrupt_crc_are_cut() {
+    fn a_corrupt_record_in_the_middle_is_skipped_and_the_later_ones_replay() {
         let tmp = tempfile::tempdir().unwrap();
         {
             let (wal, _rx, _, _) = start(tmp.path(), None);
-            for i in 0..4u8 {
+            for i in 0..5u8 {
                 wal.append(vec![i; 10], 0).unwrap().wait_blocking().unwrap();
             }
         }
         let seg = only_segment(tmp.path());
+        let id = list_segments(&*tsfiled_fsio::std_fs(), tmp.path())
+            .unwrap()
+            .into_iter()
+            .find(|s| s.1 == seg)
+            .unwrap()
+            .0;
+        // Records of 10 bytes take 18 bytes each after the 8-byte segment header.
+        let rec = |i: usize| HEADER + i * 18;
         let mut data = fs::read(&seg).unwrap();
-        // Flip a payload byte of the third record.
-        let third = HEADER + 2 * 18 + 8;
-        data[third] ^= 0xff;
+        assert_eq!(data.len(), rec(5));
+        data[rec(2) + 8 + 3] ^= 0xff; // a payload byte of the third record
+        data[rec(3)] = 200; // the fourth record's length
         fs::write(&seg, &data).unwrap();
-        let (_w, _rx, report, recs) = start(tmp.path(), None);
+        let (w, _rx, report, recs) = start(tmp.path(), None);
+        drop(w);
+        let payloads: Vec<Vec<u8>> = recs.iter().map(|r| r.payload.clone()).collect();
+        assert_eq!(payloads, vec![vec![0; 10], vec![1; 10], vec![4; 10]]);
+        assert_eq!(recs[2].lsn, lsn(id, rec(4) as u64));
+        assert_eq!(
+            report.skipped,
+            vec![(
+                id,
+                rec(2) as u64,
+                rec(4) as u64,
+                "record checksum mismatch".to_string()
+            )]
+        );
+        assert!(report.truncated.is_empty(), "{report:?}");
+        // The segment is kept as it is (the skipped stretch is reported again next time).
+        assert_eq!(fs::read(&seg).unwrap(), data);
+        // A corrupt last record is a torn tail: cut.
+        data[rec(4) + 8] ^= 1;
+        fs::write(&seg, &data).unwrap();
+        let (w, _rx, report, recs) = start(tmp.path(), None);
+        drop(w);
         assert_eq!(recs.len(), 2);
-        assert_eq!(report.truncated[0].2, "record checksum mismatch");
-        drop(_w);
+        assert_eq!(report.skipped, vec![]);
+        assert_eq!(
+            report.truncated,
+            vec![(id, rec(2) as u64, "record checksum mismatch".to_string())]
+        );
+        assert_eq!(fs::metadata(&seg).unwrap().len(), rec(2) as u64);
+    }
+
+    #[test]
+    fn torn_header_and_absurd_length_are_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let (wal, _rx, _, _) = start(tmp.path(), None);
+            for i in 0..2u8 {
+                wal.append(vec![i; 10], 0).unwrap().wait_blocking().unwrap();
+            }
+        }
+        let seg = only_segment(tmp.path());
         // A torn 3-byte header.
         let mut data = fs::read(&seg).unwrap();
         data.extend_from_slice(&[1, 2, 3]);
@@ -834,7 +1165,9 @@ mod tests {
         }
         assert!(full, "the size limit must refuse appends");
         assert!(lsns.len() >= 15 && lsns.len() < 20, "{}", lsns.len());
-        let segs_before = list_segments(tmp.path()).unwrap().len();
+        let segs_before = list_segments(&*tsfiled_fsio::std_fs(), tmp.path())
+            .unwrap()
+            .len();
         assert!(segs_before > 5);
         // Everything delivered so far is sealed: trim up to the last one.
         let last = *lsns.last().unwrap();
@@ -843,11 +1176,11 @@ mod tests {
         // The thread trims on its next wake-up.
         let mut waited = 0;
         let below = |segs: &[(u64, PathBuf)]| segs.iter().any(|s| s.0 < lsn_segment(last));
-        while below(&list_segments(tmp.path()).unwrap()) && waited < 250 {
+        while below(&list_segments(&*tsfiled_fsio::std_fs(), tmp.path()).unwrap()) && waited < 250 {
             std::thread::sleep(Duration::from_millis(20));
             waited += 1;
         }
-        let segs = list_segments(tmp.path()).unwrap();
+        let segs = list_segments(&*tsfiled_fsio::std_fs(), tmp.path()).unwrap();
         assert!(segs.len() <= 2, "{segs:?}");
         assert!(
             segs.iter().all(|s| s.0 >= lsn_segment(last)),
@@ -862,12 +1195,63 @@ mod tests {
     }
 
     #[test]
+    fn a_segment_that_cannot_be_created_refuses_appends_until_it_can() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A directory where the first segment file goes: creating it fails (EISDIR).
+        fs::create_dir(segment_path(tmp.path(), 0)).unwrap();
+        let metrics = crate::metrics::Metrics::new();
+        let health = StorageHealth::new("t", metrics.clone());
+        let (tx, rx) = mpsc::channel();
+        let wal = Wal::start_with_health(
+            WalOptions::new(tmp.path()),
+            0,
+            0,
+            move |lsn, item: u32| {
+                let _ = tx.send((lsn, item));
+            },
+            Some(health.clone()),
+        )
+        .expect("the log starts without a usable segment");
+        match wal.append(vec![1; 10], 1) {
+            Err(Error::WalFull(reason)) => assert_eq!(reason, "the WAL device has I/O errors"),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        assert!(health.is_degraded());
+        assert!(metrics
+            .render()
+            .contains(r#"tsfiled_storage_errors_total{kind="io",op="wal",pipeline="t"} 1"#));
+        // The obstacle goes: the log opens the next segment by itself and takes appends.
+        fs::remove_dir(segment_path(tmp.path(), 0)).unwrap();
+        let start = std::time::Instant::now();
+        let lsn = loop {
+            match wal.append(vec![2; 10], 2) {
+                Ok(t) => break t.wait_blocking().unwrap(),
+                Err(Error::WalFull(_)) => {
+                    assert!(start.elapsed() < Duration::from_secs(30), "never recovered");
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        assert_eq!(lsn_segment(lsn), 1);
+        assert_eq!(rx.recv().unwrap(), (lsn, 2));
+        assert!(!health.is_degraded());
+        drop(wal);
+        let mut recs = Vec::new();
+        replay(&*tsfiled_fsio::std_fs(), tmp.path(), |r| recs.push(r)).unwrap();
+        assert_eq!(recs.len(), 1);
+        assert_eq!(recs[0].payload, vec![2; 10]);
+    }
+
+    #[test]
     fn segment_without_header_is_removed() {
         let tmp = tempfile::tempdir().unwrap();
         fs::write(segment_path(tmp.path(), 3), b"TSF").unwrap();
-        let (next, report, _) = replay(tmp.path(), |_| {}).unwrap();
+        let (next, report, _) = replay(&*tsfiled_fsio::std_fs(), tmp.path(), |_| {}).unwrap();
         assert_eq!(next, 4);
         assert_eq!(report.truncated.len(), 1);
-        assert!(list_segments(tmp.path()).unwrap().is_empty());
+        assert!(list_segments(&*tsfiled_fsio::std_fs(), tmp.path())
+            .unwrap()
+            .is_empty());
     }
 }

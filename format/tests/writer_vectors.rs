@@ -1,4 +1,10 @@
-//! The complete-file vectors of spec §12.4 and §12.5, byte for byte.
+//! Complete files byte for byte against the vectors of the TsFile "000002" implementer
+//! specification (the project's shared reference, `shared/spec/tsfile-v2.md`, not part of
+//! this repository): its §12.4 "Complete files" (the empty file, 84 bytes; the minimal
+//! `d1.s1` INT64 PLAIN file, 481 bytes, and the same with SNAPPY, 462 bytes) and §12.5
+//! "Multi-type file with version records" (1418 bytes). Those bytes were written by the
+//! Java 0.10 `TsFileWriter`; they are copied here as hex, so the test needs no file outside
+//! the repository.
 
 use tsfile::basic::{Compression, DataType, Encoding, Value};
 use tsfile::file::properties::{MeasurementSchema, WriterProperties};
@@ -90,7 +96,8 @@ fn minimal_file_snappy() {
 
 #[test]
 fn two_flushes_with_versions() {
-    // Spec §12.5: four series, two rows, flush, version 1, one row, flush, version 2.
+    // shared/spec/tsfile-v2.md §12.5: four series, two rows, flush, version 1, one row,
+    // flush, version 2.
     let mut w = TsFileWriter::new(Vec::new(), WriterProperties::default()).unwrap();
     let u = Compression::UNCOMPRESSED;
     let reg = [

@@ -15,15 +15,22 @@ use crate::harness::*;
 
 type Acked = Arc<Mutex<BTreeMap<(String, String, i64), i64>>>;
 
+/// Pushes batches until `stop`; returns how many were acknowledged. A connection error is
+/// the end of the run only once `killing` is set (the daemon is being killed); before that
+/// it fails the test, naming the error.
 fn pusher(
     addr: std::net::SocketAddr,
     thread: usize,
     next_time: Arc<Mutex<i64>>,
     acked: Acked,
     stop: Arc<AtomicBool>,
-) {
-    let Ok(mut conn) = Conn::new(addr) else {
-        return;
+    killing: Arc<AtomicBool>,
+) -> u64 {
+    let mut oks = 0;
+    let mut conn = match Conn::new(addr) {
+        Ok(c) => c,
+        Err(_) if killing.load(Ordering::SeqCst) => return oks,
+        Err(e) => panic!("pusher {thread}: cannot connect to the running daemon: {e}"),
     };
     let device = format!("root.sg{}.d{thread}", thread % 2);
     let mut n = 0u64;
@@ -47,6 +54,7 @@ fn pusher(
         let body = serde_json::json!({"device": device, "timestamps": times, "measurements": ["a", "b"], "values": rows}).to_string();
         match conn.request("POST", "/ingest/iotdb-json", &[], body.as_bytes()) {
             Ok(r) if r.status == 200 => {
+                oks += 1;
                 let mut acked = acked.lock().unwrap();
                 for (i, t) in times.iter().enumerate() {
                     acked.insert((device.clone(), "a".into(), *t), a[i]);
@@ -57,9 +65,11 @@ fn pusher(
                 std::thread::sleep(Duration::from_millis(20))
             }
             Ok(r) => panic!("unexpected answer {}: {}", r.status, r.body),
-            Err(_) => return, // killed
+            Err(_) if killing.load(Ordering::SeqCst) => return oks,
+            Err(e) => panic!("pusher {thread}: request failed before the kill: {e}"),
         }
     }
+    oks
 }
 
 #[test]
@@ -82,27 +92,39 @@ fn sigkill_during_ingest_loses_no_acknowledged_point() {
         "--seal-idle-ms",
         "150",
     ];
+    let mut acked_requests = vec![0u64; threads];
     for cycle in 0..cycles {
         let d = DaemonProc::start(&data, &tuning);
         let stop = Arc::new(AtomicBool::new(false));
+        let killing = Arc::new(AtomicBool::new(false));
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let (c, a, s) = (clocks[t].clone(), acked.clone(), stop.clone());
+                let (c, a, s, k) = (
+                    clocks[t].clone(),
+                    acked.clone(),
+                    stop.clone(),
+                    killing.clone(),
+                );
                 let addr = d.addr;
-                std::thread::spawn(move || pusher(addr, t, c, a, s))
+                std::thread::spawn(move || pusher(addr, t, c, a, s, k))
             })
             .collect();
         // Deterministic, varied kill times.
         let ms = 300 + (cycle as u64 * 337) % 900;
         std::thread::sleep(Duration::from_millis(ms));
+        killing.store(true, Ordering::SeqCst);
         d.kill();
         stop.store(true, Ordering::Relaxed);
-        for h in handles {
-            h.join().unwrap();
+        for (t, h) in handles.into_iter().enumerate() {
+            acked_requests[t] += h.join().expect("a pusher failed");
         }
         // Whatever is under a final name must be a complete file with a matching .resource.
         let _ = read_all(&data);
     }
+    assert!(
+        acked_requests.iter().all(|&n| n > 0),
+        "every pusher had requests acknowledged: {acked_requests:?}"
+    );
     let d = DaemonProc::start(&data, &tuning);
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");

@@ -5,14 +5,18 @@
 mod harness;
 
 mod bad_input;
+mod closed_pipe;
 mod config;
 mod crash;
 mod csv;
+mod disk_full;
 mod iotdb_clients;
 mod limits;
 mod mqtt;
 mod push;
+mod quick_start;
 mod reload;
+mod rest;
 mod status_page;
 mod systemd;
 mod watchdog_stall;

@@ -150,8 +150,17 @@ fn late_points_after_a_flush_go_to_unsequence() {
     assert_eq!(r.status, 200);
     assert_eq!(d.stop().0, 0);
     let (points, files) = read_all(&data);
-    let times: Vec<i64> = points.keys().map(|k| k.2).collect();
-    assert_eq!(times, vec![100, 150, 200, 300]);
+    // Every point once, with the value posted for it.
+    let want: Vec<_> = [(100, 1), (150, 15), (200, 2), (300, 3)]
+        .map(|(t, v)| {
+            (
+                ("root.sg.d1".to_string(), "s".to_string(), t),
+                vec![Value::Int64(v)],
+            )
+        })
+        .into_iter()
+        .collect();
+    assert_eq!(points.into_iter().collect::<Vec<_>>(), want);
     let unseq: Vec<_> = files
         .iter()
         .filter(|f| f.to_string_lossy().contains("/unsequence/"))

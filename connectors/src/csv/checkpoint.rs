@@ -7,12 +7,13 @@
 //! written atomically after each durable batch: temporary file, `fsync`, rename, `fsync` of the
 //! directory. The key is a hash of the file's path; the path is stored too and checked.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs::{self, File};
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use tsfiled_fsio::{FsFile, FsRef};
 
 /// Bytes hashed at the start of a file for its fingerprint.
 pub const HEAD_BYTES: u64 = 1024;
@@ -110,17 +111,19 @@ pub struct Checkpoint {
     pub report_len: u64,
 }
 
-/// The checkpoint directory of one source.
+/// The checkpoint directory of one source (every file operation on `fs`).
 #[derive(Debug, Clone)]
 pub struct Store {
+    fs: FsRef,
     dir: PathBuf,
 }
 
 impl Store {
     /// Opens (creates) the directory.
-    pub fn open(dir: &Path) -> io::Result<Store> {
-        fs::create_dir_all(dir)?;
+    pub fn open(fs: FsRef, dir: &Path) -> io::Result<Store> {
+        tsfiled_fsio::create_dir_all_synced(&*fs, dir)?;
         Ok(Store {
+            fs,
             dir: dir.to_path_buf(),
         })
     }
@@ -146,7 +149,7 @@ impl Store {
 
     /// The checkpoint of `path`, if any (an unreadable or foreign one counts as none).
     pub fn load(&self, path: &Path) -> Option<Checkpoint> {
-        let bytes = fs::read(self.ckpt_path(path)).ok()?;
+        let bytes = self.fs.read(&self.ckpt_path(path)).ok()?;
         let ck: Checkpoint = serde_json::from_slice(&bytes).ok()?;
         (ck.version == 1 && ck.path == path).then_some(ck)
     }
@@ -154,10 +157,12 @@ impl Store {
     /// Every readable checkpoint.
     pub fn all(&self) -> io::Result<Vec<Checkpoint>> {
         let mut out = Vec::new();
-        for e in fs::read_dir(&self.dir)? {
-            let p = e?.path();
+        for e in self.fs.read_dir(&self.dir)? {
+            let p = e.path;
             if p.extension().is_some_and(|x| x == "ckpt") {
-                if let Some(ck) = fs::read(&p)
+                if let Some(ck) = self
+                    .fs
+                    .read(&p)
                     .ok()
                     .and_then(|b| serde_json::from_slice::<Checkpoint>(&b).ok())
                 {
@@ -171,13 +176,13 @@ impl Store {
     /// Writes the checkpoint atomically and durably.
     pub fn save(&self, ck: &Checkpoint) -> io::Result<()> {
         let bytes = serde_json::to_vec(ck).map_err(io::Error::other)?;
-        write_atomic(&self.ckpt_path(&ck.path), &bytes)
+        tsfiled_fsio::write_atomic(&*self.fs, &self.ckpt_path(&ck.path), &bytes)
     }
 
     /// Removes the checkpoint and the pending report of `path`.
     pub fn remove(&self, path: &Path) -> io::Result<()> {
         for p in [self.ckpt_path(path), self.report_path(path)] {
-            match fs::remove_file(&p) {
+            match self.fs.remove_file(&p) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             }
@@ -187,52 +192,23 @@ impl Store {
 
     /// Opens the pending report of `path` for appending, cut back to `len` bytes (the part
     /// that belongs to durable batches).
-    pub fn open_report(&self, path: &Path, len: u64) -> io::Result<File> {
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(self.report_path(path))?;
+    pub fn open_report(&self, path: &Path, len: u64) -> io::Result<Box<dyn FsFile>> {
+        let mut f = self.fs.open_append(&self.report_path(path))?;
         f.set_len(len)?;
-        let mut f = f;
-        use std::io::Seek;
-        f.seek(io::SeekFrom::Start(len))?;
         Ok(f)
     }
 
     /// Reads the pending report of `path` (its first `len` bytes).
     pub fn read_report(&self, path: &Path, len: u64) -> io::Result<Vec<u8>> {
-        let mut out = Vec::new();
-        match File::open(self.report_path(path)) {
-            Ok(f) => {
-                f.take(len).read_to_end(&mut out)?;
+        match self.fs.read(&self.report_path(path)) {
+            Ok(mut b) => {
+                b.truncate(len.min(b.len() as u64) as usize);
+                Ok(b)
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
         }
-        Ok(out)
     }
-}
-
-/// Fsyncs a directory.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
-/// Writes `bytes` to `path` atomically and durably: `path.tmp`, fsync, rename, fsync of the
-/// directory.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, path)?;
-    sync_dir(path.parent().unwrap_or(Path::new(".")))
 }
 
 #[cfg(test)]
@@ -242,7 +218,7 @@ mod tests {
     #[test]
     fn save_load_remove_and_report() {
         let d = tempfile::tempdir().unwrap();
-        let store = Store::open(&d.path().join("state")).unwrap();
+        let store = Store::open(tsfiled_fsio::std_fs(), &d.path().join("state")).unwrap();
         let src = d.path().join("a.csv");
         fs::write(&src, b"Time,root.a.b.c\n1,2\n").unwrap();
         let fp = Fingerprint::of(&mut File::open(&src).unwrap()).unwrap();
@@ -275,8 +251,8 @@ mod tests {
         assert_eq!(store.read_report(&src, 5).unwrap(), b"abcXY");
 
         // Growing keeps the identity; replacing the content does not.
-        let mut f = OpenOptions::new().append(true).open(&src).unwrap();
-        f.write_all(b"2,3\n").unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&src).unwrap();
+        std::io::Write::write_all(&mut f, b"2,3\n").unwrap();
         assert!(fp.same_file(&mut File::open(&src).unwrap()).unwrap());
         fs::write(&src, b"Time,root.a.b.d\n1,2\n").unwrap();
         assert!(!fp.same_file(&mut File::open(&src).unwrap()).unwrap());
@@ -285,5 +261,103 @@ mod tests {
         assert_eq!(store.load(&src), None);
         assert!(store.read_report(&src, 5).unwrap().is_empty());
         store.remove(&src).unwrap();
+    }
+
+    fn ck(offset: u64) -> Checkpoint {
+        Checkpoint {
+            version: 1,
+            path: PathBuf::from("/in/a.csv"),
+            fingerprint: Fingerprint {
+                dev: 1,
+                ino: 2,
+                size: 1000,
+                mtime_ns: 3,
+                head_len: 1000,
+                head_hash: 4,
+            },
+            offset,
+            line: offset / 10,
+            rows: offset / 10,
+            rejected_rows: 0,
+            points: offset / 5,
+            rejected_points: 0,
+            report_len: 0,
+        }
+    }
+
+    /// Every call of a checkpoint save failing once (each fault that fits the call), and a
+    /// power loss before every call: the checkpoint read back is the old or the new one,
+    /// never none or garbage; a save that returned `Ok` survives a power loss.
+    #[test]
+    fn a_save_survives_any_single_failure_and_any_power_loss() {
+        use tsfiled_fsio::sim::{Fault, SimFs, Tear};
+        let setup = || {
+            let fs = SimFs::new();
+            let store =
+                Store::open(tsfiled_fsio::FsRef::new(fs.clone()), Path::new("/state")).unwrap();
+            store.save(&ck(10)).unwrap();
+            (fs, store)
+        };
+        let (old, new) = (Some(ck(10)), Some(ck(20)));
+        let (fs, store) = setup();
+        fs.record(true);
+        let base = fs.calls();
+        store.save(&ck(20)).unwrap();
+        let calls = fs.log();
+        assert!(
+            calls.len() >= 4,
+            "tmp create, write, fsync, rename, dir fsync: {calls:?}"
+        );
+        let mut runs = 0;
+        for c in &calls {
+            for &fault in Fault::for_op(c.op) {
+                let (fs, store) = setup();
+                fs.fail_at(c.index - base + fs.calls(), fault);
+                let r = store.save(&ck(20));
+                assert!(fs.injected().is_some());
+                let what = format!("{fault:?} on {c:?}");
+                match r {
+                    Ok(()) => panic!("{what}: the save reported success"),
+                    Err(_) => {
+                        let now = store.load(Path::new("/in/a.csv"));
+                        assert!(now == old || now == new, "{what}: {now:?}");
+                        for tear in [Tear::Drop, Tear::Keep, Tear::Torn(c.index)] {
+                            let img = Store::open(
+                                tsfiled_fsio::FsRef::new(fs.crash_image(tear)),
+                                Path::new("/state"),
+                            )
+                            .unwrap();
+                            let got = img.load(Path::new("/in/a.csv"));
+                            assert!(got == old || got == new, "{what}, {tear:?}: {got:?}");
+                        }
+                    }
+                }
+                // A retry succeeds and is durable.
+                store.save(&ck(20)).unwrap();
+                let img = Store::open(
+                    tsfiled_fsio::FsRef::new(fs.crash_image(Tear::Drop)),
+                    Path::new("/state"),
+                )
+                .unwrap();
+                assert_eq!(img.load(Path::new("/in/a.csv")), new, "{what}: retry");
+                runs += 1;
+            }
+            let (fs, store) = setup();
+            fs.crash_at(c.index - base + fs.calls());
+            assert!(store.save(&ck(20)).is_err());
+            for tear in [Tear::Drop, Tear::Keep, Tear::Torn(c.index)] {
+                let img = Store::open(
+                    tsfiled_fsio::FsRef::new(fs.crash_image(tear)),
+                    Path::new("/state"),
+                )
+                .unwrap();
+                let got = img.load(Path::new("/in/a.csv"));
+                assert!(
+                    got == old || got == new,
+                    "power loss before {c:?}, {tear:?}: {got:?}"
+                );
+            }
+        }
+        assert!(runs >= calls.len());
     }
 }

@@ -5,7 +5,11 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::checkpoint::{sync_dir, write_atomic};
+use tsfiled_fsio::{write_atomic, Fs, StdFs};
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    StdFs.sync_dir(dir)
+}
 
 /// A name in `dir` that does not exist yet: `name`, else `name.1`, `name.2`, ...
 pub fn unique_name(dir: &Path, name: &str) -> PathBuf {
@@ -73,7 +77,7 @@ pub fn write_report(dest: &Path, report: &[u8]) -> io::Result<PathBuf> {
     if let Some(d) = p.parent() {
         fs::create_dir_all(d)?;
     }
-    write_atomic(&p, report)?;
+    write_atomic(&StdFs, &p, report)?;
     Ok(p)
 }
 

@@ -89,6 +89,8 @@ pub struct CsvSourceOptions {
     /// a newline; otherwise the settle time still applies). Writers that close and reopen a file
     /// between pieces should write elsewhere and rename instead, or this should be `false`.
     pub close_write_completes: bool,
+    /// The file system of checkpoints and pending reports (tests inject a simulated one).
+    pub fs: tsfiled_fsio::FsRef,
 }
 
 impl CsvSourceOptions {
@@ -109,6 +111,7 @@ impl CsvSourceOptions {
             rescan_interval: Duration::from_secs(30),
             state_dir,
             close_write_completes: true,
+            fs: tsfiled_fsio::std_fs(),
         }
     }
 }

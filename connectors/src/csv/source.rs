@@ -103,7 +103,7 @@ pub async fn run(
             error: d.join(&opts.error_dir),
         });
     }
-    let store = Store::open(&opts.state_dir)
+    let store = Store::open(opts.fs.clone(), &opts.state_dir)
         .map_err(|e| Error::io(format!("state directory {}", opts.state_dir.display()), &e))?;
     // Checkpoints of files that are gone were finished (moved) just before a crash.
     let stale = store.all().unwrap_or_default();
@@ -671,7 +671,7 @@ enum Pass {
 /// Per-file state carried across passes.
 struct FileState {
     ck: Checkpoint,
-    report: File,
+    report: Arc<std::sync::Mutex<Box<dyn tsfiled_fsio::FsFile>>>,
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
@@ -719,7 +719,9 @@ fn start(sh: &Shared, path: &Path) -> io::Result<(File, Fingerprint, FileState)>
         }
         None => fresh(path, fp),
     };
-    let report = sh.store.open_report(path, ck.report_len)?;
+    let report = Arc::new(std::sync::Mutex::new(
+        sh.store.open_report(path, ck.report_len)?,
+    ));
     Ok((file, fp, FileState { ck, report }))
 }
 
@@ -886,12 +888,12 @@ async fn durable(
     sh.metrics.rows(chunk.rows, chunk.rejected_rows());
     sh.metrics
         .points(out.accepted, chunk.rejected_points() + out.rejected);
-    let report = st.report.try_clone()?;
+    let report = st.report.clone();
     let ck = ck.clone();
     let s2 = sh.clone();
     blocking(move || -> io::Result<()> {
         if !text.is_empty() {
-            let mut r = report;
+            let mut r = report.lock().unwrap_or_else(|e| e.into_inner());
             r.write_all(text.as_bytes())?;
             r.sync_data()?;
         }

@@ -516,14 +516,97 @@ mod tests {
         }
 
         #[test]
-        fn epoch_integers_match_convert(v in proptest::prelude::any::<i64>()) {
+        fn epoch_integers_match_exact_arithmetic(v in proptest::prelude::any::<i64>()) {
             let s = v.to_string();
-            for unit in [TimeUnit::Seconds, TimeUnit::Millis, TimeUnit::Micros, TimeUnit::Nanos] {
-                for target in [TimeUnit::Seconds, TimeUnit::Millis, TimeUnit::Micros, TimeUnit::Nanos] {
+            for unit in UNITS {
+                for target in UNITS {
                     let got = parse_epoch(s.as_bytes(), unit, target).ok();
-                    proptest::prop_assert_eq!(got, unit.convert(v, target));
+                    proptest::prop_assert_eq!(got, exact(v, unit, target), "{} {:?}->{:?}", v, unit, target);
                 }
             }
+        }
+    }
+
+    const UNITS: [TimeUnit; 4] = [
+        TimeUnit::Seconds,
+        TimeUnit::Millis,
+        TimeUnit::Micros,
+        TimeUnit::Nanos,
+    ];
+
+    /// Decimal exponent of a unit: 10^-0 s, 10^-3 s, 10^-6 s, 10^-9 s.
+    fn exponent(u: TimeUnit) -> u32 {
+        match u {
+            TimeUnit::Seconds => 0,
+            TimeUnit::Millis => 3,
+            TimeUnit::Micros => 6,
+            TimeUnit::Nanos => 9,
+        }
+    }
+
+    /// The test's own oracle: `v` units converted in i128, floored (the module documents
+    /// flooring to the target unit), `None` outside the i64 range.
+    fn exact(v: i64, unit: TimeUnit, target: TimeUnit) -> Option<i64> {
+        let (eu, et) = (exponent(unit), exponent(target));
+        let r = if et >= eu {
+            i128::from(v) * 10i128.pow(et - eu)
+        } else {
+            i128::from(v).div_euclid(10i128.pow(eu - et))
+        };
+        i64::try_from(r).ok()
+    }
+
+    #[test]
+    fn epoch_integers_by_hand() {
+        use TimeUnit::*;
+        let cases: &[(&str, TimeUnit, TimeUnit, Option<i64>)] = &[
+            ("1999", Millis, Seconds, Some(1)),
+            ("-1", Millis, Seconds, Some(-1)),
+            ("-1000", Millis, Seconds, Some(-1)),
+            ("-1001", Millis, Seconds, Some(-2)),
+            ("-9223372036854775808", Nanos, Seconds, Some(-9_223_372_037)),
+            ("9223372036854775807", Nanos, Seconds, Some(9_223_372_036)),
+            (
+                "9223372036854775807",
+                Nanos,
+                Micros,
+                Some(9_223_372_036_854_775),
+            ),
+            (
+                "9223372036",
+                Seconds,
+                Nanos,
+                Some(9_223_372_036_000_000_000),
+            ),
+            ("9223372037", Seconds, Nanos, None),
+            (
+                "-9223372036",
+                Seconds,
+                Nanos,
+                Some(-9_223_372_036_000_000_000),
+            ),
+            ("-9223372037", Seconds, Nanos, None),
+            (
+                "9223372036854775",
+                Micros,
+                Nanos,
+                Some(9_223_372_036_854_775_000),
+            ),
+            ("9223372036854776", Micros, Nanos, None),
+            ("5", Seconds, Millis, Some(5_000)),
+            ("5", Micros, Micros, Some(5)),
+        ];
+        for &(s, unit, target, want) in cases {
+            assert_eq!(
+                parse_epoch(s.as_bytes(), unit, target).ok(),
+                want,
+                "{s} {unit:?} -> {target:?}"
+            );
+            assert_eq!(
+                exact(s.parse().unwrap(), unit, target),
+                want,
+                "oracle: {s} {unit:?} -> {target:?}"
+            );
         }
     }
 }

@@ -155,6 +155,8 @@ pub struct MqttSourceOptions {
     /// connection with a session present, recorded filters that are no longer configured are
     /// unsubscribed (`None`: a dropped filter stays subscribed until the session expires).
     pub subscription_record: Option<PathBuf>,
+    /// The file system of the subscription record (tests inject a simulated one).
+    pub fs: tsfiled_fsio::FsRef,
     /// The pipeline's stored timestamp precision.
     pub stored_unit: TimeUnit,
     /// Messages gathered into one sink submission at most (what arrived while the previous
@@ -194,6 +196,7 @@ impl MqttSourceOptions {
             connect_timeout: Duration::from_secs(10),
             dead_letter: None,
             subscription_record: None,
+            fs: tsfiled_fsio::std_fs(),
             stored_unit: TimeUnit::Millis,
             max_batch_messages: 256,
             max_concurrent_submits: 2,

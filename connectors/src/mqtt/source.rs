@@ -238,7 +238,7 @@ impl Poller {
         let record = opts
             .subscription_record
             .as_deref()
-            .map(|p| SubscriptionRecord::new(p, &opts.url, &opts.client_id));
+            .map(|p| SubscriptionRecord::new(opts.fs.clone(), p, &opts.url, &opts.client_id));
         let current: Vec<String> = subs.iter().map(|(f, _)| f.clone()).collect();
         // Filters an earlier configuration left subscribed in the session.
         let mut stale = record

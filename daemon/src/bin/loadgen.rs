@@ -303,6 +303,15 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// `println!` that ignores a closed standard output (`tsfiled-loadgen … | head`): the run's
+/// clean-up (stopping the daemon it started) must still happen, so no panic and no SIGPIPE.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 fn main() {
     let args = Args::parse();
     let (mut child, addr, dir) = match args.addr {
@@ -347,7 +356,7 @@ fn main() {
         .as_ref()
         .and_then(|c| Some(cpu_seconds(c.id())? - daemon_cpu0?));
     let self_cpu = cpu_seconds(std::process::id()).and_then(|c| Some(c - self_cpu0?));
-    println!(
+    out!(
         "acknowledged points/s: {:.0}\nacknowledged points: {acked}\nrequests: {requests} ({:.0}/s), non-2xx or failed: {errors}\nack latency ms: p50 {:.2}, p99 {:.2}, max {:.2}\nelapsed s: {elapsed:.1}",
         acked as f64 / elapsed,
         requests as f64 / elapsed,
@@ -356,18 +365,18 @@ fn main() {
         pct(1.0),
     );
     if let Some(kib) = rss {
-        println!("daemon peak RSS MiB: {:.1}", kib as f64 / 1024.0);
+        out!("daemon peak RSS MiB: {:.1}", kib as f64 / 1024.0);
     }
     let per_m = |cpu: f64| cpu / (acked.max(1) as f64 / 1e6);
     if let Some(c) = daemon_cpu {
-        println!(
+        out!(
             "daemon CPU: {c:.1} s ({:.2} cores), {:.3} CPU-s per million points",
             c / elapsed,
             per_m(c)
         );
     }
     if let Some(c) = self_cpu {
-        println!(
+        out!(
             "generator CPU: {c:.1} s ({:.2} cores), {:.3} CPU-s per million points",
             c / elapsed,
             per_m(c)
@@ -380,7 +389,7 @@ fn main() {
         }
         let t = Instant::now();
         let status = c.wait();
-        println!(
+        out!(
             "daemon stopped in {:.1} s: {:?}",
             t.elapsed().as_secs_f64(),
             status.map(|s| s.code())
@@ -400,7 +409,7 @@ fn main() {
                     }
                 }
             }
-            println!(
+            out!(
                 "sealed files: {files}, {:.1} MiB ({:.2} bytes/point)",
                 bytes as f64 / 1048576.0,
                 bytes as f64 / acked.max(1) as f64

@@ -166,11 +166,28 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Sets the action of SIGPIPE. The tools (and `--help`, `version`, `check-config`) write to
+/// standard output, often into a pipe such as `| head`: with the default action a closed pipe
+/// ends them quietly with the conventional status, as any Unix filter, instead of a
+/// "Broken pipe" error or a panic in `println!` (Rust ignores SIGPIPE unless told). The
+/// daemon ignores it again: a peer closing a socket must not kill it.
+fn sigpipe(action: libc::sighandler_t) {
+    // SAFETY: signal(2) with SIG_DFL or SIG_IGN installs no handler code; it is called at
+    // start-up before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, action);
+    }
+}
+
 /// Parses the process arguments, runs the subcommand and returns the process exit code.
 pub fn main() -> ExitCode {
+    sigpipe(libc::SIG_DFL);
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => {
+            sigpipe(libc::SIG_IGN);
+            run(args)
+        }
         Command::CheckConfig { file } => crate::config_file::check(&file)
             .map(|text| print!("{text}"))
             .map_err(anyhow::Error::from),

@@ -16,14 +16,15 @@
 //! sealed, so replay does not write them twice.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use tsfile::file::writer::DeviceTimeRange;
 use tsfile::resource::{DeviceTimeRange as ResourceRange, TsFileResource};
+pub use tsfiled_fsio::with_suffix;
+use tsfiled_fsio::{Fs, FsFile, FsRef};
 
-use crate::wal::{sync_dir, Lsn};
+use crate::wal::Lsn;
 
 /// Sequence or unsequence space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,13 +60,6 @@ pub fn tsfile_path(
         .join(format!("{create_millis}-{version}-0.tsfile"))
 }
 
-/// `path` with `suffix` appended to its file name.
-pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
-
 /// Serializes a `.resource` file (spec §9.2, via the format crate): start times, end
 /// times, one historical version (the file's own).
 pub fn resource_bytes(devices: &[DeviceTimeRange], version: i64) -> Vec<u8> {
@@ -97,13 +91,6 @@ pub fn parse_resource(data: &[u8]) -> Result<Vec<DeviceTimeRange>, String> {
             end_time: d.end_time,
         })
         .collect())
-}
-
-/// Writes `bytes` to `path` and fsyncs it.
-pub fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut f = File::create(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
 }
 
 /// One commit line of the seal journal.
@@ -156,96 +143,117 @@ impl SealEntry {
 }
 
 /// The append-only seal journal.
+///
+/// A failed append or fsync leaves the file untrusted (its unsynced bytes are presumed
+/// lost, and a torn line may sit in it): the next commit first rewrites the journal from
+/// the entries known in memory (temporary file, fsync, rename) and appends after that.
 pub struct SealJournal {
+    fs: FsRef,
     path: PathBuf,
-    file: File,
+    file: Option<Box<dyn FsFile>>,
 }
 
 impl SealJournal {
     /// Reads the journal (stopping at the first bad line, which is cut) and opens it
     /// for appending.
-    pub fn open(path: &Path) -> io::Result<(SealJournal, Vec<SealEntry>)> {
+    pub fn open(fs: FsRef, path: &Path) -> io::Result<(SealJournal, Vec<SealEntry>)> {
         let mut entries = Vec::new();
         let mut good = 0u64;
-        if let Ok(f) = File::open(path) {
-            let mut r = BufReader::new(f);
-            let mut line = String::new();
-            loop {
-                line.clear();
-                let n = match r.read_line(&mut line) {
-                    Ok(n) => n,
-                    Err(_) => break,
-                };
-                if n == 0 {
-                    break;
+        let existed = match fs.read(path) {
+            Ok(data) => {
+                for line in data.split_inclusive(|&b| b == b'\n') {
+                    let parsed = std::str::from_utf8(line)
+                        .ok()
+                        .and_then(SealEntry::from_line);
+                    match parsed {
+                        Some(e) => {
+                            entries.push(e);
+                            good += line.len() as u64;
+                        }
+                        None => {
+                            tracing::warn!(journal = %path.display(), offset = good, "seal journal: cutting a torn line");
+                            break;
+                        }
+                    }
                 }
-                match SealEntry::from_line(&line) {
-                    Some(e) => {
-                        entries.push(e);
-                        good += n as u64;
-                    }
-                    None => {
-                        tracing::warn!(journal = %path.display(), offset = good, "seal journal: cutting a torn line");
-                        break;
-                    }
+                Some(data.len() as u64)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        let mut file = fs.open_append(path)?;
+        match existed {
+            None => {
+                if let Some(dir) = path.parent() {
+                    fs.sync_dir(dir)?;
                 }
             }
+            Some(len) if len > good => {
+                file.set_len(good)?;
+                file.sync_all()?;
+            }
+            Some(_) => {}
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(false)
-            .open(path)?;
-        file.set_len(good)?;
-        let mut j = SealJournal {
+        let j = SealJournal {
+            fs,
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
         };
-        io::Seek::seek(&mut j.file, io::SeekFrom::Start(good))?;
         Ok((j, entries))
     }
 
-    /// Appends and fsyncs one entry: the commit point of a seal.
-    pub fn commit(&mut self, e: &SealEntry) -> io::Result<()> {
-        self.file.write_all(e.to_line().as_bytes())?;
-        self.file.sync_data()
+    /// Appends and fsyncs one entry: the commit point of a seal. `known` are the entries
+    /// the journal must hold besides it (what compaction keeps), used to rewrite the
+    /// journal if an earlier append or fsync failed.
+    pub fn commit(&mut self, e: &SealEntry, known: &[SealEntry]) -> io::Result<()> {
+        if self.file.is_none() {
+            self.compact(known)?;
+        }
+        let f = self
+            .file
+            .as_mut()
+            .ok_or_else(|| io::Error::other("seal journal closed"))?;
+        let r = f
+            .write_all(e.to_line().as_bytes())
+            .and_then(|_| f.sync_data());
+        if r.is_err() {
+            // Never trust this handle again.
+            self.file = None;
+        }
+        r
     }
 
     /// Rewrites the journal with only `keep` (tmp + fsync + rename).
     pub fn compact(&mut self, keep: &[SealEntry]) -> io::Result<()> {
-        let tmp = with_suffix(&self.path, ".tmp");
         let mut body = String::new();
         for e in keep {
             body.push_str(&e.to_line());
         }
-        write_synced(&tmp, body.as_bytes())?;
-        fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent() {
-            sync_dir(dir)?;
-        }
-        self.file = OpenOptions::new().append(true).open(&self.path)?;
+        self.file = None;
+        tsfiled_fsio::write_atomic(&*self.fs, &self.path, body.as_bytes())?;
+        self.file = Some(self.fs.open_append(&self.path)?);
         Ok(())
     }
 }
 
 /// Renames a committed file's temporaries into place if a crash interrupted it.
-pub fn roll_forward(data: &Path, rel: &str) -> io::Result<bool> {
+pub fn roll_forward(fs: &dyn Fs, data: &Path, rel: &str) -> io::Result<bool> {
     let fin = data.join(rel);
     let tmp = with_suffix(&fin, ".tmp");
     let res = with_suffix(&fin, ".resource");
     let res_tmp = with_suffix(&res, ".tmp");
     let mut did = false;
-    if res_tmp.exists() {
-        fs::rename(&res_tmp, &res)?;
+    if fs.exists(&res_tmp) {
+        fs.rename(&res_tmp, &res)?;
         did = true;
     }
-    if tmp.exists() {
-        fs::rename(&tmp, &fin)?;
+    if fs.exists(&tmp) {
+        fs.rename(&tmp, &fin)?;
         did = true;
     }
     if did {
         if let Some(dir) = fin.parent() {
-            sync_dir(dir)?;
+            fs.sync_dir(dir)?;
         }
     }
     Ok(did)
@@ -260,47 +268,52 @@ pub struct DataDirState {
     pub max_version: HashMap<String, i64>,
     /// Temporary files removed.
     pub removed_tmp: Vec<PathBuf>,
+    /// Largest creation time (ms, the first part of a file name) of any TsFile.
+    pub max_create_millis: i64,
 }
 
 /// Scans the data directory: removes uncommitted temporaries, reads sequence
 /// `.resource` files for the newest time per device, and the largest versions.
-pub fn scan_data_dir(data: &Path) -> io::Result<DataDirState> {
+pub fn scan_data_dir(fs: &dyn Fs, data: &Path) -> io::Result<DataDirState> {
     let mut st = DataDirState::default();
     for space in [Space::Sequence, Space::Unsequence] {
         let root = data.join(space.dir());
-        let Ok(sgs) = fs::read_dir(&root) else {
+        let Ok(sgs) = fs.read_dir(&root) else {
             continue;
         };
-        for sg in sgs.flatten() {
-            let sg_name = sg.file_name().to_string_lossy().to_string();
-            let Ok(parts) = fs::read_dir(sg.path()) else {
+        for sg in sgs.into_iter().filter(|e| e.is_dir) {
+            let sg_name = sg.name.clone();
+            let Ok(parts) = fs.read_dir(&sg.path) else {
                 continue;
             };
-            for part in parts.flatten() {
-                let Ok(pid) = part.file_name().to_string_lossy().parse::<i64>() else {
+            for part in parts.into_iter().filter(|e| e.is_dir) {
+                let Ok(pid) = part.name.parse::<i64>() else {
                     continue;
                 };
-                let Ok(files) = fs::read_dir(part.path()) else {
+                let Ok(files) = fs.read_dir(&part.path) else {
                     continue;
                 };
                 let mut removed = false;
-                for f in files.flatten() {
-                    let name = f.file_name().to_string_lossy().to_string();
+                for f in files {
+                    let name = f.name.clone();
                     if name.ends_with(".tmp") {
-                        fs::remove_file(f.path())?;
-                        st.removed_tmp.push(f.path());
+                        fs.remove_file(&f.path)?;
+                        st.removed_tmp.push(f.path.clone());
                         removed = true;
                         continue;
                     }
                     if let Some(stem) = name.strip_suffix(".tsfile") {
-                        if let Some(v) = stem.split('-').nth(1).and_then(|v| v.parse::<i64>().ok())
-                        {
+                        let mut parts = stem.split('-');
+                        if let Some(m) = parts.next().and_then(|m| m.parse::<i64>().ok()) {
+                            st.max_create_millis = st.max_create_millis.max(m);
+                        }
+                        if let Some(v) = parts.next().and_then(|v| v.parse::<i64>().ok()) {
                             let e = st.max_version.entry(sg_name.clone()).or_insert(v);
                             *e = (*e).max(v);
                         }
                     }
                     if space == Space::Sequence && name.ends_with(".tsfile.resource") {
-                        let bytes = fs::read(f.path())?;
+                        let bytes = fs.read(&f.path)?;
                         match parse_resource(&bytes) {
                             Ok(devs) => {
                                 let m =
@@ -311,13 +324,13 @@ pub fn scan_data_dir(data: &Path) -> io::Result<DataDirState> {
                                 }
                             }
                             Err(e) => {
-                                tracing::warn!(file = %f.path().display(), error = %e, "unreadable .resource")
+                                tracing::warn!(file = %f.path.display(), error = %e, "unreadable .resource")
                             }
                         }
                     }
                 }
                 if removed {
-                    sync_dir(&part.path())?;
+                    fs.sync_dir(&part.path)?;
                 }
             }
         }
@@ -365,21 +378,22 @@ mod tests {
             max_version: 9,
             files: vec!["sequence/root.sg/0/1-2-0.tsfile".into()],
         };
+        let fs = tsfiled_fsio::std_fs();
         {
-            let (mut j, es) = SealJournal::open(&p).unwrap();
+            let (mut j, es) = SealJournal::open(fs.clone(), &p).unwrap();
             assert!(es.is_empty());
-            j.commit(&e).unwrap();
-            j.commit(&e).unwrap();
+            j.commit(&e, &[]).unwrap();
+            j.commit(&e, &[]).unwrap();
         }
-        let mut data = fs::read(&p).unwrap();
+        let mut data = std::fs::read(&p).unwrap();
         let len = data.len();
         data[len - 3] ^= 1; // corrupt the second line's checksum
-        fs::write(&p, &data).unwrap();
-        let (mut j, es) = SealJournal::open(&p).unwrap();
+        std::fs::write(&p, &data).unwrap();
+        let (mut j, es) = SealJournal::open(fs.clone(), &p).unwrap();
         assert_eq!(es, vec![e.clone()]);
-        j.commit(&e).unwrap();
+        j.commit(&e, &[]).unwrap();
         drop(j);
-        let (_j, es) = SealJournal::open(&p).unwrap();
+        let (_j, es) = SealJournal::open(fs, &p).unwrap();
         assert_eq!(es.len(), 2);
     }
 

@@ -15,7 +15,6 @@ pub mod schema;
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File};
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,9 +26,11 @@ use tokio::sync::oneshot;
 use tsfile::basic::Column;
 use tsfile::file::properties::{MeasurementSchema, WriterProperties};
 use tsfile::file::writer::TsFileWriter;
+use tsfiled_fsio::{Fs, FsFile, FsRef};
 
+use crate::health::{FaultKind, StorageHealth, StorageOp};
 use crate::metrics::Metrics;
-use crate::wal::{Lsn, WalStats};
+use crate::wal::{self, Lsn, WalStats};
 use batch::{SeriesData, WriteBatch};
 use files::{SealEntry, SealJournal, Space};
 use schema::{Registry, SeriesType};
@@ -61,6 +62,37 @@ pub struct EngineOptions {
     pub writer: WriterProperties,
     /// How often time-based sealing is checked.
     pub tick: Duration,
+    /// The file system (tests inject a simulated one).
+    pub fs: FsRef,
+    /// The wall clock file names take their creation time from (tests set it).
+    pub clock: WallClock,
+}
+
+/// A wall clock in milliseconds since the Unix epoch.
+#[derive(Clone)]
+pub struct WallClock(Arc<dyn Fn() -> i64 + Send + Sync>);
+
+impl WallClock {
+    /// The system clock.
+    pub fn system() -> WallClock {
+        WallClock(Arc::new(now_millis))
+    }
+
+    /// A clock reading `f` (tests).
+    pub fn new(f: impl Fn() -> i64 + Send + Sync + 'static) -> WallClock {
+        WallClock(Arc::new(f))
+    }
+
+    /// The current time in ms.
+    pub fn now_millis(&self) -> i64 {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for WallClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WallClock({})", self.now_millis())
+    }
 }
 
 impl EngineOptions {
@@ -80,6 +112,8 @@ impl EngineOptions {
             file_idle: Duration::from_secs(600),
             writer: WriterProperties::default(),
             tick: Duration::from_millis(500),
+            fs: tsfiled_fsio::std_fs(),
+            clock: WallClock::system(),
         }
     }
 }
@@ -186,6 +220,8 @@ pub struct WalControl {
     pub stats: Arc<WalStats>,
     /// WAL disk budget.
     pub max_bytes: u64,
+    /// The WAL's directory (a failed partition's points are read back from it).
+    pub dir: PathBuf,
 }
 
 struct SeriesBuf {
@@ -217,7 +253,7 @@ fn footprint(b: &SeriesBuf) -> usize {
 type SeriesKey = (Arc<str>, Arc<str>);
 
 struct OpenFile {
-    writer: TsFileWriter<BufWriter<File>>,
+    writer: TsFileWriter<BufWriter<Box<dyn FsFile>>>,
     final_path: PathBuf,
     tmp_path: PathBuf,
     version: i64,
@@ -267,7 +303,14 @@ struct Group {
     last_write: Instant,
     oldest_receive: Option<Instant>,
     latest_flushed: HashMap<Arc<str>, i64>,
-    failed: bool,
+    /// Set while a flush or seal of the partition failed: its unsealed points are then
+    /// neither in memory nor in open files, only in the WAL from `first_lsn` on, and are
+    /// read back from there at `retry_at`.
+    failed: Option<Instant>,
+    /// Wait before the next retry after a failure (doubles; reset by a successful seal).
+    backoff: Duration,
+    /// Seal again once the points are read back (the seal that failed, and why).
+    reseal: Option<SealReason>,
 }
 
 impl Group {
@@ -346,10 +389,12 @@ pub struct Engine {
     /// thread by [`Engine::run`].
     journal: Option<JournalState>,
     sealer: Option<Sealer>,
-    /// Seals handed to the sealer and not done yet: job id → (lowest LSN they hold, files).
-    pending: HashMap<u64, (Lsn, usize)>,
-    /// LSNs of partitions whose seal failed: the WAL keeps them until restart.
-    failed_pins: Vec<Lsn>,
+    /// Seals handed to the sealer and not done yet, by job id.
+    pending: HashMap<u64, PendingSeal>,
+    /// The partition being read back from the WAL and the LSN reached (see
+    /// [`Engine::rebuild`]).
+    rebuilding: Option<((Arc<str>, i64), Lsn)>,
+    health: Arc<StorageHealth>,
     next_job: u64,
     registry: Arc<Mutex<Registry>>,
     wal: Option<WalControl>,
@@ -370,16 +415,17 @@ impl Engine {
         metrics: Arc<Metrics>,
     ) -> io::Result<Engine> {
         let state_dir = opts.state_dir.clone();
-        fs::create_dir_all(&state_dir)?;
-        let (mut journal, entries) = SealJournal::open(&state_dir.join("seals.log"))?;
+        let fs = opts.fs.clone();
+        tsfiled_fsio::create_dir_all_synced(&*fs, &state_dir)?;
+        let (mut journal, entries) = SealJournal::open(fs.clone(), &state_dir.join("seals.log"))?;
         for e in &entries {
             for f in &e.files {
-                if files::roll_forward(&opts.data_dir, f)? {
+                if files::roll_forward(&*fs, &opts.data_dir, f)? {
                     tracing::info!(file = %f, "recovery: completed an interrupted seal");
                 }
             }
         }
-        let state = files::scan_data_dir(&opts.data_dir)?;
+        let state = files::scan_data_dir(&*fs, &opts.data_dir)?;
         for p in &state.removed_tmp {
             tracing::info!(file = %p.display(), "recovery: removed an unsealed temporary file");
         }
@@ -398,7 +444,12 @@ impl Engine {
             *e = (*e).max(v);
         }
         let keep: Vec<SealEntry> = last_by_group.values().cloned().collect();
-        journal.compact(&keep)?;
+        let health = StorageHealth::new(&opts.pipeline, metrics.clone());
+        if let Err(e) = journal.compact(&keep) {
+            // Only a smaller journal is lost; it is compacted again later.
+            tracing::warn!(error = %e, "seal journal: compaction failed; keeping it as it is");
+            health.count(StorageOp::Journal, FaultKind::of(&e));
+        }
         let opts_data_dir = opts.data_dir.clone();
         Ok(Engine {
             opts,
@@ -413,10 +464,13 @@ impl Engine {
                 entries: keep.len(),
                 last_by_group,
                 data_dir: opts_data_dir,
+                fs,
+                unrenamed: Vec::new(),
             }),
             sealer: None,
             pending: HashMap::new(),
-            failed_pins: Vec::new(),
+            rebuilding: None,
+            health,
             next_job: 0,
             registry,
             wal: None,
@@ -425,8 +479,14 @@ impl Engine {
             progress: None,
             status: Arc::default(),
             metrics,
-            last_create_millis: 0,
+            // New names sort after every existing file even if the clock went back.
+            last_create_millis: state.max_create_millis,
         })
+    }
+
+    /// The pipeline's storage health, which the engine and the WAL report to.
+    pub fn health_handle(&self) -> Arc<StorageHealth> {
+        self.health.clone()
     }
 
     /// The status the engine publishes (open and recently sealed files).
@@ -498,14 +558,51 @@ impl Engine {
                     last_write: Instant::now(),
                     oldest_receive: None,
                     latest_flushed: latest,
-                    failed: false,
+                    failed: None,
+                    backoff: Duration::ZERO,
+                    reseal: None,
                 },
             );
         }
         self.groups.get_mut(&key).expect("inserted above")
     }
 
-    /// Applies one durable batch. `replay` skips points already sealed.
+    /// A series split by time partition (one part when it lies in one).
+    fn split_partitions(&self, s: SeriesData) -> Vec<(i64, SeriesData)> {
+        let single_partition = self.opts.partition_interval.is_none() || {
+            let p0 = self.partition_of(s.times[0]);
+            s.times.iter().all(|&t| self.partition_of(t) == p0)
+        };
+        if single_partition {
+            return vec![(self.partition_of(s.times[0]), s)];
+        }
+        let mut parts: HashMap<i64, Vec<usize>> = HashMap::new();
+        for (i, &t) in s.times.iter().enumerate() {
+            parts.entry(self.partition_of(t)).or_default().push(i);
+        }
+        parts
+            .into_iter()
+            .map(|(p, idx)| {
+                let part = SeriesData {
+                    device: s.device.clone(),
+                    measurement: s.measurement.clone(),
+                    ty: s.ty,
+                    times: idx.iter().map(|&i| s.times[i]).collect(),
+                    values: gather(&s.values, &idx),
+                };
+                (p, part)
+            })
+            .collect()
+    }
+
+    fn is_failed(&self, sg: &Arc<str>, p: i64) -> bool {
+        self.groups
+            .get(&(sg.clone(), p))
+            .is_some_and(|g| g.failed.is_some())
+    }
+
+    /// Applies one durable batch. `replay` skips points already sealed. Points of a failed
+    /// partition are skipped: they are read back from the WAL when it is retried.
     pub fn apply(&mut self, lsn: Lsn, batch: WriteBatch, received: Instant, replay: bool) {
         self.last_lsn = Some(lsn);
         let mut touched: Vec<(Arc<str>, i64)> = Vec::new();
@@ -514,39 +611,13 @@ impl Engine {
                 continue;
             }
             let sg = self.sg_for(&s.device);
-            let single_partition = self.opts.partition_interval.is_none() || {
-                let p0 = self.partition_of(s.times[0]);
-                s.times.iter().all(|&t| self.partition_of(t) == p0)
-            };
-            if single_partition {
-                let p = self.partition_of(s.times[0]);
-                if replay && self.is_covered(&sg, p, lsn) {
+            for (p, part) in self.split_partitions(s) {
+                if (replay && self.is_covered(&sg, p, lsn)) || self.is_failed(&sg, p) {
                     continue;
                 }
-                self.insert_series(&sg, p, lsn, received, s);
+                self.insert_series(&sg, p, lsn, received, part);
                 if !touched.iter().any(|(a, b)| a == &sg && *b == p) {
                     touched.push((sg.clone(), p));
-                }
-            } else {
-                let mut parts: HashMap<i64, Vec<usize>> = HashMap::new();
-                for (i, &t) in s.times.iter().enumerate() {
-                    parts.entry(self.partition_of(t)).or_default().push(i);
-                }
-                for (p, idx) in parts {
-                    if replay && self.is_covered(&sg, p, lsn) {
-                        continue;
-                    }
-                    let part = SeriesData {
-                        device: s.device.clone(),
-                        measurement: s.measurement.clone(),
-                        ty: s.ty,
-                        times: idx.iter().map(|&i| s.times[i]).collect(),
-                        values: gather(&s.values, &idx),
-                    };
-                    self.insert_series(&sg, p, lsn, received, part);
-                    if !touched.iter().any(|(a, b)| a == &sg && *b == p) {
-                        touched.push((sg.clone(), p));
-                    }
                 }
             }
         }
@@ -724,7 +795,11 @@ impl Engine {
     }
 
     fn create_millis(&mut self) -> i64 {
-        let m = now_millis().max(self.last_create_millis + 1);
+        let m = self
+            .opts
+            .clock
+            .now_millis()
+            .max(self.last_create_millis + 1);
         self.last_create_millis = m;
         m
     }
@@ -757,17 +832,21 @@ impl Engine {
         let flush_version = self.next_version(&sg);
         let data_dir = self.opts.data_dir.clone();
         let props = self.opts.writer.clone();
+        let fs = self.opts.fs.clone();
         let Some(g) = self.groups.get_mut(key) else {
             return;
         };
-        let result = (|| -> Result<u64, String> {
+        let result = (|| -> Result<u64, Fail> {
             let proc_ = g_proc(g, space);
             if let Some(v) = version_for_file {
                 proc_.file = Some(open_file(
-                    &data_dir, space, &sg, partition, millis, v, props,
+                    &*fs, &data_dir, space, &sg, partition, millis, v, props,
                 )?);
             }
-            let file = proc_.file.as_mut().ok_or("no open file")?;
+            let file = proc_
+                .file
+                .as_mut()
+                .ok_or((FaultKind::Io, "no open file".to_string()))?;
             let mut series: Vec<(SeriesKey, SeriesBuf)> = mem.into_iter().collect();
             series.sort_by(|a, b| a.0.cmp(&b.0));
             let mut points = 0u64;
@@ -791,20 +870,18 @@ impl Engine {
                                 buf.ty.compression,
                             ),
                         )
-                        .map_err(|e| e.to_string())?;
+                        .map_err(ts_fail)?;
                     file.registered.insert(key);
                 }
                 file.writer
                     .write_tablet(&device, &times, &[(&measurement, &values)])
-                    .map_err(|e| e.to_string())?;
+                    .map_err(ts_fail)?;
                 points += times.len() as u64;
                 file.chunks += 1;
                 let e = device_max.entry(device).or_insert(last);
                 *e = (*e).max(last);
             }
-            file.writer
-                .write_version(flush_version)
-                .map_err(|e| e.to_string())?;
+            file.writer.write_version(flush_version).map_err(ts_fail)?;
             file.points += points;
             if space == Space::Sequence {
                 for (d, t) in device_max {
@@ -860,15 +937,185 @@ impl Engine {
                     }
                 }
             }
-            Err(e) => {
-                tracing::error!(storage_group = %sg, partition, error = %e, "flush failed; the points stay in the write-ahead log until restart");
-                g.failed = true;
-                if let Some(f) = g_proc(g, space).file.take() {
-                    let _ = fs::remove_file(&f.tmp_path);
-                }
+            Err((kind, e)) => {
+                self.fail_group(key, StorageOp::Flush, kind, e, None, None);
             }
         }
         self.update_open_files();
+    }
+
+    /// A flush or seal of a partition failed: drops what the partition holds in memory and
+    /// open files (its points stay in the WAL from `first_lsn`, or the failed seal's `pin`),
+    /// takes it out of intake and sealing, and schedules reading its points back from the
+    /// WAL with backoff ([`Engine::retry_failed`]). No later seal of the partition can be
+    /// committed before that, so the seal journal's `covered` never passes points that are
+    /// in no sealed file.
+    fn fail_group(
+        &mut self,
+        key: &(Arc<str>, i64),
+        op: StorageOp,
+        kind: FaultKind,
+        error: String,
+        pin: Option<Lsn>,
+        reseal: Option<SealReason>,
+    ) {
+        let Some(g) = self.groups.get_mut(key) else {
+            return;
+        };
+        let mut freed = 0;
+        let mut dropped = Vec::new();
+        for space in [Space::Sequence, Space::Unsequence] {
+            let p = g_proc(g, space);
+            p.mem.clear();
+            freed += std::mem::take(&mut p.mem_bytes);
+            dropped.extend(p.file.take());
+        }
+        g.first_lsn = match (g.first_lsn, pin) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        g.first_at = None;
+        g.oldest_receive = None;
+        g.backoff = if g.backoff.is_zero() {
+            RETRY_FIRST
+        } else {
+            (g.backoff * 2).min(RETRY_MAX)
+        };
+        g.failed = Some(Instant::now() + g.backoff);
+        if reseal.is_some() {
+            g.reseal = reseal;
+        }
+        let backoff = g.backoff;
+        self.mem_total = self.mem_total.saturating_sub(freed);
+        for f in dropped {
+            let _ = self.opts.fs.remove_file(&f.tmp_path);
+            let rel = self.rel(&f.final_path);
+            if let Ok(mut st) = self.status.lock() {
+                st.open.remove(&rel);
+            }
+        }
+        tracing::error!(
+            storage_group = %key.0,
+            partition = key.1,
+            op = op.label(),
+            error = %error,
+            retry_in_ms = backoff.as_millis() as u64,
+            "storage failed: the partition's points stay in the write-ahead log; intake is refused until a retry succeeds"
+        );
+        self.health.failed(op, kind, error);
+        self.metrics
+            .memtable_bytes
+            .with_label_values(&[&self.opts.pipeline])
+            .set(self.mem_total as i64);
+        self.update_open_files();
+    }
+
+    /// Reads back every failed partition whose retry is due (`force`: every failed one).
+    pub fn retry_failed(&mut self, force: bool) {
+        let Some(dir) = self.wal.as_ref().map(|w| w.dir.clone()) else {
+            return;
+        };
+        let now = Instant::now();
+        let due: Vec<(Arc<str>, i64)> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| g.failed.is_some_and(|at| force || at <= now))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in due {
+            self.rebuild(&key, &dir);
+        }
+        if self.groups.values().all(|g| g.failed.is_none()) {
+            for op in [StorageOp::Flush, StorageOp::Seal, StorageOp::Rebuild] {
+                self.health.recovered(op);
+            }
+        }
+        self.publish_watermark();
+    }
+
+    /// Reads a failed partition's points back from the WAL into its memtables (flushing as
+    /// the budget requires), then seals it again if a seal had failed.
+    fn rebuild(&mut self, key: &(Arc<str>, i64), dir: &Path) {
+        let Some(g) = self.groups.get_mut(key) else {
+            return;
+        };
+        g.failed = None;
+        let Some(from) = g.first_lsn.take() else {
+            return;
+        };
+        let upto = self.last_lsn.unwrap_or(from);
+        tracing::info!(storage_group = %key.0, partition = key.1, "retrying: reading the partition's points back from the write-ahead log");
+        self.rebuilding = Some((key.clone(), from));
+        let registry = self.registry.clone();
+        let fs = self.opts.fs.clone();
+        let result = wal::read_range(&*fs, dir, from, upto, |lsn, payload| {
+            let decoded = {
+                let mut reg = registry.lock().unwrap_or_else(|e| e.into_inner());
+                WriteBatch::decode(payload, |d, m, ty| {
+                    let s = reg.define(d, m, ty);
+                    (s.device, s.measurement)
+                })
+            };
+            match decoded {
+                Ok(b) => self.apply_rebuilt(key, lsn, b),
+                Err(e) => {
+                    tracing::error!(lsn, error = %e, "write-ahead log: undecodable record skipped")
+                }
+            }
+            !self.is_failed(&key.0, key.1)
+        });
+        self.rebuilding = None;
+        match result {
+            Err(e) => {
+                let msg = format!("reading back the write-ahead log: {e}");
+                self.fail_group(
+                    key,
+                    StorageOp::Rebuild,
+                    FaultKind::of(&e),
+                    msg,
+                    Some(from),
+                    None,
+                );
+            }
+            Ok(()) if self.is_failed(&key.0, key.1) => {}
+            Ok(()) => {
+                let reseal = self.groups.get_mut(key).and_then(|g| g.reseal.take());
+                if let Some(r) = reseal {
+                    self.seal_group(key, r);
+                }
+            }
+        }
+    }
+
+    /// One record read back for partition `key` (others' points are skipped: they are in
+    /// their own memtables or sealed).
+    fn apply_rebuilt(&mut self, key: &(Arc<str>, i64), lsn: Lsn, batch: WriteBatch) {
+        self.rebuilding = Some((key.clone(), lsn));
+        let received = Instant::now();
+        for s in batch.series {
+            if s.is_empty() {
+                continue;
+            }
+            let sg = self.sg_for(&s.device);
+            if sg != key.0 {
+                continue;
+            }
+            for (p, part) in self.split_partitions(s) {
+                if p == key.1 {
+                    self.insert_series(&sg, p, lsn, received, part);
+                }
+            }
+        }
+        self.enforce_budget();
+    }
+
+    /// The `covered` LSN of a seal of `key` now: every point of the partition before it is
+    /// in its files (while the partition is read back, only up to the record reached).
+    fn covered_for(&self, key: &(Arc<str>, i64)) -> Lsn {
+        match &self.rebuilding {
+            Some((k, lsn)) if k == key => lsn + 1,
+            _ => self.last_lsn.map_or(0, |l| l + 1),
+        }
     }
 
     fn update_open_files(&self) {
@@ -877,7 +1124,7 @@ impl Engine {
             .values()
             .map(|g| g.seq.file.is_some() as usize + g.unseq.file.is_some() as usize)
             .sum::<usize>()
-            + self.pending.values().map(|p| p.1).sum::<usize>();
+            + self.pending.values().map(|p| p.files).sum::<usize>();
         self.metrics
             .open_files
             .with_label_values(&[&self.opts.pipeline])
@@ -888,13 +1135,21 @@ impl Engine {
     /// fsync, `.resource`, journal commit and renames happen there, off the intake path).
     fn seal_group(&mut self, key: &(Arc<str>, i64), reason: SealReason) {
         let started = Instant::now();
+        // A partition's seals commit in log order, one at a time: wait for its previous
+        // seal (if that failed, the partition is failed and is not sealed now).
+        while self.sealer.is_some() && self.pending.values().any(|p| p.key == *key) {
+            match self.sealer.as_ref().and_then(|s| s.done.recv().ok()) {
+                Some(d) => self.seal_done(d),
+                None => break,
+            }
+        }
         self.flush(key, Space::Sequence);
         self.flush(key, Space::Unsequence);
-        let covered = self.last_lsn.map_or(0, |l| l + 1);
+        let covered = self.covered_for(key);
         let Some(g) = self.groups.get_mut(key) else {
             return;
         };
-        if g.failed {
+        if g.failed.is_some() {
             return;
         }
         let files: Vec<OpenFile> = [Space::Sequence, Space::Unsequence]
@@ -925,7 +1180,14 @@ impl Engine {
             started,
         };
         self.next_job += 1;
-        self.pending.insert(job.id, (pin, job.files.len()));
+        self.pending.insert(
+            job.id,
+            PendingSeal {
+                key: key.clone(),
+                pin,
+                files: job.files.len(),
+            },
+        );
         // Bound the work (and open files) queued behind the sealer.
         while self.sealer.is_some() && self.pending.len() > 4 {
             let done = self.sealer.as_ref().and_then(|s| s.done.recv().ok());
@@ -936,7 +1198,7 @@ impl Engine {
         }
         if let Some(s) = &self.sealer {
             if let Err(mpsc::SendError(job)) = s.jobs.send(job) {
-                let d = SealDone::failed(&job, "the sealer thread is gone".into());
+                let d = SealDone::failed(&job, (FaultKind::Io, "the sealer thread is gone".into()));
                 self.seal_done(d);
             }
         } else if let Some(j) = self.journal.as_mut() {
@@ -948,12 +1210,15 @@ impl Engine {
 
     /// Takes note of a finished seal.
     fn seal_done(&mut self, d: SealDone) {
-        let Some((pin, _)) = self.pending.remove(&d.id) else {
+        let Some(PendingSeal { key, pin, .. }) = self.pending.remove(&d.id) else {
             return;
         };
         let pl = [self.opts.pipeline.as_str(), d.reason.label()];
-        match &d.error {
+        match d.error {
             None => {
+                if let Some(g) = self.groups.get_mut(&key) {
+                    g.backoff = Duration::ZERO;
+                }
                 self.metrics
                     .files_sealed
                     .with_label_values(&pl)
@@ -976,9 +1241,11 @@ impl Engine {
                     st.sealed.truncate(RECENT_SEALED);
                 }
             }
-            Some(e) => {
-                tracing::error!(storage_group = %d.sg, partition = d.partition, error = %e, "sealing failed; the points stay in the write-ahead log until restart");
-                self.failed_pins.push(pin);
+            Some((kind, e)) => {
+                // No later seal of this partition may be committed before these points are
+                // sealed: its journal entry would claim (as `covered`) that they are, and
+                // replay would skip them.
+                self.fail_group(&key, StorageOp::Seal, kind, e, Some(pin), Some(d.reason));
             }
         }
         self.update_open_files();
@@ -1004,8 +1271,18 @@ impl Engine {
                 Some(d) => self.seal_done(d),
                 None => {
                     // The sealer is gone: nothing more will complete.
-                    let pins: Vec<Lsn> = self.pending.drain().map(|(_, (p, _))| p).collect();
-                    self.failed_pins.extend(pins);
+                    let lost: Vec<PendingSeal> = self.pending.drain().map(|(_, p)| p).collect();
+                    for p in lost {
+                        let e = "the sealer thread is gone".to_string();
+                        self.fail_group(
+                            &p.key,
+                            StorageOp::Seal,
+                            FaultKind::Io,
+                            e,
+                            Some(p.pin),
+                            None,
+                        );
+                    }
                 }
             }
         }
@@ -1023,9 +1300,10 @@ impl Engine {
             .spawn(move || {
                 for job in jobs_rx {
                     if done_tx.send(journal.complete(job)).is_err() {
-                        return;
+                        break;
                     }
                 }
+                journal.rename_committed();
             })?;
         self.sealer = Some(Sealer { jobs, done, thread });
         Ok(())
@@ -1047,8 +1325,8 @@ impl Engine {
             .groups
             .values()
             .filter_map(|g| g.first_lsn)
-            .chain(self.pending.values().map(|p| p.0))
-            .chain(self.failed_pins.iter().copied())
+            .chain(self.pending.values().map(|p| p.pin))
+            .chain(self.rebuilding.as_ref().map(|r| r.1))
             .min();
         let wm = match pinned {
             Some(l) => l,
@@ -1057,19 +1335,21 @@ impl Engine {
         if let Ok(mut r) = self.registry.lock() {
             if let Err(e) = r.sync() {
                 tracing::error!(error = %e, "schema journal sync failed; not trimming the write-ahead log");
+                self.health.count(StorageOp::Journal, FaultKind::of(&e));
                 return;
             }
         }
         wal.watermark.fetch_max(wm, Ordering::Relaxed);
     }
 
-    /// Time-based and WAL-pressure sealing; call periodically.
+    /// Retries of failed partitions, time-based and WAL-pressure sealing; call periodically.
     pub fn tick(&mut self) {
+        self.retry_failed(false);
         let now = Instant::now();
         let due: Vec<((Arc<str>, i64), SealReason)> = self
             .groups
             .iter()
-            .filter(|(_, g)| g.has_data() && !g.failed)
+            .filter(|(_, g)| g.has_data() && g.failed.is_none())
             .filter_map(|(k, g)| {
                 if g.first_at
                     .is_some_and(|t| now.duration_since(t) >= self.opts.file_max_age)
@@ -1085,13 +1365,22 @@ impl Engine {
         for (k, r) in due {
             self.seal_group(&k, r);
         }
+        let lost = self
+            .wal
+            .as_ref()
+            .is_some_and(|w| w.stats.lost_segments.swap(false, Ordering::Relaxed));
+        if lost {
+            // Acknowledged points are in memory only (their WAL segment is gone): seal them.
+            tracing::error!("write-ahead log segments vanished; sealing every open file so acknowledged points are on disk");
+            self.seal_all(SealReason::Wal);
+        }
         if let Some(wal) = &self.wal {
             let used = wal.stats.disk_bytes.load(Ordering::Relaxed);
             if used > wal.max_bytes / 2 {
                 let oldest = self
                     .groups
                     .iter()
-                    .filter(|(_, g)| !g.failed)
+                    .filter(|(_, g)| g.failed.is_none())
                     .filter_map(|(k, g)| g.first_lsn.map(|l| (l, k.clone())))
                     .min();
                 if let Some((_, k)) = oldest {
@@ -1100,6 +1389,17 @@ impl Engine {
             }
         }
         self.publish_watermark();
+    }
+
+    /// Logs the partitions left unsealed at shutdown because storage is failing.
+    fn report_unsealed(&self) {
+        let failed = self.groups.values().filter(|g| g.failed.is_some()).count();
+        if failed > 0 {
+            tracing::warn!(
+                partitions = failed,
+                "stopping with partitions that could not be sealed (storage failing); their points stay in the write-ahead log and are written at the next start"
+            );
+        }
     }
 
     /// Seals every partition with data.
@@ -1168,9 +1468,12 @@ impl Engine {
                             }
                         }
                     }
+                    // A last try for failed partitions (space may be back).
+                    self.retry_failed(true);
                     self.seal_all(SealReason::Shutdown);
                     self.stop_sealer();
                     self.publish_watermark();
+                    self.report_unsealed();
                     let _ = done.send(());
                     return;
                 }
@@ -1196,6 +1499,16 @@ pub fn stall_hook() -> bool {
     std::env::var_os("TSFILED_TEST_STALL_ENGINE").is_some_and(|v| v == "1")
 }
 
+/// A seal handed to the sealer and not done yet.
+struct PendingSeal {
+    /// Its partition.
+    key: (Arc<str>, i64),
+    /// The lowest LSN it holds (the WAL keeps everything from there).
+    pin: Lsn,
+    /// Files in it.
+    files: usize,
+}
+
 /// The sealer thread's handle.
 struct Sealer {
     jobs: mpsc::Sender<SealJob>,
@@ -1219,21 +1532,19 @@ struct SealJob {
 struct SealDone {
     id: u64,
     sg: String,
-    partition: i64,
     reason: SealReason,
     started: Instant,
     files: usize,
     /// (path relative to the data directory, bytes, points) of each sealed file.
     sealed: Vec<(String, u64, u64)>,
-    error: Option<String>,
+    error: Option<Fail>,
 }
 
 impl SealDone {
-    fn failed(job: &SealJob, error: String) -> SealDone {
+    fn failed(job: &SealJob, error: Fail) -> SealDone {
         SealDone {
             id: job.id,
             sg: job.sg.clone(),
-            partition: job.partition,
             reason: job.reason,
             started: job.started,
             files: 0,
@@ -1249,9 +1560,55 @@ struct JournalState {
     entries: usize,
     last_by_group: HashMap<(String, i64), SealEntry>,
     data_dir: PathBuf,
+    fs: FsRef,
+    /// Committed files whose renames into place failed (retried with every seal, at the
+    /// sealer's end, and by recovery at the next start).
+    unrenamed: Vec<String>,
 }
 
 impl JournalState {
+    /// What a rewritten journal must hold: for files whose renames are still pending and
+    /// that no group's last entry lists, an entry naming them (first, with nothing
+    /// covered, so recovery still rolls them forward), then each group's last entry.
+    fn keep(&self) -> Vec<SealEntry> {
+        let listed: HashSet<&String> = self
+            .last_by_group
+            .values()
+            .flat_map(|e| e.files.iter())
+            .collect();
+        let mut keep: Vec<SealEntry> = self
+            .unrenamed
+            .iter()
+            .filter(|f| !listed.contains(f))
+            .filter_map(|f| {
+                let mut parts = f.split('/');
+                let (_space, sg, partition) = (parts.next()?, parts.next()?, parts.next()?);
+                Some(SealEntry {
+                    sg: sg.to_string(),
+                    partition: partition.parse().ok()?,
+                    covered: 0,
+                    max_version: 0,
+                    files: vec![f.clone()],
+                })
+            })
+            .collect();
+        keep.extend(self.last_by_group.values().cloned());
+        keep
+    }
+
+    /// Renames committed files into place; keeps those that fail for later.
+    fn rename_committed(&mut self) {
+        let data_dir = self.data_dir.clone();
+        let fs = self.fs.clone();
+        self.unrenamed.retain(|f| match files::roll_forward(&*fs, &data_dir, f) {
+            Ok(_) => false,
+            Err(e) => {
+                tracing::error!(file = %f, error = %e, "renaming a sealed file into place failed (retried at the next seal and at start)");
+                true
+            }
+        });
+    }
+
     /// Closes and fsyncs the files, writes their `.resource`, commits the seal in the
     /// journal and renames the files into place (the TsFile last).
     fn complete(&mut self, job: SealJob) -> SealDone {
@@ -1259,22 +1616,29 @@ impl JournalState {
         if let Some(d) = crate::wal::test_delay(&SEAL_DELAY, "TSFILED_TEST_SEAL_DELAY_MS") {
             std::thread::sleep(d);
         }
-        let mut done = SealDone::failed(&job, String::new());
+        let mut done = SealDone::failed(&job, (FaultKind::Io, String::new()));
         let mut prepared: Vec<(PathBuf, PathBuf, u64)> = Vec::new();
         let mut error = None;
+        let fs_ref = self.fs.clone();
+        let fs = &*fs_ref;
         for f in job.files {
-            match finish_file(f) {
+            match finish_file(fs, f) {
                 Ok(p) => prepared.push(p),
                 Err((e, tmp)) => {
-                    let _ = fs::remove_file(tmp);
+                    let _ = fs.remove_file(&tmp);
                     error = Some(e);
                 }
             }
         }
+        if error.is_none() {
+            // The temporaries' names must be durable before the commit point, or a power
+            // loss leaves a committed seal whose files are gone.
+            error = sync_parents(fs, prepared.iter().map(|p| p.0.as_path())).err();
+        }
         if let Some(e) = error {
             for (fin, tmp, _) in &prepared {
-                let _ = fs::remove_file(tmp);
-                let _ = fs::remove_file(files::with_suffix(fin, ".resource.tmp"));
+                let _ = fs.remove_file(tmp);
+                let _ = fs.remove_file(&files::with_suffix(fin, ".resource.tmp"));
             }
             done.error = Some(e);
             return done;
@@ -1294,15 +1658,17 @@ impl JournalState {
                 })
                 .collect(),
         };
-        if let Err(e) = self.journal.commit(&entry) {
-            done.error = Some(format!("seal journal write failed: {e}"));
+        let known = self.keep();
+        if let Err(e) = self.journal.commit(&entry, &known) {
+            for (fin, tmp, _) in &prepared {
+                let _ = fs.remove_file(tmp);
+                let _ = fs.remove_file(&files::with_suffix(fin, ".resource.tmp"));
+            }
+            done.error = Some((FaultKind::of(&e), format!("seal journal write failed: {e}")));
             return done;
         }
-        for f in &entry.files {
-            if let Err(e) = files::roll_forward(&self.data_dir, f) {
-                tracing::error!(file = %f, error = %e, "renaming a sealed file failed (recovery will retry)");
-            }
-        }
+        self.unrenamed.extend(entry.files.iter().cloned());
+        self.rename_committed();
         for (fin, _, points) in &prepared {
             tracing::debug!(file = %fin.display(), points, reason = job.reason.label(), "sealed");
         }
@@ -1311,7 +1677,7 @@ impl JournalState {
             .iter()
             .zip(&entry.files)
             .map(|((fin, _, points), rel)| {
-                let bytes = fs::metadata(fin).map(|m| m.len()).unwrap_or(0);
+                let bytes = fs.file_len(fin).unwrap_or(0);
                 (rel.clone(), bytes, *points)
             })
             .collect();
@@ -1320,7 +1686,7 @@ impl JournalState {
             .insert((entry.sg.clone(), entry.partition), entry);
         self.entries += 1;
         if self.entries > 1000 + 2 * self.last_by_group.len() {
-            let keep: Vec<SealEntry> = self.last_by_group.values().cloned().collect();
+            let keep = self.keep();
             if self.journal.compact(&keep).is_ok() {
                 self.entries = keep.len();
             }
@@ -1336,7 +1702,9 @@ fn g_proc(g: &mut Group, space: Space) -> &mut Proc {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn open_file(
+    fs: &dyn Fs,
     data: &Path,
     space: Space,
     sg: &str,
@@ -1344,15 +1712,17 @@ fn open_file(
     millis: i64,
     version: i64,
     props: WriterProperties,
-) -> Result<OpenFile, String> {
+) -> Result<OpenFile, Fail> {
     let final_path = files::tsfile_path(data, space, sg, partition, millis, version);
     let tmp_path = files::with_suffix(&final_path, ".tmp");
     if let Some(dir) = final_path.parent() {
-        fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        tsfiled_fsio::create_dir_all_synced(fs, dir).map_err(|e| io_fail("creating", dir, e))?;
     }
-    let f = File::create(&tmp_path).map_err(|e| format!("creating {}: {e}", tmp_path.display()))?;
-    let writer = TsFileWriter::new(BufWriter::with_capacity(256 * 1024, f), props)
-        .map_err(|e| e.to_string())?;
+    let f = fs
+        .create(&tmp_path)
+        .map_err(|e| io_fail("creating", &tmp_path, e))?;
+    let writer =
+        TsFileWriter::new(BufWriter::with_capacity(256 * 1024, f), props).map_err(ts_fail)?;
     Ok(OpenFile {
         writer,
         final_path,
@@ -1366,22 +1736,57 @@ fn open_file(
     })
 }
 
+/// Fsyncs each distinct parent directory of `paths`.
+fn sync_parents<'a>(fs: &dyn Fs, paths: impl Iterator<Item = &'a Path>) -> Result<(), Fail> {
+    let mut dirs: Vec<&Path> = paths.filter_map(Path::parent).collect();
+    dirs.sort();
+    dirs.dedup();
+    for d in dirs {
+        fs.sync_dir(d)
+            .map_err(|e| io_fail("syncing directory", d, e))?;
+    }
+    Ok(())
+}
+
+/// A storage failure: its kind and a message naming the file.
+type Fail = (FaultKind, String);
+
+fn io_fail(what: &str, path: &Path, e: io::Error) -> Fail {
+    (FaultKind::of(&e), format!("{what} {}: {e}", path.display()))
+}
+
+fn ts_fail(e: tsfile::Error) -> Fail {
+    match &e {
+        tsfile::Error::Io(io) => (FaultKind::of(io), e.to_string()),
+        _ => (FaultKind::Io, e.to_string()),
+    }
+}
+
 /// Closes a file, fsyncs it and writes its `.resource` temporary. Returns
 /// (final path, tmp path, points), or the error and the tmp path.
-fn finish_file(f: OpenFile) -> Result<(PathBuf, PathBuf, u64), (String, PathBuf)> {
+fn finish_file(fs: &dyn Fs, f: OpenFile) -> Result<(PathBuf, PathBuf, u64), (Fail, PathBuf)> {
     let tmp = f.tmp_path.clone();
-    let fail = |e: String| (e, tmp.clone());
-    let (out, summary) = f.writer.close().map_err(|e| fail(e.to_string()))?;
-    let file = out.into_inner().map_err(|e| fail(e.error().to_string()))?;
-    file.sync_all().map_err(|e| fail(e.to_string()))?;
+    let (out, summary) = f.writer.close().map_err(|e| (ts_fail(e), tmp.clone()))?;
+    let mut file = out
+        .into_inner()
+        .map_err(|e| (io_fail("writing", &tmp, e.into_error()), tmp.clone()))?;
+    // A failed fsync leaves the file's unsynced data in doubt ("fsyncgate"): the seal
+    // fails and the file is rebuilt from the WAL, never retried as it is.
+    file.sync_all()
+        .map_err(|e| (io_fail("syncing", &tmp, e), tmp.clone()))?;
     drop(file);
     let res_tmp = files::with_suffix(&f.final_path, ".resource.tmp");
-    files::write_synced(
+    tsfiled_fsio::write_synced(
+        fs,
         &res_tmp,
         &files::resource_bytes(&summary.devices, f.version),
     )
-    .map_err(|e| fail(e.to_string()))?;
+    .map_err(|e| (io_fail("writing", &res_tmp, e), tmp.clone()))?;
     Ok((f.final_path, f.tmp_path, f.points))
 }
+
+/// First wait before a failed partition is retried, and the longest.
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_MAX: Duration = Duration::from_secs(10);
 
 static SEAL_DELAY: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();

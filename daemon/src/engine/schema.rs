@@ -6,13 +6,13 @@
 //! the write-ahead log has been trimmed.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tsfile::{Compression, DataType, Encoding};
 use tsfiled_connectors::{FieldValue, TypeHint};
+use tsfiled_fsio::{FsFile, FsRef};
 
 /// Type, encoding and compression of a series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -142,15 +142,15 @@ pub struct SchemaRule {
 }
 
 /// Validates a device path (IoTDB 0.10 rules, as the parsers apply them): `root`
-/// then at least `sg_level + 1` more nodes (storage group nodes plus a device node).
+/// then at least `sg_level` more nodes. The device may be its storage group itself, as in
+/// IoTDB (`root.sg27.s3` with storage group `root.sg27`, IoTDB's REST examples).
 pub fn validate_device(device: &str, sg_level: usize) -> Result<(), String> {
     tsfiled_connectors::path::validate_device(device)
         .map_err(|e| format!("device {device:?} {e}"))?;
     let n = device.split('.').count() - 1;
-    if n < sg_level + 1 {
+    if n < sg_level {
         return Err(format!(
-            "device {device:?} needs at least {} nodes after root (storage group level {sg_level} plus a device)",
-            sg_level + 1
+            "device {device:?} needs at least {sg_level} nodes after root (the storage group level)"
         ));
     }
     Ok(())
@@ -220,8 +220,11 @@ pub struct Registry {
     devices: HashMap<Box<str>, DeviceEntry>,
     rules: Vec<SchemaRule>,
     defaults: TypeDefaults,
-    journal: Option<BufWriter<File>>,
+    journal: Option<BufWriter<Box<dyn FsFile>>>,
     journal_path: Option<PathBuf>,
+    fs: Option<FsRef>,
+    /// A journal write or fsync failed: the file is rewritten from memory at the next sync.
+    broken: bool,
     count: usize,
     dirty: bool,
 }
@@ -235,22 +238,30 @@ impl Registry {
             defaults: TypeDefaults::default(),
             journal: None,
             journal_path: None,
+            fs: None,
+            broken: false,
             count: 0,
             dirty: false,
         }
     }
 
     /// Loads `path` (ignoring a torn last line) and appends to it from then on.
-    pub fn open(path: &Path, rules: Vec<SchemaRule>) -> io::Result<Registry> {
+    pub fn open(fs: FsRef, path: &Path, rules: Vec<SchemaRule>) -> io::Result<Registry> {
         let mut reg = Registry::in_memory(rules);
         let mut good_len = 0u64;
-        if let Ok(f) = File::open(path) {
-            let mut r = BufReader::new(f);
-            let mut line = String::new();
-            loop {
-                line.clear();
-                let n = r.read_line(&mut line)?;
-                if n == 0 || !line.ends_with('\n') {
+        let data = match fs.read(path) {
+            Ok(d) => Some(d),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        let existed = data.is_some();
+        if let Some(data) = &data {
+            for raw in data.split_inclusive(|&b| b == b'\n') {
+                let Ok(line) = std::str::from_utf8(raw) else {
+                    break;
+                };
+                let n = line.len();
+                if !line.ends_with('\n') {
                     break;
                 }
                 let cols: Vec<&str> = line.trim_end_matches('\n').split('\t').collect();
@@ -270,16 +281,19 @@ impl Registry {
                 good_len += n as u64;
             }
         }
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)?;
-        f.set_len(good_len)?;
-        let mut w = BufWriter::new(f);
-        std::io::Seek::seek(&mut w, std::io::SeekFrom::Start(good_len))?;
-        reg.journal = Some(w);
+        let mut f = fs.open_append(path)?;
+        if data.as_ref().is_some_and(|d| d.len() as u64 > good_len) {
+            f.set_len(good_len)?;
+            f.sync_all()?;
+        }
+        if !existed {
+            if let Some(dir) = path.parent() {
+                fs.sync_dir(dir)?;
+            }
+        }
+        reg.journal = Some(BufWriter::new(f));
         reg.journal_path = Some(path.to_path_buf());
+        reg.fs = Some(fs);
         reg.dirty = false;
         Ok(reg)
     }
@@ -393,7 +407,8 @@ impl Registry {
                 ty.data_type, ty.encoding, ty.compression
             );
             if let Err(e) = j.write_all(line.as_bytes()) {
-                tracing::error!(error = %e, "schema journal write failed");
+                tracing::error!(error = %e, "schema journal write failed; it is rewritten at the next sync");
+                self.broken = true;
             }
             self.dirty = true;
         }
@@ -405,10 +420,43 @@ impl Registry {
         if !self.dirty {
             return Ok(());
         }
-        if let Some(j) = self.journal.as_mut() {
-            j.flush()?;
-            j.get_ref().sync_data()?;
+        if self.broken {
+            return self.rewrite();
         }
+        if let Some(j) = self.journal.as_mut() {
+            let r = j.flush().and_then(|_| j.get_mut().sync_data());
+            if let Err(e) = r {
+                // Never fsync this handle again and believe it: rewrite from memory.
+                self.broken = true;
+                return Err(e);
+            }
+        }
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// Replaces the journal with the registry's content (temporary file, fsync,
+    /// rename) and appends to the new file from then on.
+    fn rewrite(&mut self) -> io::Result<()> {
+        let (Some(fs), Some(path)) = (self.fs.clone(), self.journal_path.clone()) else {
+            return Ok(());
+        };
+        // Drop the untrusted handle without flushing what it buffered.
+        if let Some(j) = self.journal.take() {
+            let _ = j.into_parts();
+        }
+        let mut body = String::new();
+        for d in self.devices.values() {
+            for (m, ty) in d.series.values() {
+                body.push_str(&format!(
+                    "{}\t{m}\t{}\t{}\t{}\n",
+                    d.device, ty.data_type, ty.encoding, ty.compression
+                ));
+            }
+        }
+        tsfiled_fsio::write_atomic(&*fs, &path, body.as_bytes())?;
+        self.journal = Some(BufWriter::new(fs.open_append(&path)?));
+        self.broken = false;
         self.dirty = false;
         Ok(())
     }
@@ -444,7 +492,9 @@ mod tests {
     #[test]
     fn devices_and_groups() {
         assert!(validate_device("root.sg.d1", 1).is_ok());
-        assert!(validate_device("root.sg", 1).is_err());
+        assert!(validate_device("root.sg", 1).is_ok());
+        assert_eq!(storage_group("root.sg", 1), "root.sg");
+        assert!(validate_device("root.sg", 2).is_err());
         assert!(validate_device("sg.d1", 1).is_err());
         assert!(validate_device("root.sg.d 1", 1).is_err());
         assert!(validate_device("root.sg..d1", 1).is_err());
@@ -480,7 +530,7 @@ mod tests {
             compression: Some(Compression::UNCOMPRESSED),
         }];
         {
-            let mut r = Registry::open(&path, rules.clone()).unwrap();
+            let mut r = Registry::open(tsfiled_fsio::std_fs(), &path, rules.clone()).unwrap();
             let s = r.resolve("root.sg.d1", "a", &FieldValue::Int(1));
             assert_eq!(s.ty, SeriesType::default_for(DataType::INT64));
             assert_eq!(s.ty.encoding, Encoding::TS_2DIFF);
@@ -497,7 +547,7 @@ mod tests {
         let mut data = std::fs::read(&path).unwrap();
         data.extend_from_slice(b"root.sg.d3\tc\tINT");
         std::fs::write(&path, &data).unwrap();
-        let mut r = Registry::open(&path, rules).unwrap();
+        let mut r = Registry::open(tsfiled_fsio::std_fs(), &path, rules).unwrap();
         assert_eq!(r.len(), 3);
         assert_eq!(
             r.get("root.sg.d2", "b").unwrap().ty.data_type,
@@ -506,7 +556,7 @@ mod tests {
         assert!(r.get("root.sg.d3", "c").is_none());
         r.resolve("root.sg.d3", "c", &FieldValue::Bool(true));
         r.sync().unwrap();
-        let r = Registry::open(&path, vec![]).unwrap();
+        let r = Registry::open(tsfiled_fsio::std_fs(), &path, vec![]).unwrap();
         assert_eq!(r.len(), 4);
         assert_eq!(
             r.get("root.sg.d3", "c").unwrap().ty.data_type,

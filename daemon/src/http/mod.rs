@@ -5,9 +5,18 @@
 //!   `precision` (`db`, `org`, `bucket` and `rp` are accepted and ignored: the source's
 //!   device template names devices).
 //!
+//! * `POST /rest/v2/insertTablet`, `/rest/v2/insertRecords`, `/rest/v1/insertTablet` —
+//!   IoTDB's REST write API, answered with IoTDB's `{"code": …, "message": …}` bodies.
+//!
 //! Each HTTP source of a pipeline serves these below its `base_path`.
-//! * `GET /health`, `GET /ready`, `GET /metrics`; `GET /ping` and `POST /query` answer
-//!   like InfluxDB so Telegraf's influxdb output starts without complaint.
+//! * `GET /health`, `GET /ready`, `GET /metrics`; `POST /query` answers like InfluxDB so
+//!   Telegraf's influxdb output starts without complaint; `GET /ping` answers like IoTDB
+//!   (`{"code":200,"message":"SUCCESS_STATUS"}`) when a source serves IoTDB's REST API, else
+//!   like InfluxDB (204); both carry InfluxDB's version header.
+//!
+//! Authentication (when tokens or users are configured): `Authorization: Bearer|Token
+//! <token>`, `Basic base64(user:password)` of a configured user (or with a token as the
+//! password), or InfluxDB 1.x `?p=<token>`.
 //!
 //! A 2xx answer means the accepted points are durable. Rejections give 400 with counts
 //! and the first errors; a full buffer gives 429 (queue) or 503 (disk budget) with
@@ -26,7 +35,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use tokio_util::sync::CancellationToken;
-use tsfiled_connectors::{Batch, RejectReason, TimeUnit};
+use tsfiled_config::HttpUser;
+use tsfiled_connectors::iotdb_rest::{rejection_status, status, Status};
+use tsfiled_connectors::{Batch, RejectReason, RestRequest, TabletNames, TimeUnit};
 
 use crate::metrics::Metrics;
 use crate::parse::Parsers;
@@ -40,8 +51,8 @@ pub struct HttpState {
     pub pipelines: Vec<Arc<Pipeline>>,
     /// Settings (replaced on reload).
     pub settings: RwLock<HttpSettings>,
-    /// Accepted tokens: the configured ones plus the token file's (replaced on reload).
-    pub tokens: RwLock<Vec<String>>,
+    /// Accepted tokens and users: the configured ones plus their files' (replaced on reload).
+    pub credentials: RwLock<Credentials>,
     /// Payload parsers.
     pub parsers: Arc<dyn Parsers>,
     /// Metrics.
@@ -78,6 +89,44 @@ struct RouteState {
 type Shared = Arc<HttpState>;
 type RouteRef = Arc<RouteState>;
 
+/// Who may push: bearer tokens and Basic-authentication users. Both empty: anyone.
+#[derive(Clone, Default)]
+pub struct Credentials {
+    /// Bearer tokens (also accepted as the password of a Basic header, and as `?p=`).
+    pub tokens: Vec<String>,
+    /// Users with their passwords.
+    pub users: Vec<HttpUser>,
+}
+
+impl Credentials {
+    /// The configured tokens and users plus those of `token_file` and `user_file`. Fails with
+    /// [`Error::TokenFile`] or [`Error::UserFile`].
+    pub fn load(settings: &HttpSettings) -> crate::Result<Credentials> {
+        Ok(Credentials {
+            tokens: load_tokens(settings)?,
+            users: load_users(settings)?,
+        })
+    }
+}
+
+/// The configured users plus the user file's ([`tsfiled_config::parse_user_file`]); a user
+/// of the file replaces a configured one of the same name. Fails with [`Error::UserFile`].
+pub fn load_users(settings: &HttpSettings) -> crate::Result<Vec<HttpUser>> {
+    let mut users = settings.users.clone();
+    if let Some(f) = &settings.user_file {
+        let err = |message: String| Error::UserFile {
+            path: f.clone(),
+            message,
+        };
+        let text = std::fs::read_to_string(f).map_err(|e| err(e.to_string()))?;
+        let more = tsfiled_config::parse_user_file(&text)
+            .map_err(|(line, m)| err(format!("line {line}: {m}")))?;
+        users.retain(|u| !more.iter().any(|m| m.name == u.name));
+        users.extend(more);
+    }
+    Ok(users)
+}
+
 /// The configured tokens plus the token file's (one token per line, `#` comments and blank
 /// lines ignored). Fails with [`Error::TokenFile`].
 pub fn load_tokens(settings: &HttpSettings) -> crate::Result<Vec<String>> {
@@ -109,8 +158,12 @@ pub fn router(state: Shared, sources: Vec<SourceRoute>) -> Router {
         .route("/api/status", get(api_status))
         .route("/health", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
-        .route("/ping", get(ping).head(ping))
         .route("/query", post(query).get(query));
+    app = if sources.iter().any(|r| r.source.iotdb_rest) {
+        app.route("/ping", get(iotdb_ping).head(ping))
+    } else {
+        app.route("/ping", get(ping).head(ping))
+    };
     if let Some(path) = state.metrics_path.clone() {
         app = app.route(&path, get(metrics));
     }
@@ -129,6 +182,21 @@ pub fn router(state: Shared, sources: Vec<SourceRoute>) -> Router {
             r = r
                 .route(&format!("{base}/write"), post(write_v1))
                 .route(&format!("{base}/api/v2/write"), post(write_v2));
+        }
+        if route.source.iotdb_rest {
+            r = r
+                .route(
+                    &format!("{base}/rest/v2/insertTablet"),
+                    post(rest_tablet_v2),
+                )
+                .route(&format!("{base}/rest/v2/insertRecords"), post(rest_records))
+                .route(
+                    &format!("{base}/rest/v1/insertTablet"),
+                    post(rest_tablet_v1),
+                );
+            if !base.is_empty() {
+                r = r.route(&format!("{base}/ping"), get(rest_ping));
+            }
         }
         app = app.merge(r.with_state(rs));
     }
@@ -196,37 +264,65 @@ fn error(state: &HttpState, code: StatusCode, msg: &str) -> Response {
     )
 }
 
-/// Checks `Authorization: Bearer|Token <t>` (or Basic with the token as password, or
-/// InfluxDB 1.x `?p=`).
-fn authorized(tokens: &[String], headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
-    if tokens.is_empty() {
-        return true;
+/// The verdict on a request's credentials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Auth {
+    /// Allowed (or no authentication configured).
+    Allowed,
+    /// No `Authorization` header (nor `?p=`).
+    Missing,
+    /// Unknown token, user or password.
+    Wrong,
+    /// An `Authorization` header that cannot be read (bad base64, no `:`, unknown scheme).
+    Malformed,
+}
+
+/// Checks `Authorization: Bearer|Token <t>`, `Basic base64(user:password)` (a configured user,
+/// or any user name with a token as the password), or InfluxDB 1.x `?p=<token>`.
+fn authorize(creds: &Credentials, headers: &HeaderMap, query: &HashMap<String, String>) -> Auth {
+    if creds.tokens.is_empty() && creds.users.is_empty() {
+        return Auth::Allowed;
     }
-    let ok = |t: &str| {
-        tokens
+    let token_ok = |t: &str| {
+        creds
+            .tokens
             .iter()
             .any(|k| constant_time_eq(k.as_bytes(), t.trim().as_bytes()))
     };
-    if let Some(v) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
+    let verdict = |ok: bool| if ok { Auth::Allowed } else { Auth::Wrong };
+    let Some(v) = headers.get(header::AUTHORIZATION) else {
+        return match query.get("p") {
+            Some(p) => verdict(token_ok(p)),
+            None => Auth::Missing,
+        };
+    };
+    let Ok(v) = v.to_str() else {
+        return Auth::Malformed;
+    };
+    if let Some(t) = v
+        .strip_prefix("Bearer ")
+        .or_else(|| v.strip_prefix("Token "))
     {
-        if let Some(t) = v
-            .strip_prefix("Bearer ")
-            .or_else(|| v.strip_prefix("Token "))
-        {
-            return ok(t);
-        }
-        if let Some(b) = v.strip_prefix("Basic ") {
-            if let Some(decoded) = base64_decode(b.trim()) {
-                if let Some((_, pass)) = String::from_utf8_lossy(&decoded).split_once(':') {
-                    return ok(pass);
-                }
-            }
-            return false;
-        }
+        return verdict(token_ok(t));
     }
-    query.get("p").is_some_and(|p| ok(p))
+    let Some(b) = v.strip_prefix("Basic ") else {
+        return Auth::Malformed;
+    };
+    let Some(decoded) = base64_decode(b.trim()) else {
+        return Auth::Malformed;
+    };
+    let Some((name, pass)) = std::str::from_utf8(&decoded)
+        .ok()
+        .and_then(|d| d.split_once(':'))
+    else {
+        return Auth::Malformed;
+    };
+    let user_ok = creds.users.iter().fold(false, |found, u| {
+        let hit = constant_time_eq(u.name.as_bytes(), name.as_bytes())
+            & constant_time_eq(u.password.as_bytes(), pass.as_bytes());
+        found | hit
+    });
+    verdict(user_ok || token_ok(pass))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -262,6 +358,55 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+/// The answer to a request whose credentials are missing, wrong or malformed (`None`: go on).
+fn refuse_unauthorized(
+    state: &HttpState,
+    style: Style,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> Option<Response> {
+    let (auth, basic) = state
+        .credentials
+        .read()
+        .map(|c| (authorize(&c, headers, query), !c.users.is_empty()))
+        .unwrap_or((Auth::Wrong, false));
+    let rest_status = match auth {
+        Auth::Allowed => return None,
+        Auth::Missing => status::INIT_AUTH_ERROR,
+        Auth::Wrong => status::WRONG_LOGIN_PASSWORD,
+        Auth::Malformed if style == Style::Rest => {
+            return Some(rest_body(
+                state,
+                StatusCode::BAD_REQUEST,
+                status::ILLEGAL_PARAMETER.code,
+                "malformed Authorization header: expected `Basic base64(name:password)` or `Bearer <token>`",
+            ))
+        }
+        Auth::Malformed => status::WRONG_LOGIN_PASSWORD,
+    };
+    let mut r = match style {
+        Style::Rest => rest_body(
+            state,
+            StatusCode::UNAUTHORIZED,
+            rest_status.code,
+            rest_status.name,
+        ),
+        Style::Json | Style::Influx => {
+            error(state, StatusCode::UNAUTHORIZED, "missing or invalid token")
+        }
+    };
+    let challenge = if basic {
+        "Basic realm=\"tsfiled\""
+    } else {
+        "Bearer"
+    };
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    Some(r)
 }
 
 /// Why a request body is unusable (private to [`ingest`]: picks 413 or 400).
@@ -310,10 +455,32 @@ fn body_bytes(
     }
 }
 
+/// How a push endpoint answers.
 #[derive(Clone, Copy, PartialEq)]
 enum Style {
+    /// `{"accepted", "rejected"}`; errors `{"code": "<reason>", "message", …}`.
     Json,
+    /// 204; errors as [`Style::Json`].
     Influx,
+    /// IoTDB's REST API: `{"code": <IoTDB status>, "message"}` for success and errors.
+    Rest,
+}
+
+/// An error answer: for [`Style::Rest`] IoTDB's body with `iotdb`'s code, else [`error`].
+fn fail(state: &HttpState, style: Style, code: StatusCode, iotdb: Status, msg: &str) -> Response {
+    match style {
+        Style::Rest => rest_body(state, code, iotdb.code, msg),
+        Style::Json | Style::Influx => error(state, code, msg),
+    }
+}
+
+/// IoTDB's response body `{"code": …, "message": …}`.
+fn rest_body(state: &HttpState, http: StatusCode, code: u16, message: &str) -> Response {
+    json_response(
+        state,
+        http,
+        serde_json::json!({"code": code, "message": message}),
+    )
 }
 
 async fn ingest(
@@ -329,23 +496,17 @@ async fn ingest(
     let settings = match state.settings.read() {
         Ok(s) => s.clone(),
         Err(_) => {
-            return error(
+            return fail(
                 state,
+                style,
                 StatusCode::INTERNAL_SERVER_ERROR,
+                status::INTERNAL_SERVER_ERROR,
                 "settings lock poisoned",
             )
         }
     };
-    let allowed = state
-        .tokens
-        .read()
-        .map(|t| authorized(&t, &headers, &query))
-        .unwrap_or(false);
-    if !allowed {
-        let mut r = error(state, StatusCode::UNAUTHORIZED, "missing or invalid token");
-        r.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return r;
+    if let Some(refused) = refuse_unauthorized(state, style, &headers, &query) {
+        return refused;
     }
     let pipeline = &rs.route.pipeline;
     let source = rs.route.source.name.as_str();
@@ -357,13 +518,20 @@ async fn ingest(
                 .points_rejected
                 .with_label_values(&[pipeline.name(), source, RejectReason::TooLarge.label()])
                 .inc();
-            return error(state, StatusCode::PAYLOAD_TOO_LARGE, &m);
+            let too_large = status::REQUEST_TOO_LARGE;
+            return fail(state, style, StatusCode::PAYLOAD_TOO_LARGE, too_large, &m);
         }
-        Err(BodyError::Bad(m)) => return error(state, StatusCode::BAD_REQUEST, &m),
+        Err(BodyError::Bad(m)) => {
+            let bad = status::ILLEGAL_PARAMETER;
+            return fail(state, style, StatusCode::BAD_REQUEST, bad, &m);
+        }
     };
     let batch = match parse(state, &settings, &data, rs.route.stored) {
         Ok(b) => b,
-        Err(m) => return error(state, StatusCode::BAD_REQUEST, &m),
+        Err(m) => {
+            let bad = status::ILLEGAL_PARAMETER;
+            return fail(state, style, StatusCode::BAD_REQUEST, bad, &m);
+        }
     };
     drop(data);
     let submitted = tokio::time::timeout(
@@ -382,24 +550,37 @@ async fn ingest(
             } else {
                 StatusCode::SERVICE_UNAVAILABLE
             };
+            // A failing storage names itself; the other reasons are buffers.
+            let what = if reason.starts_with("storage") {
+                reason.to_string()
+            } else {
+                format!("buffer full ({reason})")
+            };
             retry_later(
                 state,
+                style,
                 code,
-                &format!(
-                    "buffer full ({reason}); nothing of this request was accepted, retry later"
-                ),
+                &format!("{what}; nothing of this request was accepted, retry later"),
                 retry_after.as_secs().max(1),
             )
         }
         Ok(Err(Error::Refused(Refusal::Closed))) => retry_later(
             state,
+            style,
             StatusCode::SERVICE_UNAVAILABLE,
             "shutting down; retry later",
             5,
         ),
-        Ok(Err(e)) => error(state, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Ok(Err(e)) => fail(
+            state,
+            style,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            status::INTERNAL_SERVER_ERROR,
+            &e.to_string(),
+        ),
         Err(_) => retry_later(
             state,
+            style,
             StatusCode::SERVICE_UNAVAILABLE,
             "the points did not become durable within the request timeout; retry later",
             1,
@@ -407,15 +588,24 @@ async fn ingest(
     }
 }
 
-/// An error response with `Retry-After: secs`.
-fn retry_later(state: &HttpState, code: StatusCode, message: &str, secs: u64) -> Response {
-    let mut r = error(state, code, message);
+/// An error response with `Retry-After: secs` (IoTDB style: a rejected write, 606).
+fn retry_later(
+    state: &HttpState,
+    style: Style,
+    code: StatusCode,
+    message: &str,
+    secs: u64,
+) -> Response {
+    let mut r = fail(state, style, code, status::WRITE_PROCESS_REJECT, message);
     r.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     r
 }
 
 fn outcome_response(state: &HttpState, o: SubmitOutcome, style: Style) -> Response {
+    if style == Style::Rest {
+        return rest_outcome(state, &o);
+    }
     if o.rejections.is_empty() {
         return match style {
             Style::Json => json_response(
@@ -423,7 +613,7 @@ fn outcome_response(state: &HttpState, o: SubmitOutcome, style: Style) -> Respon
                 StatusCode::OK,
                 serde_json::json!({"accepted": o.accepted, "rejected": 0}),
             ),
-            Style::Influx => {
+            Style::Influx | Style::Rest => {
                 count(state, StatusCode::NO_CONTENT);
                 StatusCode::NO_CONTENT.into_response()
             }
@@ -455,6 +645,30 @@ fn outcome_response(state: &HttpState, o: SubmitOutcome, style: Style) -> Respon
             "errors": errors,
         }),
     )
+}
+
+/// IoTDB's answer to a write: `SUCCESS_STATUS`, or 400 with the rejections' status and
+/// a message naming the first rejections and the counts.
+fn rest_outcome(state: &HttpState, o: &SubmitOutcome) -> Response {
+    let st = rejection_status(&o.rejections);
+    if o.rejections.is_empty() {
+        return rest_body(state, StatusCode::OK, st.code, st.name);
+    }
+    let mut message = o
+        .rejections
+        .iter()
+        .take(5)
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join("; ");
+    if o.rejections.len() > 5 {
+        message.push_str(&format!("; {} more", o.rejections.len() - 5));
+    }
+    message.push_str(&format!(
+        " ({} points accepted, {} rejected)",
+        o.accepted, o.rejected
+    ));
+    rest_body(state, StatusCode::BAD_REQUEST, st.code, &message)
 }
 
 fn precision_param(query: &HashMap<String, String>, default: TimeUnit) -> Result<TimeUnit, String> {
@@ -537,12 +751,120 @@ async fn write_v2(
     write_line(rs, query, headers, body).await
 }
 
-async fn ready(State(state): State<Shared>) -> Response {
-    let ok = state.ready.load(Ordering::Relaxed)
+/// A REST body as axum buffered it: bodies over the limit (and unreadable ones) are answered
+/// in IoTDB's shape too, after the credentials are checked.
+type RestBody = Result<Bytes, axum::extract::rejection::BytesRejection>;
+
+async fn rest(rs: RouteRef, headers: HeaderMap, body: RestBody, request: RestRequest) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(rejection) => {
+            let state = &*rs.shared;
+            let no_query = HashMap::new();
+            if let Some(refused) = refuse_unauthorized(state, Style::Rest, &headers, &no_query) {
+                return refused;
+            }
+            let code = rejection.status();
+            let iotdb = if code == StatusCode::PAYLOAD_TOO_LARGE {
+                let pipeline = rs.route.pipeline.name();
+                let source = rs.route.source.name.as_str();
+                state
+                    .metrics
+                    .points_rejected
+                    .with_label_values(&[pipeline, source, RejectReason::TooLarge.label()])
+                    .inc();
+                status::REQUEST_TOO_LARGE
+            } else {
+                status::ILLEGAL_PARAMETER
+            };
+            return rest_body(state, code, iotdb.code, &rejection.body_text());
+        }
+    };
+    ingest(
+        rs,
+        headers,
+        HashMap::new(),
+        body,
+        Style::Rest,
+        move |st, settings, data, stored| {
+            Ok(st
+                .parsers
+                .iotdb_rest(data, request, settings.json_time_unit, stored))
+        },
+    )
+    .await
+}
+
+async fn rest_tablet_v2(
+    State(rs): State<RouteRef>,
+    headers: HeaderMap,
+    body: RestBody,
+) -> Response {
+    rest(
+        rs,
+        headers,
+        body,
+        RestRequest::InsertTablet(TabletNames::V2),
+    )
+    .await
+}
+
+async fn rest_tablet_v1(
+    State(rs): State<RouteRef>,
+    headers: HeaderMap,
+    body: RestBody,
+) -> Response {
+    rest(
+        rs,
+        headers,
+        body,
+        RestRequest::InsertTablet(TabletNames::V1),
+    )
+    .await
+}
+
+async fn rest_records(State(rs): State<RouteRef>, headers: HeaderMap, body: RestBody) -> Response {
+    rest(rs, headers, body, RestRequest::InsertRecords).await
+}
+
+/// Whether the daemon accepts writes: started, every pipeline open and below 95% of its WAL.
+fn is_ready(state: &HttpState) -> bool {
+    state.ready.load(Ordering::Relaxed)
         && state
             .pipelines
             .iter()
-            .all(|p| p.is_accepting() && p.wal_fill() < 0.95);
+            .all(|p| p.is_accepting() && p.wal_fill() < 0.95)
+}
+
+/// IoTDB's liveness probe (no authentication): 200 `SUCCESS_STATUS`, or 503 with code 500
+/// while the daemon cannot accept writes.
+fn iotdb_ping_response(state: &HttpState) -> Response {
+    let mut r = if is_ready(state) {
+        let ok = status::SUCCESS;
+        rest_body(state, StatusCode::OK, ok.code, ok.name)
+    } else {
+        rest_body(
+            state,
+            StatusCode::SERVICE_UNAVAILABLE,
+            500,
+            "not accepting writes now (starting, shutting down or the write-ahead log is full)",
+        )
+    };
+    r.headers_mut()
+        .insert("X-Influxdb-Version", HeaderValue::from_static("1.8.10"));
+    r
+}
+
+async fn iotdb_ping(State(state): State<Shared>) -> Response {
+    iotdb_ping_response(&state)
+}
+
+async fn rest_ping(State(rs): State<RouteRef>) -> Response {
+    iotdb_ping_response(&rs.shared)
+}
+
+async fn ready(State(state): State<Shared>) -> Response {
+    let ok = is_ready(&state);
     let code = if ok {
         StatusCode::OK
     } else {
@@ -633,27 +955,72 @@ mod tests {
 
     #[test]
     fn basic_auth_decoding() {
+        // `echo -n user:secret | base64`, `echo -n root:root | base64`.
         assert_eq!(base64_decode("dXNlcjpzZWNyZXQ=").unwrap(), b"user:secret");
         assert!(base64_decode("!!").is_none());
-        let s = vec!["secret".to_string()];
-        let mut h = HeaderMap::new();
+        let creds = Credentials {
+            tokens: vec!["secret".to_string()],
+            users: vec![HttpUser {
+                name: "root".into(),
+                password: "root".into(),
+            }],
+        };
         let q = HashMap::new();
-        assert!(!authorized(&s, &h, &q));
-        h.insert(
-            header::AUTHORIZATION,
-            HeaderValue::from_static("Token secret"),
+        let with = |v: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::AUTHORIZATION, HeaderValue::from_static(v));
+            authorize(&creds, &h, &q)
+        };
+        assert_eq!(authorize(&creds, &HeaderMap::new(), &q), Auth::Missing);
+        assert_eq!(with("Token secret"), Auth::Allowed);
+        assert_eq!(with("Bearer nope"), Auth::Wrong);
+        assert_eq!(with("Basic dXNlcjpzZWNyZXQ="), Auth::Allowed);
+        assert_eq!(with("Basic cm9vdDpyb290"), Auth::Allowed);
+        // root:wrong, and ops:root (a user that does not exist).
+        assert_eq!(with("Basic cm9vdDp3cm9uZw=="), Auth::Wrong);
+        assert_eq!(with("Basic b3BzOnJvb3Q="), Auth::Wrong);
+        // "rootroot" has no ':'; "!!" is not base64; Digest is not a scheme we take.
+        assert_eq!(with("Basic cm9vdHJvb3Q="), Auth::Malformed);
+        assert_eq!(with("Basic !!"), Auth::Malformed);
+        assert_eq!(with("Digest x"), Auth::Malformed);
+        let mut p = HashMap::new();
+        p.insert("p".to_string(), "secret".to_string());
+        assert_eq!(authorize(&creds, &HeaderMap::new(), &p), Auth::Allowed);
+        let none = Credentials::default();
+        assert_eq!(authorize(&none, &HeaderMap::new(), &q), Auth::Allowed);
+    }
+
+    #[test]
+    fn user_file_is_read_and_its_errors_name_the_line_not_the_password() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("users");
+        std::fs::write(&path, "# users\nroot:n3w\nops:pw\n").unwrap();
+        let mut settings = HttpSettings {
+            users: vec![HttpUser {
+                name: "root".into(),
+                password: "old".into(),
+            }],
+            user_file: Some(path.clone()),
+            ..HttpSettings::default()
+        };
+        let users = load_users(&settings).unwrap();
+        let pairs: Vec<(&str, &str)> = users
+            .iter()
+            .map(|u| (u.name.as_str(), u.password.as_str()))
+            .collect();
+        assert_eq!(pairs, [("root", "n3w"), ("ops", "pw")]);
+        std::fs::write(&path, "root:s3cret\nbroken s3cret\n").unwrap();
+        let e = load_users(&settings).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "cannot use http.user_file {}: line 2: expected `name:password`",
+                path.display()
+            )
         );
-        assert!(authorized(&s, &h, &q));
-        h.insert(
-            header::AUTHORIZATION,
-            HeaderValue::from_static("Bearer nope"),
-        );
-        assert!(!authorized(&s, &h, &q));
-        h.insert(
-            header::AUTHORIZATION,
-            HeaderValue::from_static("Basic dXNlcjpzZWNyZXQ="),
-        );
-        assert!(authorized(&s, &h, &q));
+        settings.user_file = Some(tmp.path().join("absent"));
+        assert!(load_users(&settings).is_err());
+        assert!(!format!("{settings:?}").contains("old"));
     }
 
     #[test]

@@ -388,14 +388,134 @@ mod tests {
         assert!(matches!(e, Error::Decode { at: 1, .. }), "{e}");
     }
 
-    fn model_f32(mpn: u32, x: f32) -> f32 {
-        let s = scale_for(mpn as i32);
-        ((java_round(x as f64 * s) as i32) as f64 / s) as f32
+    /// The test's model of Java `Math.round(double)`, written from its Javadoc and not
+    /// from [`java_round`]: "the closest long to the argument, with ties rounding to
+    /// positive infinity" — `floor(x + 1/2)` computed exactly; NaN gives 0; values at or
+    /// beyond the `long` range give `Long.MIN_VALUE` / `Long.MAX_VALUE`.
+    fn math_round(x: f64) -> i64 {
+        if x.is_nan() {
+            return 0;
+        }
+        let f = x.floor();
+        // `x - floor(x)` is exact for every finite double.
+        let r = if x - f >= 0.5 { f + 1.0 } else { f };
+        if r >= 9_223_372_036_854_775_807.0 {
+            i64::MAX
+        } else if r <= -9_223_372_036_854_775_808.0 {
+            i64::MIN
+        } else {
+            r as i64
+        }
     }
 
+    /// `Math.pow(10, mpn)` for the small exponents the property uses (exact doubles).
+    const POW10: [f64; 5] = [1.0, 10.0, 100.0, 1000.0, 10000.0];
+
+    /// Java's decode of an encoded FLOAT: `(float) ((int) Math.round(v * 10^mpn) / 10^mpn)`
+    /// (the `(int)` cast of the `long` wraps to its low 32 bits).
+    fn model_f32(mpn: u32, x: f32) -> f32 {
+        let s = POW10[mpn as usize];
+        ((math_round(x as f64 * s) as i32) as f64 / s) as f32
+    }
+
+    /// Java's decode of an encoded DOUBLE: `Math.round(v * 10^mpn) / 10^mpn`.
     fn model_f64(mpn: u32, x: f64) -> f64 {
-        let s = scale_for(mpn as i32);
-        java_round(x * s) as f64 / s
+        let s = POW10[mpn as usize];
+        math_round(x * s) as f64 / s
+    }
+
+    /// The header is Java's `maxPointNumber`, an `int`, as an unsigned var-int: up to
+    /// `i32::MAX` it is kept (2147483647 = ff ff ff ff 07), above it is 0 (hand-computed).
+    #[test]
+    fn header_bounds() {
+        for (mpn, want) in [
+            (2u32, vec![0x02u8]),
+            (128, vec![0x80, 0x01]),
+            (i32::MAX as u32, vec![0xff, 0xff, 0xff, 0xff, 0x07]),
+            (i32::MAX as u32 + 1, vec![0x00]),
+            (u32::MAX, vec![0x00]),
+        ] {
+            let mut e = encoder(Encoding::RLE, DataType::DOUBLE, mpn).unwrap();
+            let mut out = Vec::new();
+            e.encode_f64(0.0, &mut out).unwrap();
+            assert!(out.starts_with(&want), "{mpn}: {out:02x?}");
+        }
+    }
+
+    /// A multi-byte header: 0x80 0x01 is 128 (7 low bits first), so the scale is 10^128
+    /// and two bytes are consumed.
+    #[test]
+    fn multi_byte_header_is_read() {
+        assert_eq!(read_header("s", &[0x80, 0x01, 0x55]).unwrap(), (1e128, 2));
+        assert_eq!(read_header("s", &[0x03, 0x80]).unwrap(), (1000.0, 1));
+    }
+
+    /// Errors name the column's encoding and type.
+    #[test]
+    fn errors_name_the_stream() {
+        let names = |e: Error| match e {
+            Error::Decode { stream, at, .. } => (stream, at),
+            other => panic!("{other}"),
+        };
+        for (enc, f32_name, f64_name) in [
+            (Encoding::RLE, "RLE FLOAT column", "RLE DOUBLE column"),
+            (
+                Encoding::TS_2DIFF,
+                "TS_2DIFF FLOAT column",
+                "TS_2DIFF DOUBLE column",
+            ),
+        ] {
+            let e = decode_f32(enc, &[], 1, &mut Vec::new()).unwrap_err();
+            assert_eq!(names(e), (f32_name, 0));
+            let e = decode_f64(enc, &[], 1, &mut Vec::new()).unwrap_err();
+            assert_eq!(names(e), (f64_name, 0));
+        }
+    }
+
+    /// Values worked out by hand from Java semantics (`Math.round`, then the division).
+    #[test]
+    fn model_values_by_hand() {
+        for (x, r) in [
+            (2.5, 3),
+            (-2.5, -2),
+            (-0.5, 0),
+            (0.49999999999999994, 0),
+            (-1.5, -1),
+            (f64::NAN, 0),
+            (f64::INFINITY, i64::MAX),
+            (f64::NEG_INFINITY, i64::MIN),
+            (9.3e18, i64::MAX),
+            (-9.3e18, i64::MIN),
+            (4503599627370497.0, 4503599627370497),
+        ] {
+            assert_eq!(math_round(x), r, "{x}");
+            assert_eq!(java_round(x), r, "{x}");
+        }
+        // 1.005 is 1.00499999999999989... so * 100 gives 100.49999999999999 → 100 → 1.0.
+        assert_eq!(model_f64(2, 1.005), 1.0);
+        assert_eq!(model_f64(2, -1.005), -1.0);
+        assert_eq!(model_f64(1, 0.25), 0.3);
+        assert_eq!(model_f64(1, -0.25), -0.2);
+        assert_eq!(model_f64(0, f64::NAN), 0.0);
+        // FLOAT: 3e9 does not fit an int; (int) 3000000000L wraps to -1294967296.
+        assert_eq!(model_f32(0, 3e9), -1294967296.0);
+        // FLOAT +∞ → Long.MAX_VALUE → (int) = -1.
+        assert_eq!(model_f32(0, f32::INFINITY), -1.0);
+        // Encode and decode agree with these.
+        for (mpn, x, want) in [(2u32, 1.005f64, 1.0f64), (1, 0.25, 0.3), (1, -0.25, -0.2)] {
+            let b = enc(Encoding::RLE, DataType::DOUBLE, mpn, &[x]);
+            let mut out = Vec::new();
+            decode_f64(Encoding::RLE, &b, 1, &mut out).unwrap();
+            assert_eq!(out, vec![want]);
+        }
+        let mut fe = encoder(Encoding::TS_2DIFF, DataType::FLOAT, 0).unwrap();
+        let mut b = Vec::new();
+        fe.encode_f32(3e9, &mut b).unwrap();
+        fe.encode_f32(f32::INFINITY, &mut b).unwrap();
+        fe.flush(&mut b).unwrap();
+        let mut out = Vec::new();
+        decode_f32(Encoding::TS_2DIFF, &b, 2, &mut out).unwrap();
+        assert_eq!(out, vec![-1294967296.0, -1.0]);
     }
 
     fn vals() -> impl Strategy<Value = Vec<f64>> {
@@ -439,12 +559,8 @@ mod tests {
 
         #[test]
         fn java_round_matches_floor_definition(bits in any::<u64>(), small in -1e6f64..1e6, k in -100000i64..100000) {
-            let reference = |x: f64| -> i64 {
-                let f = x.floor();
-                (if x - f >= 0.5 { f + 1.0 } else { f }) as i64
-            };
             for x in [f64::from_bits(bits), small, k as f64 / 2.0, k as f64 / 100.0] {
-                prop_assert_eq!(java_round(x), reference(x), "{}", x);
+                prop_assert_eq!(java_round(x), math_round(x), "{}", x);
             }
         }
 

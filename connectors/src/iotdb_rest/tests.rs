@@ -1,0 +1,424 @@
+//! Expected values come from IoTDB's REST documentation (iotdb-docs, `RestServiceV1.md` and
+//! `RestServiceV2.md`: the example requests and the query results they lead to) and from the
+//! Javadoc of `Double.toString`, never from this parser.
+
+use super::*;
+use proptest::prelude::*;
+use FieldValue::{Bool, Float, Int, Text};
+
+fn opts() -> RestOptions {
+    RestOptions::default()
+}
+
+fn field(m: &str, v: FieldValue, t: TypeHint) -> Field {
+    Field {
+        measurement: m.into(),
+        value: v,
+        type_hint: Some(t),
+    }
+}
+
+fn rec(device: &str, time: i64, fields: Vec<Field>) -> Record {
+    Record {
+        device: device.into(),
+        time,
+        fields,
+    }
+}
+
+fn summary(b: &Batch) -> Vec<(String, RejectReason, u64)> {
+    b.rejections
+        .iter()
+        .map(|r| (r.location.clone(), r.reason, r.points))
+        .collect()
+}
+
+fn v2(s: &str) -> Batch {
+    parse_insert_tablet(s.as_bytes(), TabletNames::V2, &opts())
+}
+
+fn records(s: &str) -> Batch {
+    parse_insert_records(s.as_bytes(), &opts())
+}
+
+/// The documentation's insertTablet example means: s3 (INT32) is 11 at the first timestamp
+/// and absent at the second; s4 (BOOLEAN) is false then true (its query example reads back
+/// exactly that).
+fn docs_tablet_records() -> Vec<Record> {
+    vec![
+        rec(
+            "root.sg27",
+            1635232143960,
+            vec![
+                field("s3", Int(11), TypeHint::Int32),
+                field("s4", Bool(false), TypeHint::Boolean),
+            ],
+        ),
+        rec(
+            "root.sg27",
+            1635232153960,
+            vec![field("s4", Bool(true), TypeHint::Boolean)],
+        ),
+    ]
+}
+
+#[test]
+fn documented_v2_insert_tablet() {
+    let b = v2(
+        r#"{"timestamps":[1635232143960,1635232153960],"measurements":["s3","s4"],"data_types":["INT32","BOOLEAN"],"values":[[11,null],[false,true]],"is_aligned":false,"device":"root.sg27"}"#,
+    );
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(b.records, docs_tablet_records());
+}
+
+#[test]
+fn documented_v1_insert_tablet() {
+    let b = parse_insert_tablet(
+        br#"{"timestamps":[1635232143960,1635232153960],"measurements":["s3","s4"],"dataTypes":["INT32","BOOLEAN"],"values":[[11,null],[false,true]],"isAligned":false,"deviceId":"root.sg27"}"#,
+        TabletNames::V1,
+        &opts(),
+    );
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(b.records, docs_tablet_records());
+    // v2 names are not v1 names.
+    let b = parse_insert_tablet(
+        br#"{"timestamps":[1],"measurements":["s3"],"data_types":["INT32"],"values":[[11]],"is_aligned":false,"device":"root.sg27"}"#,
+        TabletNames::V1,
+        &opts(),
+    );
+    assert_eq!(b.records, vec![]);
+    assert_eq!(
+        summary(&b),
+        [("$.isAligned".into(), RejectReason::Parse, 1)]
+    );
+}
+
+#[test]
+fn documented_v2_insert_records() {
+    let b = records(
+        r#"{"timestamps":[1635232113960,1635232151960,1635232143960,1635232143960],"measurements_list":[["s33","s44"],["s55","s66"],["s77","s88"],["s771","s881"]],"data_types_list":[["INT32","INT64"],["FLOAT","DOUBLE"],["FLOAT","DOUBLE"],["BOOLEAN","TEXT"]],"values_list":[[1,11],[2.1,2],[4,6],[false,"cccccc"]],"is_aligned":false,"devices":["root.s1","root.s1","root.s1","root.s3"]}"#,
+    );
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(
+        b.records,
+        vec![
+            rec(
+                "root.s1",
+                1635232113960,
+                vec![
+                    field("s33", Int(1), TypeHint::Int32),
+                    field("s44", Int(11), TypeHint::Int64)
+                ]
+            ),
+            rec(
+                "root.s1",
+                1635232151960,
+                vec![
+                    field("s55", Float(2.1), TypeHint::Float),
+                    field("s66", Float(2.0), TypeHint::Double)
+                ]
+            ),
+            rec(
+                "root.s1",
+                1635232143960,
+                vec![
+                    field("s77", Float(4.0), TypeHint::Float),
+                    field("s88", Float(6.0), TypeHint::Double)
+                ]
+            ),
+            rec(
+                "root.s3",
+                1635232143960,
+                vec![
+                    field("s771", Bool(false), TypeHint::Boolean),
+                    field("s881", Text("cccccc".into()), TypeHint::Text)
+                ]
+            ),
+        ]
+    );
+}
+
+#[test]
+fn requests_refused_as_a_whole() {
+    let tablet = |body: &str| summary(&v2(body));
+    let one = |at: &str, points| vec![(at.to_string(), RejectReason::Parse, points)];
+    // Not JSON, or a field of the wrong JSON type.
+    assert_eq!(tablet("{\"device\":"), one("$", 1));
+    assert_eq!(
+        tablet(
+            r#"{"device":"root.sg.d","timestamps":"1","measurements":[],"data_types":[],"values":[],"is_aligned":false}"#
+        ),
+        one("$", 1)
+    );
+    // Missing (or null) fields.
+    assert_eq!(
+        tablet(
+            r#"{"device":"root.sg.d","timestamps":[1,2],"measurements":["s"],"data_types":["INT64"],"values":[[1,2]]}"#
+        ),
+        one("$.is_aligned", 2)
+    );
+    assert_eq!(
+        tablet(
+            r#"{"device":null,"timestamps":[1],"measurements":["s"],"data_types":["INT64"],"values":[[1]],"is_aligned":true}"#
+        ),
+        one("$.device", 1)
+    );
+    // Lengths that disagree.
+    assert_eq!(
+        tablet(
+            r#"{"device":"root.sg.d","timestamps":[1,2],"measurements":["s","t"],"data_types":["INT64"],"values":[[1,2]],"is_aligned":false}"#
+        ),
+        one("$.measurements", 2)
+    );
+    assert_eq!(
+        tablet(
+            r#"{"device":"root.sg.d","timestamps":[1,2],"measurements":["s"],"data_types":["INT64"],"values":[[1,2,3]],"is_aligned":false}"#
+        ),
+        one("$.values[0]", 3)
+    );
+    assert_eq!(
+        tablet(
+            r#"{"device":"root.sg.d","timestamps":[],"measurements":["s"],"data_types":["INT64"],"values":[[]],"is_aligned":false}"#
+        ),
+        one("$.timestamps", 1)
+    );
+    // Types that are not IoTDB's, or that TsFile 0.10 cannot hold: all named at once.
+    let b = v2(
+        r#"{"device":"root.sg.d","timestamps":[1],"measurements":["a","b","c"],"data_types":["INT33","date","int32"],"values":[[1],[2],[3]],"is_aligned":false}"#,
+    );
+    assert_eq!(summary(&b), one("$.data_types", 3));
+    let m = &b.rejections[0].message;
+    assert!(m.contains("root.sg.d.a") && m.contains("INT33"), "{m}");
+    assert!(m.contains("root.sg.d.b") && m.contains("TsFile"), "{m}");
+    assert!(!m.contains("root.sg.d.c"), "{m}");
+    // insertRecords: lists of different lengths, rows of different widths, nothing but nulls.
+    let recs = |body: &str| summary(&records(body));
+    assert_eq!(
+        recs(
+            r#"{"timestamps":[1,2],"devices":["root.sg.d"],"measurements_list":[["s"]],"data_types_list":[["INT64"]],"values_list":[[1]],"is_aligned":false}"#
+        ),
+        one("$.timestamps", 1)
+    );
+    assert_eq!(
+        recs(
+            r#"{"timestamps":[1],"devices":["root.sg.d"],"measurements_list":[["s","t"]],"data_types_list":[["INT64"]],"values_list":[[1,2]],"is_aligned":false}"#
+        ),
+        one("$.data_types_list[0]", 2)
+    );
+    assert_eq!(
+        recs(
+            r#"{"timestamps":[1],"devices":["root.sg.d"],"measurements_list":[["s"]],"data_types_list":[["INT64"]],"values_list":[[null]],"is_aligned":false}"#
+        ),
+        one("$.values_list", 1)
+    );
+    assert_eq!(
+        recs(
+            r#"{"timestamps":[1],"devices":["root.sg.d"],"measurements_list":[["s"]],"data_types_list":[["INT64"]],"values_list":[[1]]}"#
+        ),
+        one("$.is_aligned", 1)
+    );
+}
+
+#[test]
+fn tablet_values_follow_the_declared_types() {
+    let b = v2(
+        r#"{"device":"root.sg.d","timestamps":[1,2,3],"is_aligned":true,
+            "measurements":["b","i","l","f","t"],
+            "data_types":["BOOLEAN","INT32","INT64","FLOAT","TEXT"],
+            "values":[[1,"0",2],[2147483647,2147483648,1.5],[9223372036854775807,9223372036854775808,-1],
+                      ["2.5",3,"x"],[2.0,10000000000.0,true]]}"#,
+    );
+    let h = |m, v, t| field(m, v, t);
+    assert_eq!(
+        b.records,
+        vec![
+            rec(
+                "root.sg.d",
+                1,
+                vec![
+                    h("b", Bool(true), TypeHint::Boolean),
+                    h("i", Int(2147483647), TypeHint::Int32),
+                    h("l", Int(i64::MAX), TypeHint::Int64),
+                    h("f", Float(2.5), TypeHint::Float),
+                    h("t", Text("2.0".into()), TypeHint::Text),
+                ]
+            ),
+            rec(
+                "root.sg.d",
+                2,
+                vec![
+                    h("b", Bool(false), TypeHint::Boolean),
+                    h("f", Float(3.0), TypeHint::Float),
+                    h("t", Text("1.0E10".into()), TypeHint::Text),
+                ]
+            ),
+            rec(
+                "root.sg.d",
+                3,
+                vec![
+                    h("l", Int(-1), TypeHint::Int64),
+                    h("t", Text("true".into()), TypeHint::Text),
+                ]
+            ),
+        ]
+    );
+    assert_eq!(
+        summary(&b),
+        vec![
+            ("$.values[1][1]".into(), RejectReason::TypeMismatch, 1),
+            ("$.values[2][1]".into(), RejectReason::TypeMismatch, 1),
+            ("$.values[0][2]".into(), RejectReason::TypeMismatch, 1),
+            ("$.values[1][2]".into(), RejectReason::TypeMismatch, 1),
+            ("$.values[3][2]".into(), RejectReason::TypeMismatch, 1),
+        ]
+    );
+}
+
+#[test]
+fn records_values_follow_the_declared_types() {
+    let b = records(
+        r#"{"timestamps":[1,2],"devices":["root.sg.d","root.sg.d"],"is_aligned":false,
+            "measurements_list":[["b","i","f","t"],["b","i","f","t"]],
+            "data_types_list":[["BOOLEAN","INT32","DOUBLE","STRING"],["BOOLEAN","INT64","DOUBLE","TEXT"]],
+            "values_list":[[true,4.0,"2.5",7],[1,2.5,-3,"x"]]}"#,
+    );
+    assert_eq!(
+        b.records,
+        vec![
+            rec(
+                "root.sg.d",
+                1,
+                vec![
+                    field("b", Bool(true), TypeHint::Boolean),
+                    field("i", Int(4), TypeHint::Int32),
+                    field("t", Text("7".into()), TypeHint::Text),
+                ]
+            ),
+            rec(
+                "root.sg.d",
+                2,
+                vec![
+                    field("f", Float(-3.0), TypeHint::Double),
+                    field("t", Text("x".into()), TypeHint::Text),
+                ]
+            ),
+        ]
+    );
+    assert_eq!(
+        summary(&b),
+        vec![
+            ("$.values_list[0][2]".into(), RejectReason::TypeMismatch, 1),
+            ("$.values_list[1][0]".into(), RejectReason::TypeMismatch, 1),
+            ("$.values_list[1][1]".into(), RejectReason::TypeMismatch, 1),
+        ]
+    );
+}
+
+#[test]
+fn bad_paths_and_times_reject_only_their_points() {
+    let b = v2(
+        r#"{"device":"root.sg.d","timestamps":[1,"2",2.5],"is_aligned":false,"measurements":["ok","bad name"],
+            "data_types":["INT64","INT64"],"values":[[1,2,3],[4,null,6]]}"#,
+    );
+    assert_eq!(
+        b.records,
+        vec![
+            rec("root.sg.d", 1, vec![field("ok", Int(1), TypeHint::Int64)]),
+            rec("root.sg.d", 2, vec![field("ok", Int(2), TypeHint::Int64)]),
+        ]
+    );
+    assert_eq!(
+        summary(&b),
+        vec![
+            ("$.measurements[1]".into(), RejectReason::InvalidPath, 2),
+            ("$.timestamps[2]".into(), RejectReason::InvalidTime, 1),
+        ]
+    );
+    let b = v2(
+        r#"{"device":"root..d","timestamps":[1,2],"is_aligned":false,"measurements":["s"],"data_types":["INT64"],"values":[[1,2]]}"#,
+    );
+    assert_eq!(b.records, vec![]);
+    assert_eq!(
+        summary(&b),
+        [("$.device".into(), RejectReason::InvalidPath, 2)]
+    );
+    let b = records(
+        r#"{"timestamps":[1,true],"devices":["bad","root.sg.d"],"is_aligned":false,"measurements_list":[["s"],["s"]],
+            "data_types_list":[["INT64"],["INT64"]],"values_list":[[1],[2]]}"#,
+    );
+    assert_eq!(b.records, vec![]);
+    assert_eq!(
+        summary(&b),
+        vec![
+            ("$.devices[0]".into(), RejectReason::InvalidPath, 1),
+            ("$.timestamps[1]".into(), RejectReason::InvalidTime, 1),
+        ]
+    );
+}
+
+#[test]
+fn timestamps_are_converted_to_the_stored_unit() {
+    let b = parse_insert_tablet(
+        br#"{"deviceId":"root.sg.d","timestamps":[2],"isAligned":false,"measurements":["s"],"dataTypes":["DOUBLE"],"values":[[1]]}"#,
+        TabletNames::V1,
+        &RestOptions {
+            input_unit: TimeUnit::Millis,
+            stored_unit: TimeUnit::Micros,
+        },
+    );
+    assert_eq!(b.records[0].time, 2000);
+}
+
+#[test]
+fn statuses_of_rejections() {
+    let r = |reason| Rejection {
+        location: "$".into(),
+        reason,
+        message: String::new(),
+        points: 1,
+    };
+    assert_eq!(rejection_status(&[]), status::SUCCESS);
+    assert_eq!(rejection_status(&[r(RejectReason::Parse)]).code, 303);
+    assert_eq!(rejection_status(&[r(RejectReason::InvalidPath)]).code, 509);
+    let two = [r(RejectReason::TypeMismatch), r(RejectReason::TypeMismatch)];
+    assert_eq!(rejection_status(&two).code, 614);
+    // A value whose declared type differs from the series' is IoTDB's type mismatch too.
+    let conflict = [r(RejectReason::DeclaredTypeConflict)];
+    assert_eq!(rejection_status(&conflict).code, 614);
+    let mixed = [r(RejectReason::TypeMismatch), r(RejectReason::InvalidPath)];
+    assert_eq!(rejection_status(&mixed).code, 302);
+}
+
+#[test]
+fn numbers_as_java_prints_them() {
+    // Javadoc of Double.toString: plain from 10^-3 (inclusive) to 10^7 (exclusive), with at
+    // least one digit after the point; computerized scientific notation outside.
+    for (f, s) in [
+        (2.0, "2.0"),
+        (0.001, "0.001"),
+        (0.0001, "1.0E-4"),
+        (9999999.0, "9999999.0"),
+        (1e7, "1.0E7"),
+        (123.456, "123.456"),
+        (-1.5e-7, "-1.5E-7"),
+        (0.0, "0.0"),
+        (-0.0, "-0.0"),
+        (f64::INFINITY, "Infinity"),
+        (f64::NAN, "NaN"),
+    ] {
+        assert_eq!(java_double(f), s, "{f}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    #[test]
+    fn never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200),
+                    text in "[\\[\\]{}\",:0-9a-z_. ]{0,120}") {
+        for body in [&bytes[..], text.as_bytes()] {
+            let _ = parse_insert_tablet(body, TabletNames::V2, &opts());
+            let _ = parse_insert_tablet(body, TabletNames::V1, &opts());
+            let _ = parse_insert_records(body, &opts());
+        }
+    }
+}
