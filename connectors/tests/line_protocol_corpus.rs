@@ -18,7 +18,7 @@ use serde_json::Value as Json;
 use tsfiled_connectors::line_protocol::{parse_line_protocol, LineProtocolOptions};
 use tsfiled_connectors::path::{sanitize_measurement, sanitize_node};
 use tsfiled_connectors::{
-    Batch, DeviceTemplate, Field, FieldValue, Record, RejectReason, TimeUnit,
+    Batch, DeviceTemplate, Field, FieldValue, Record, RejectReason, TimeUnit, TypeHint,
 };
 
 fn fixture(name: &str) -> Json {
@@ -59,14 +59,25 @@ fn parse(case: &Json) -> Batch {
 }
 
 /// A published value as ours; `None` for a `uint` beyond INT64 (see the deviations).
-fn value(v: &Json) -> Option<FieldValue> {
+/// A published value and the IoTDB type its line-protocol kind declares (integers INT64,
+/// strings TEXT, booleans BOOLEAN; a float declares none).
+fn value(v: &Json) -> Option<(FieldValue, Option<TypeHint>)> {
     let (kind, x) = v.as_object().unwrap().iter().next().unwrap();
     Some(match kind.as_str() {
-        "float" => FieldValue::Float(x.as_f64().unwrap()),
-        "int" => FieldValue::Int(x.as_i64().unwrap()),
-        "uint" => FieldValue::Int(i64::try_from(x.as_u64().unwrap()).ok()?),
-        "string" => FieldValue::Text(x.as_str().unwrap().to_string()),
-        "bool" => FieldValue::Bool(x.as_bool().unwrap()),
+        "float" => (FieldValue::Float(x.as_f64().unwrap()), None),
+        "int" => (FieldValue::Int(x.as_i64().unwrap()), Some(TypeHint::Int64)),
+        "uint" => (
+            FieldValue::Int(i64::try_from(x.as_u64().unwrap()).ok()?),
+            Some(TypeHint::Int64),
+        ),
+        "string" => (
+            FieldValue::Text(x.as_str().unwrap().to_string()),
+            Some(TypeHint::Text),
+        ),
+        "bool" => (
+            FieldValue::Bool(x.as_bool().unwrap()),
+            Some(TypeHint::Boolean),
+        ),
         other => panic!("value kind {other}"),
     })
 }
@@ -98,8 +109,12 @@ fn expected(points: &[Json]) -> Vec<Record> {
                     .unwrap()
                     .iter()
                     .filter_map(|kv| {
-                        let v = value(&kv[1])?;
-                        Some(Field::new(sanitize_measurement(kv[0].as_str().unwrap()), v))
+                        let (value, type_hint) = value(&kv[1])?;
+                        Some(Field {
+                            measurement: sanitize_measurement(kv[0].as_str().unwrap()),
+                            value,
+                            type_hint,
+                        })
                     })
                     .collect(),
             }
