@@ -967,7 +967,7 @@ mod tests {
     #[test]
     fn appends_queued_during_a_sync_share_the_next_one() {
         let tmp = tempfile::tempdir().unwrap();
-        let (next, _, disk) = replay(tmp.path(), |_| {}).unwrap();
+        let (next, _, disk) = replay(&*tsfiled_fsio::std_fs(), tmp.path(), |_| {}).unwrap();
         let (entered_tx, entered_rx) = mpsc::channel::<()>();
         let (release_tx, release_rx) = mpsc::channel::<()>();
         let delivered = Arc::new(Mutex::new(Vec::new()));
