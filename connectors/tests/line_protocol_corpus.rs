@@ -7,7 +7,8 @@
 //! `root.lp.{measurement}.{tags}` (tag values ordered by tag key) with each name made a
 //! valid IoTDB node, field keys become measurement names the same way (the IoTDB path
 //! rules, [`tsfiled_connectors::path`]); times are in ns; `float`, `int`, `string` and
-//! `bool` values are FLOAT, INT, TEXT and BOOLEAN; a `uint` is an INT when it fits. A
+//! `bool` values are FLOAT, INT, TEXT and BOOLEAN (with the type hint the syntax declares:
+//! `i`/`u` INT64, quoted TEXT, booleans BOOLEAN); a `uint` is an INT when it fits. A
 //! published error means at least one line of the input is rejected (we reject lines, the
 //! rest of the payload still ingests).
 
@@ -18,7 +19,7 @@ use serde_json::Value as Json;
 use tsfiled_connectors::line_protocol::{parse_line_protocol, LineProtocolOptions};
 use tsfiled_connectors::path::{sanitize_measurement, sanitize_node};
 use tsfiled_connectors::{
-    Batch, DeviceTemplate, Field, FieldValue, Record, RejectReason, TimeUnit,
+    Batch, DeviceTemplate, Field, FieldValue, Record, RejectReason, TimeUnit, TypeHint,
 };
 
 fn fixture(name: &str) -> Json {
@@ -58,15 +59,26 @@ fn parse(case: &Json) -> Batch {
     parse_line_protocol(&input(case), &opts)
 }
 
-/// A published value as ours; `None` for a `uint` beyond INT64 (see the deviations).
-fn value(v: &Json) -> Option<FieldValue> {
+/// A published value as ours, with the type the syntax declares (`1i`/`1u` INT64, a
+/// quoted string TEXT, `true` BOOLEAN; a plain number declares nothing); `None` for a
+/// `uint` beyond INT64 (see the deviations).
+fn value(v: &Json) -> Option<(FieldValue, Option<TypeHint>)> {
     let (kind, x) = v.as_object().unwrap().iter().next().unwrap();
     Some(match kind.as_str() {
-        "float" => FieldValue::Float(x.as_f64().unwrap()),
-        "int" => FieldValue::Int(x.as_i64().unwrap()),
-        "uint" => FieldValue::Int(i64::try_from(x.as_u64().unwrap()).ok()?),
-        "string" => FieldValue::Text(x.as_str().unwrap().to_string()),
-        "bool" => FieldValue::Bool(x.as_bool().unwrap()),
+        "float" => (FieldValue::Float(x.as_f64().unwrap()), None),
+        "int" => (FieldValue::Int(x.as_i64().unwrap()), Some(TypeHint::Int64)),
+        "uint" => (
+            FieldValue::Int(i64::try_from(x.as_u64().unwrap()).ok()?),
+            Some(TypeHint::Int64),
+        ),
+        "string" => (
+            FieldValue::Text(x.as_str().unwrap().to_string()),
+            Some(TypeHint::Text),
+        ),
+        "bool" => (
+            FieldValue::Bool(x.as_bool().unwrap()),
+            Some(TypeHint::Boolean),
+        ),
         other => panic!("value kind {other}"),
     })
 }
@@ -98,8 +110,10 @@ fn expected(points: &[Json]) -> Vec<Record> {
                     .unwrap()
                     .iter()
                     .filter_map(|kv| {
-                        let v = value(&kv[1])?;
-                        Some(Field::new(sanitize_measurement(kv[0].as_str().unwrap()), v))
+                        let (v, hint) = value(&kv[1])?;
+                        let mut f = Field::new(sanitize_measurement(kv[0].as_str().unwrap()), v);
+                        f.type_hint = hint;
+                        Some(f)
                     })
                     .collect(),
             }
