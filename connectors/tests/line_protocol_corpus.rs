@@ -7,7 +7,8 @@
 //! `root.lp.{measurement}.{tags}` (tag values ordered by tag key) with each name made a
 //! valid IoTDB node, field keys become measurement names the same way (the IoTDB path
 //! rules, [`tsfiled_connectors::path`]); times are in ns; `float`, `int`, `string` and
-//! `bool` values are FLOAT, INT, TEXT and BOOLEAN; a `uint` is an INT when it fits. A
+//! `bool` values are FLOAT, INT, TEXT and BOOLEAN (with the type hint the syntax declares:
+//! `i`/`u` INT64, quoted TEXT, booleans BOOLEAN); a `uint` is an INT when it fits. A
 //! published error means at least one line of the input is rejected (we reject lines, the
 //! rest of the payload still ingests).
 
@@ -58,9 +59,9 @@ fn parse(case: &Json) -> Batch {
     parse_line_protocol(&input(case), &opts)
 }
 
-/// A published value as ours; `None` for a `uint` beyond INT64 (see the deviations).
-/// A published value and the IoTDB type its line-protocol kind declares (integers INT64,
-/// strings TEXT, booleans BOOLEAN; a float declares none).
+/// A published value as ours, with the type the syntax declares (`1i`/`1u` INT64, a
+/// quoted string TEXT, `true` BOOLEAN; a plain number declares nothing); `None` for a
+/// `uint` beyond INT64 (see the deviations).
 fn value(v: &Json) -> Option<(FieldValue, Option<TypeHint>)> {
     let (kind, x) = v.as_object().unwrap().iter().next().unwrap();
     Some(match kind.as_str() {
@@ -109,12 +110,10 @@ fn expected(points: &[Json]) -> Vec<Record> {
                     .unwrap()
                     .iter()
                     .filter_map(|kv| {
-                        let (value, type_hint) = value(&kv[1])?;
-                        Some(Field {
-                            measurement: sanitize_measurement(kv[0].as_str().unwrap()),
-                            value,
-                            type_hint,
-                        })
+                        let (v, hint) = value(&kv[1])?;
+                        let mut f = Field::new(sanitize_measurement(kv[0].as_str().unwrap()), v);
+                        f.type_hint = hint;
+                        Some(f)
                     })
                     .collect(),
             }

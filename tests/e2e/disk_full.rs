@@ -171,8 +171,10 @@ impl Pusher {
             for (t, v) in times.iter().zip(&values) {
                 points.push((device.clone(), *t, *v));
             }
+            // Rows: one per timestamp, one value per measurement.
+            let rows: Vec<[f64; 1]> = values.iter().map(|v| [*v]).collect();
             records.push(serde_json::json!({
-                "device": device, "timestamps": times, "measurements": ["v"], "values": [values],
+                "device": device, "timestamps": times, "measurements": ["v"], "values": rows,
             }));
         }
         let body = serde_json::Value::Array(records).to_string();
