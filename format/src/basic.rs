@@ -69,6 +69,14 @@ code_enum!(
         DOUBLE = 4,
         /// Byte string (UTF-8 by convention).
         TEXT = 5,
+        /// v4 only: milliseconds (or the file's precision) since the epoch, stored as INT64.
+        TIMESTAMP = 8,
+        /// v4 only: a calendar date as the int `yyyyMMdd`, stored as INT32.
+        DATE = 9,
+        /// v4 only: arbitrary bytes, stored as TEXT.
+        BLOB = 10,
+        /// v4 only: a UTF-8 string with min/max statistics, stored as TEXT.
+        STRING = 11,
     }
 );
 
@@ -134,6 +142,7 @@ impl Encoding {
 
     /// Returns an error unless the 0.10 writer accepts this pair.
     pub fn check(self, data_type: DataType) -> Result<()> {
+        data_type.check_v2()?;
         if self.supports(data_type) {
             Ok(())
         } else if matches!(
@@ -176,6 +185,33 @@ impl Compression {
 }
 
 impl DataType {
+    /// Whether format 000002 (0.10) has this type; TIMESTAMP, DATE, BLOB and STRING are v4 only.
+    pub fn in_v2(self) -> bool {
+        (self.code() as u16) <= 5
+    }
+
+    /// The type whose values and encoders carry this type's values: DATE → INT32,
+    /// TIMESTAMP → INT64, BLOB and STRING → TEXT, the others themselves.
+    pub fn storage_type(self) -> DataType {
+        match self {
+            DataType::TIMESTAMP => DataType::INT64,
+            DataType::DATE => DataType::INT32,
+            DataType::BLOB | DataType::STRING => DataType::TEXT,
+            t => t,
+        }
+    }
+
+    /// Returns an error unless format 000002 has this type.
+    pub fn check_v2(self) -> Result<()> {
+        if self.in_v2() {
+            Ok(())
+        } else {
+            Err(Error::unsupported(format!(
+                "data type {self} exists only in TsFile format v4 (format 000002 has BOOLEAN, INT32, INT64, FLOAT, DOUBLE, TEXT)"
+            )))
+        }
+    }
+
     /// Size in bytes of the serialized statistics of this type, without TEXT payloads.
     pub fn fixed_statistics_size(self) -> usize {
         match self {
@@ -183,11 +219,15 @@ impl DataType {
             DataType::INT32 | DataType::FLOAT => 48,
             DataType::INT64 | DataType::DOUBLE => 64,
             DataType::TEXT => 32,
+            // v4-only types have no 0.10 statistics; sized as their storage type.
+            t => t.storage_type().fixed_statistics_size(),
         }
     }
 }
 
-/// One value of a series.
+/// One value of a series. v4-only types use the variant of their
+/// [`DataType::storage_type`] (DATE an `Int32` `yyyyMMdd`, TIMESTAMP an `Int64`, BLOB and
+/// STRING `Text`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// BOOLEAN value.
@@ -246,14 +286,15 @@ pub enum Column {
 
 impl Column {
     /// An empty column of the given type.
+    /// v4-only types get the column of their [`DataType::storage_type`].
     pub fn new(data_type: DataType) -> Self {
-        match data_type {
+        match data_type.storage_type() {
             DataType::BOOLEAN => Column::Boolean(Vec::new()),
             DataType::INT32 => Column::Int32(Vec::new()),
             DataType::INT64 => Column::Int64(Vec::new()),
             DataType::FLOAT => Column::Float(Vec::new()),
             DataType::DOUBLE => Column::Double(Vec::new()),
-            DataType::TEXT => Column::Text(Vec::new()),
+            _ => Column::Text(Vec::new()),
         }
     }
 

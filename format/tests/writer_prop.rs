@@ -91,7 +91,7 @@ impl Series {
                     v
                 })
             }
-            (DataType::TEXT, _) => {
+            (_, _) => {
                 let n = rng.below(12) as usize;
                 Value::Text((0..n).map(|_| rng.next() as u8).collect())
             }

@@ -80,13 +80,13 @@ impl Encoder for PlainEncoder {
 }
 
 fn stream_name(t: DataType) -> &'static str {
-    match t {
+    match t.storage_type() {
         DataType::BOOLEAN => "PLAIN BOOLEAN column",
         DataType::INT32 => "PLAIN INT32 column",
         DataType::INT64 => "PLAIN INT64 column",
         DataType::FLOAT => "PLAIN FLOAT column",
         DataType::DOUBLE => "PLAIN DOUBLE column",
-        DataType::TEXT => "PLAIN TEXT column",
+        _ => "PLAIN TEXT column",
     }
 }
 
