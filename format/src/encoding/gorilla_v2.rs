@@ -46,6 +46,11 @@ impl Bits {
         self.put(b as u64, 1, out);
     }
 
+    /// Whether a partial byte is pending.
+    pub(crate) fn pending(&self) -> bool {
+        self.used > 0
+    }
+
     /// The end of a GORILLA or CHIMP page: always writes the current byte, even an
     /// empty one.
     pub(crate) fn close_always(&mut self, out: &mut Vec<u8>) {
@@ -98,6 +103,11 @@ impl<'a> BitReader<'a> {
     #[inline]
     pub(crate) fn bit(&mut self) -> Result<bool> {
         Ok(self.get(1)? == 1)
+    }
+
+    /// Skips to the next byte boundary.
+    pub(crate) fn align(&mut self) {
+        self.pos = self.pos.div_ceil(8) * 8;
     }
 
     /// Byte offset of the next bit.
