@@ -108,7 +108,11 @@ fn run_convert(a: &ConvertArgs) -> anyhow::Result<()> {
             .split_once('=')
             .ok_or_else(|| anyhow!("--encoding {e:?}: expected TYPE=ENCODING"))?;
         let t: DataType = t.parse()?;
-        let enc: Encoding = enc.parse()?;
+        let enc: Encoding = if v4 {
+            Encoding::from_v4_name(enc)?
+        } else {
+            enc.parse()?
+        };
         if v4 {
             tsfile::file::v4::codec::check(enc, t, Compression::UNCOMPRESSED)?;
         } else {

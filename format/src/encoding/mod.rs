@@ -391,7 +391,7 @@ mod tests {
                             DataType::DOUBLE if lossy => Value::Double((*x % 100000) as f64 / 4.0),
                             DataType::FLOAT => Value::Float(f32::from_bits(*x as u32)),
                             DataType::DOUBLE => Value::Double(f64::from_bits(*x as u64)),
-                            DataType::TEXT => Value::Text(x.to_string().into_bytes()),
+                            _ => Value::Text(x.to_string().into_bytes()),
                         };
                         let r = match &v {
                             Value::Boolean(b) => enc.encode_bool(*b, &mut out),

@@ -20,13 +20,21 @@ from read_with_pytsfile import escape, text  # noqa: E402
 PARTS = ["a", "Zz", "é", "温度", "\t", "x y", "\\", "😀"]
 
 
-def value(rng, t):
+def value(rng, t, e):
+    """A value the library keeps exactly under encoding e (FLOAT/DOUBLE under TS_2DIFF are
+    stored with 2 decimal digits: multiples of 1/4 only)."""
+    if e == TSEncoding.TS_2DIFF and t in (TSDataType.FLOAT, TSDataType.DOUBLE):
+        return (rng.randrange(4000) - 2000) / 4.0
+    return value_any(rng, t)
+
+
+def value_any(rng, t):
     if t == TSDataType.BOOLEAN:
         return rng.random() < 0.5
     if t == TSDataType.INT32:
-        return rng.choice([rng.randrange(100), rng.randrange(-2**31, 2**31), -rng.randrange(1 << 20)])
+        return rng.choice([rng.randrange(100), rng.randrange(-2**31 + 1, 2**31), -rng.randrange(1 << 20)])
     if t in (TSDataType.INT64, TSDataType.TIMESTAMP):
-        return rng.choice([rng.randrange(1000), rng.randrange(-2**63, 2**63), 1700000000000 + rng.randrange(1 << 30)])
+        return rng.choice([rng.randrange(1000), rng.randrange(-2**63 + 1, 2**63), 1700000000000 + rng.randrange(1 << 30)])
     if t == TSDataType.FLOAT:
         return (rng.randrange(200000) - 100000) / 64.0
     if t == TSDataType.DOUBLE:
@@ -58,10 +66,10 @@ def main():
         for _ in range(rows):
             t += 1 + rng.randrange(50)
             fields = []
-            for name, dt, _, _ in schemas:
+            for name, dt, enc, _ in schemas:
                 if rng.random() < 0.2:
                     continue  # this series has no point at this time
-                v = value(rng, dt)
+                v = value(rng, dt, enc)
                 fields.append(Field(name, v, dt))
                 points.setdefault((d, name, dt), []).append((t, v))
             if fields:

@@ -262,7 +262,7 @@ impl TsFileReaderV4 {
             };
             let body_at = r.offset();
             let raw = r.take(comp, "page body")?;
-            let body = compression::decompress(compression, raw, unc, body_at)?;
+            let body = compression::decompress_v4(compression, raw, unc, body_at)?;
             let ctx = |e: Error| Error::format(page_at, format_args!("a decodable page: {e}"));
             let mut page = PageV4 {
                 offset: page_at,

@@ -135,7 +135,7 @@ impl<W: Write> TsFileWriterV4<W> {
 
     fn compress_body(c: Compression, body: &[u8]) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        compression::compress(c, body, &mut out)?;
+        compression::compress_v4(c, body, &mut out)?;
         Ok(out)
     }
 
