@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system tools the operations tests use (tests/ops_kit.rs):
 # promtool (Debian's `prometheus`), headless Chromium, systemd-analyze (`systemd`),
-# and what the MQTT broker tests use: mosquitto (with mosquitto_passwd), mosquitto-clients
-# (mosquitto_pub) and openssl; curl runs the README's Quick start (tests/e2e/quick_start.rs).
+# what the MQTT broker tests use: mosquitto (with mosquitto_passwd), mosquitto-clients
+# (mosquitto_pub) and openssl; curl runs the README's Quick start (tests/e2e/quick_start.rs);
+# and the PyPI `tsfile` library (TsFile v4 tests).
 # For .ci/run and fresh machines; needs root. Does not start any service.
 set -euo pipefail
 need=()
@@ -23,4 +24,18 @@ if [ ${#need[@]} -gt 0 ]; then
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
   apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+
+# The PyPI `tsfile` library (Apache TsFile's C++ reader/writer, format v4): the oracle of
+# format/tests/v4_pytsfile.rs. Pinned; installed for the `python3` on PATH (numpy comes with it).
+TSFILE_PY_VERSION=2.5.0
+if ! python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('tsfile') != '$TSFILE_PY_VERSION')" 2>/dev/null; then
+  if ! command -v python3 >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends python3 python3-pip
+  fi
+  # Debian's own python3 refuses global installs unless told (PEP 668); pyenv's does not.
+  python3 -m pip install -q "tsfile==$TSFILE_PY_VERSION" \
+    || python3 -m pip install -q --break-system-packages "tsfile==$TSFILE_PY_VERSION"
 fi

@@ -93,7 +93,7 @@ fn column(t: DataType, e: Encoding) -> Column {
                     .collect(),
             )
         }
-        DataType::TEXT => Column::Text(
+        _ => Column::Text(
             (0..N)
                 .map(|i| format!("value-{}", i as u64 * r.below(1000)).into_bytes())
                 .collect(),

@@ -98,13 +98,13 @@ fn generate(a: &Args) -> Workload {
         .map(|k| 1_000_000 * (k / nm) as i64 + 1000 * (k % nm) as i64)
         .collect();
     let mut flag = vec![true; nd * nm];
-    let mut values = match a.data_type {
+    let mut values = match a.data_type.storage_type() {
         DataType::BOOLEAN => Column::Boolean(Vec::with_capacity(total)),
         DataType::INT32 => Column::Int32(Vec::with_capacity(total)),
         DataType::INT64 => Column::Int64(Vec::with_capacity(total)),
         DataType::FLOAT => Column::Float(Vec::with_capacity(total)),
         DataType::DOUBLE => Column::Double(Vec::with_capacity(total)),
-        DataType::TEXT => Column::Text(Vec::with_capacity(total)),
+        _ => Column::Text(Vec::with_capacity(total)),
     };
     for i in 0..n {
         for d in 0..nd {

@@ -114,7 +114,7 @@ fn main() -> tsfile::Result<()> {
                         }
                         Value::Boolean(flag[k])
                     }
-                    DataType::TEXT => Value::Text(format!("state-{}", z >> 61).into_bytes()),
+                    _ => Value::Text(format!("state-{}", z >> 61).into_bytes()),
                 };
                 row.push((name.as_str(), v));
             }

@@ -69,12 +69,22 @@ code_enum!(
         DOUBLE = 4,
         /// Byte string (UTF-8 by convention).
         TEXT = 5,
+        /// v4 only: milliseconds (or the file's precision) since the epoch, stored as INT64.
+        TIMESTAMP = 8,
+        /// v4 only: a calendar date as the int `yyyyMMdd`, stored as INT32.
+        DATE = 9,
+        /// v4 only: arbitrary bytes, stored as TEXT.
+        BLOB = 10,
+        /// v4 only: a UTF-8 string with min/max statistics, stored as TEXT.
+        STRING = 11,
     }
 );
 
 code_enum!(
-    /// A value encoding (`TSEncoding`). Only PLAIN, RLE, TS_2DIFF, GORILLA and REGULAR
-    /// are produced or accepted; the others exist as codes only.
+    /// A value encoding (`TSEncoding`). Format 000002 produces and accepts only PLAIN,
+    /// RLE, TS_2DIFF, GORILLA and REGULAR ([`Encoding::supports`]); format v4 (TsFile 2.x)
+    /// adds codes 8..14 ([`Encoding::supports_v4`]). Names are the 0.10 ones; see
+    /// [`Encoding::v4_name`] for the names TsFile 2.x gives codes 1, 6 and 8.
     Encoding {
         /// Fixed-width big-endian values.
         PLAIN = 0,
@@ -92,18 +102,33 @@ code_enum!(
         GORILLA = 6,
         /// Arithmetic progressions.
         REGULAR = 7,
+        /// TsFile 2.x `GORILLA` (its GorillaV2 family; code 6 is 2.x's `GORILLA_V1`).
+        GORILLA_V2 = 8,
+        /// TsFile 2.x: zigzag varints in length-prefixed groups.
+        ZIGZAG = 9,
+        /// TsFile 2.x: declared, no encoder.
+        FREQ = 10,
+        /// TsFile 2.x: Chimp XOR encoding.
+        CHIMP = 11,
+        /// TsFile 2.x: Sprintz (delta or FIRE prediction, bit-packed blocks).
+        SPRINTZ = 12,
+        /// TsFile 2.x: run-length + bit-length encoding of deltas.
+        RLBE = 13,
+        /// TsFile 2.x C++ only (DOUBLE): declared; not produced here.
+        CAMEL = 14,
     }
 );
 
 code_enum!(
     /// A page compression codec (`CompressionType`). Only UNCOMPRESSED and SNAPPY exist
-    /// in 0.10; the other codes are refused.
+    /// in 0.10 ([`Compression::is_supported`]); v4 adds GZIP, LZ4 and ZSTD
+    /// ([`Compression::is_supported_v4`]).
     Compression {
         /// Page bodies stored as they are.
         UNCOMPRESSED = 0,
         /// Raw Snappy blocks.
         SNAPPY = 1,
-        /// Declared, not supported by 0.10.
+        /// gzip member (RFC 1952, header and trailer) of deflate data. v4 only.
         GZIP = 2,
         /// Declared, not supported by 0.10.
         LZO = 3,
@@ -113,6 +138,12 @@ code_enum!(
         PAA = 5,
         /// Declared, not supported by 0.10.
         PLA = 6,
+        /// Raw LZ4 block (no frame). v4 only.
+        LZ4 = 7,
+        /// Zstandard frame with its content size. v4 only.
+        ZSTD = 8,
+        /// TsFile 2.x: LZMA2; not supported here.
+        LZMA2 = 9,
     }
 );
 
@@ -134,6 +165,7 @@ impl Encoding {
 
     /// Returns an error unless the 0.10 writer accepts this pair.
     pub fn check(self, data_type: DataType) -> Result<()> {
+        data_type.check_v2()?;
         if self.supports(data_type) {
             Ok(())
         } else if matches!(
@@ -157,7 +189,93 @@ impl Encoding {
     }
 }
 
+impl Encoding {
+    /// Whether format v4 (the Apache TsFile 2.5 C++ library, which the PyPI `tsfile`
+    /// package wraps) writes and reads this encoding for `data_type`, given as the
+    /// type's *storage* type: v4 DATE is stored as INT32, TIMESTAMP as INT64, STRING
+    /// and BLOB as TEXT. The per-logical-type table is [`v4_supports_logical`].
+    pub fn supports_v4(self, data_type: DataType) -> bool {
+        use DataType::*;
+        use Encoding::*;
+        matches!(
+            (self, data_type),
+            (PLAIN, _)
+                | (PLAIN_DICTIONARY, TEXT)
+                | (RLE | TS_2DIFF | GORILLA_V2 | CHIMP | RLBE, INT32 | INT64)
+                | (
+                    TS_2DIFF | GORILLA_V2 | CHIMP | RLBE | SPRINTZ,
+                    FLOAT | DOUBLE
+                )
+                | (ZIGZAG | SPRINTZ, INT32 | INT64)
+        )
+    }
+
+    /// The name TsFile 2.x gives this code (`DICTIONARY` for 1, `GORILLA_V1` for 6,
+    /// `GORILLA` for 8; the others as [`Encoding::name`]).
+    pub fn v4_name(self) -> &'static str {
+        match self {
+            Encoding::PLAIN_DICTIONARY => "DICTIONARY",
+            Encoding::GORILLA => "GORILLA_V1",
+            Encoding::GORILLA_V2 => "GORILLA",
+            e => e.name(),
+        }
+    }
+
+    /// Parses a TsFile 2.x encoding name (see [`Encoding::v4_name`]).
+    pub fn from_v4_name(s: &str) -> Result<Self> {
+        let upper = s.trim().to_ascii_uppercase();
+        Encoding::ALL
+            .iter()
+            .copied()
+            .find(|e| e.v4_name() == upper)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown TsFile 2.x encoding {s:?} (expected one of {})",
+                    Encoding::ALL
+                        .iter()
+                        .map(|e| e.v4_name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+}
+
+/// Format v4's encoding table by *logical* type code (TsFile 2.x `TSDataType`: 0..5 as
+/// [`DataType`], TIMESTAMP 8, DATE 9, BLOB 10, STRING 11), as the TsFile 2.5 C++ writer
+/// accepts them: DATE and TIMESTAMP take the INT32/INT64 encodings except ZIGZAG and
+/// SPRINTZ, STRING takes PLAIN and DICTIONARY, BLOB only PLAIN.
+pub fn v4_supports_logical(encoding: Encoding, type_code: i16) -> bool {
+    match type_code {
+        0..=5 => DataType::from_code(type_code).is_some_and(|t| encoding.supports_v4(t)),
+        8 | 9 => {
+            !matches!(encoding, Encoding::ZIGZAG | Encoding::SPRINTZ)
+                && encoding.supports_v4(if type_code == 8 {
+                    DataType::INT64
+                } else {
+                    DataType::INT32
+                })
+        }
+        10 => encoding == Encoding::PLAIN,
+        11 => encoding.supports_v4(DataType::TEXT),
+        _ => false,
+    }
+}
+
 impl Compression {
+    /// Whether format v4 codecs implement this codec (UNCOMPRESSED, SNAPPY, GZIP, LZ4,
+    /// ZSTD).
+    pub fn is_supported_v4(self) -> bool {
+        matches!(
+            self,
+            Compression::UNCOMPRESSED
+                | Compression::SNAPPY
+                | Compression::GZIP
+                | Compression::LZ4
+                | Compression::ZSTD
+        )
+    }
+
     /// Whether 0.10 implements this codec.
     pub fn is_supported(self) -> bool {
         matches!(self, Compression::UNCOMPRESSED | Compression::SNAPPY)
@@ -176,6 +294,33 @@ impl Compression {
 }
 
 impl DataType {
+    /// Whether format 000002 (0.10) has this type; TIMESTAMP, DATE, BLOB and STRING are v4 only.
+    pub fn in_v2(self) -> bool {
+        (self.code() as u16) <= 5
+    }
+
+    /// The type whose values and encoders carry this type's values: DATE → INT32,
+    /// TIMESTAMP → INT64, BLOB and STRING → TEXT, the others themselves.
+    pub fn storage_type(self) -> DataType {
+        match self {
+            DataType::TIMESTAMP => DataType::INT64,
+            DataType::DATE => DataType::INT32,
+            DataType::BLOB | DataType::STRING => DataType::TEXT,
+            t => t,
+        }
+    }
+
+    /// Returns an error unless format 000002 has this type.
+    pub fn check_v2(self) -> Result<()> {
+        if self.in_v2() {
+            Ok(())
+        } else {
+            Err(Error::unsupported(format!(
+                "data type {self} exists only in TsFile format v4 (format 000002 has BOOLEAN, INT32, INT64, FLOAT, DOUBLE, TEXT)"
+            )))
+        }
+    }
+
     /// Size in bytes of the serialized statistics of this type, without TEXT payloads.
     pub fn fixed_statistics_size(self) -> usize {
         match self {
@@ -183,11 +328,15 @@ impl DataType {
             DataType::INT32 | DataType::FLOAT => 48,
             DataType::INT64 | DataType::DOUBLE => 64,
             DataType::TEXT => 32,
+            // v4-only types have no 0.10 statistics; sized as their storage type.
+            t => t.storage_type().fixed_statistics_size(),
         }
     }
 }
 
-/// One value of a series.
+/// One value of a series. v4-only types use the variant of their
+/// [`DataType::storage_type`] (DATE an `Int32` `yyyyMMdd`, TIMESTAMP an `Int64`, BLOB and
+/// STRING `Text`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// BOOLEAN value.
@@ -246,14 +395,15 @@ pub enum Column {
 
 impl Column {
     /// An empty column of the given type.
+    /// v4-only types get the column of their [`DataType::storage_type`].
     pub fn new(data_type: DataType) -> Self {
-        match data_type {
+        match data_type.storage_type() {
             DataType::BOOLEAN => Column::Boolean(Vec::new()),
             DataType::INT32 => Column::Int32(Vec::new()),
             DataType::INT64 => Column::Int64(Vec::new()),
             DataType::FLOAT => Column::Float(Vec::new()),
             DataType::DOUBLE => Column::Double(Vec::new()),
-            DataType::TEXT => Column::Text(Vec::new()),
+            _ => Column::Text(Vec::new()),
         }
     }
 
@@ -333,7 +483,20 @@ mod tests {
         assert_eq!(Encoding::REGULAR.code(), 7);
         assert_eq!(Compression::SNAPPY.code(), 1);
         assert_eq!("ts_2diff".parse::<Encoding>().unwrap(), Encoding::TS_2DIFF);
-        assert!("zstd".parse::<Compression>().is_err());
+        assert_eq!("zstd".parse::<Compression>().unwrap(), Compression::ZSTD);
+        assert!(Compression::ZSTD.check().is_err(), "0.10 refuses ZSTD");
+        assert!("brotli".parse::<Compression>().is_err());
+        assert_eq!(Encoding::GORILLA_V2.code(), 8);
+        assert_eq!(Encoding::RLBE.code(), 13);
+        assert_eq!(Compression::LZ4.code(), 7);
+        assert_eq!(
+            Encoding::from_v4_name("gorilla").unwrap(),
+            Encoding::GORILLA_V2
+        );
+        assert_eq!(
+            Encoding::from_v4_name("DICTIONARY").unwrap(),
+            Encoding::PLAIN_DICTIONARY
+        );
     }
 
     #[test]
@@ -345,5 +508,53 @@ mod tests {
         assert!(Encoding::REGULAR.check(DataType::FLOAT).is_err());
         assert!(Encoding::DIFF.check(DataType::INT32).is_err());
         assert!(Compression::GZIP.check().is_err());
+    }
+
+    /// The v4 table against what the PyPI `tsfile` 2.5.0 writer accepted and read back
+    /// (registering each pair; refused pairs fail with "Invalid argument"), kept here
+    /// as written down from that run.
+    #[test]
+    fn v4_matrix_is_the_tsfile_2_5_one() {
+        let accepted: &[(i16, &[&str])] = &[
+            (0, &["PLAIN"]),
+            (
+                1,
+                &[
+                    "PLAIN", "RLE", "TS_2DIFF", "GORILLA", "ZIGZAG", "CHIMP", "SPRINTZ", "RLBE",
+                ],
+            ),
+            (
+                2,
+                &[
+                    "PLAIN", "RLE", "TS_2DIFF", "GORILLA", "ZIGZAG", "CHIMP", "SPRINTZ", "RLBE",
+                ],
+            ),
+            (
+                3,
+                &["PLAIN", "TS_2DIFF", "GORILLA", "CHIMP", "SPRINTZ", "RLBE"],
+            ),
+            (
+                4,
+                &["PLAIN", "TS_2DIFF", "GORILLA", "CHIMP", "SPRINTZ", "RLBE"],
+            ),
+            (5, &["PLAIN", "DICTIONARY"]),
+            (8, &["PLAIN", "RLE", "TS_2DIFF", "GORILLA", "CHIMP", "RLBE"]),
+            (9, &["PLAIN", "RLE", "TS_2DIFF", "GORILLA", "CHIMP", "RLBE"]),
+            (10, &["PLAIN"]),
+            (11, &["PLAIN", "DICTIONARY"]),
+        ];
+        for (code, names) in accepted {
+            for e in Encoding::ALL {
+                if *e == Encoding::CAMEL {
+                    continue; // C++-only DOUBLE encoding, not implemented here
+                }
+                assert_eq!(
+                    v4_supports_logical(*e, *code),
+                    names.contains(&e.v4_name()),
+                    "type {code} {}",
+                    e.v4_name()
+                );
+            }
+        }
     }
 }

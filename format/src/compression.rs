@@ -1,10 +1,44 @@
-//! Page compression codecs: UNCOMPRESSED and raw-block SNAPPY (never the frame format).
+//! Page compression codecs. Format 000002 has UNCOMPRESSED and raw-block SNAPPY (never
+//! the frame format). Format v4 adds, framed as Apache TsFile 2.x frames them (Java and
+//! C++ agree): GZIP as one gzip member (RFC 1952 header and trailer; zlib `windowBits`
+//! 31, Java `GZIPOutputStream`), LZ4 as one raw LZ4 block (no frame, no size prefix:
+//! the page header carries the uncompressed size) and ZSTD as one Zstandard frame that
+//! records its content size (C++ `ZSTD_compress` at level 3; the C++ reader refuses a
+//! frame without it).
 
 use crate::basic::Compression;
 use crate::errors::{Error, Result};
+use std::io::{Read, Write};
 
-/// Compresses a whole page body, appending to `out`.
+/// Zstandard level TsFile 2.x writes with (`ZSTD_CLEVEL_DEFAULT`).
+const ZSTD_LEVEL: i32 = 3;
+
+/// Compresses a whole page body of format 000002, appending to `out`. Codecs 0.10
+/// does not implement give [`Error::Unsupported`].
 pub fn compress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    codec.check()?;
+    compress_any(codec, input, out)
+}
+
+/// Compresses a whole page body of format v4, appending to `out`; codecs not
+/// implemented for v4 give [`Error::Unsupported`].
+pub fn compress_v4(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    v4_check(codec)?;
+    compress_any(codec, input, out)
+}
+
+fn v4_check(codec: Compression) -> Result<()> {
+    if codec.is_supported_v4() {
+        Ok(())
+    } else {
+        Err(Error::unsupported(format!(
+            "compression {codec} is not implemented for format v4 \
+             (use UNCOMPRESSED, SNAPPY, GZIP, LZ4 or ZSTD)"
+        )))
+    }
+}
+
+fn compress_any(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
     match codec {
         Compression::UNCOMPRESSED => {
             out.extend_from_slice(input);
@@ -19,14 +53,104 @@ pub fn compress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<(
             out.truncate(start + n);
             Ok(())
         }
+        Compression::GZIP => {
+            // OS byte 3 (Unix) and mtime 0, as zlib's deflateInit2(.., 31, ..) writes.
+            let mut e = flate2::GzBuilder::new()
+                .operating_system(3)
+                .write(std::mem::take(out), flate2::Compression::default());
+            e.write_all(input)?;
+            *out = e.finish()?;
+            Ok(())
+        }
+        Compression::LZ4 => {
+            let start = out.len();
+            out.resize(
+                start + lz4_flex::block::get_maximum_output_size(input.len()),
+                0,
+            );
+            let n = lz4_flex::block::compress_into(input, &mut out[start..])
+                .map_err(|e| Error::invalid(format!("LZ4 compression failed: {e}")))?;
+            out.truncate(start + n);
+            Ok(())
+        }
+        Compression::ZSTD => {
+            let c = zstd::bulk::compress(input, ZSTD_LEVEL)?;
+            out.extend_from_slice(&c);
+            Ok(())
+        }
         other => other.check(),
     }
 }
 
-/// Decompresses a page body of `uncompressed_size` bytes.
+fn sized(out: Vec<u8>, uncompressed_size: usize, what: &str, offset: u64) -> Result<Vec<u8>> {
+    if out.len() != uncompressed_size {
+        return Err(Error::format(
+            offset,
+            format_args!(
+                "{what} of {uncompressed_size} bytes (page header), it holds {}",
+                out.len()
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// Decompresses a page body of format 000002 of `uncompressed_size` bytes (codecs 0.10
+/// does not implement are malformed input).
 ///
 /// `offset` is the absolute file offset of the compressed bytes, used in errors.
 pub fn decompress(
+    codec: Compression,
+    input: &[u8],
+    uncompressed_size: usize,
+    offset: u64,
+) -> Result<Vec<u8>> {
+    if !codec.is_supported() {
+        return Err(Error::format(
+            offset,
+            format_args!("a compression TsFile 0.10 supports, found {codec}"),
+        ));
+    }
+    decompress_any(codec, input, uncompressed_size, offset)
+}
+
+/// Decompresses a page body of format v4 of `uncompressed_size` bytes (the page
+/// header's value), checking that the codec's own framing agrees with it.
+///
+/// `offset` is the absolute file offset of the compressed bytes, used in errors.
+/// Memory is bounded by each codec's maximum expansion of `input`, whatever
+/// `uncompressed_size` claims.
+pub fn decompress_v4(
+    codec: Compression,
+    input: &[u8],
+    uncompressed_size: usize,
+    offset: u64,
+) -> Result<Vec<u8>> {
+    if !codec.is_supported_v4() {
+        return Err(Error::format(
+            offset,
+            format_args!("a compression format v4 implements here, found {codec}"),
+        ));
+    }
+    decompress_any(codec, input, uncompressed_size, offset)
+}
+
+/// Reads at most `uncompressed_size + 1` bytes from a streaming decoder.
+fn read_bounded(
+    r: impl Read,
+    uncompressed_size: usize,
+    prealloc: usize,
+    what: &str,
+    offset: u64,
+) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(uncompressed_size.min(prealloc));
+    r.take(uncompressed_size as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| Error::format(offset, format_args!("{what}: {e}")))?;
+    sized(out, uncompressed_size, what, offset)
+}
+
+fn decompress_any(
     codec: Compression,
     input: &[u8],
     uncompressed_size: usize,
@@ -62,6 +186,59 @@ pub fn decompress(
                 .map_err(|e| Error::format(offset, format_args!("a raw Snappy block: {e}")))?;
             out.truncate(n);
             Ok(out)
+        }
+        Compression::GZIP => read_bounded(
+            flate2::read::GzDecoder::new(input),
+            uncompressed_size,
+            input.len().saturating_mul(1032),
+            "a gzip member",
+            offset,
+        ),
+        Compression::LZ4 => {
+            // An LZ4 block expands at most ~255 times.
+            if uncompressed_size as u64 > 255 * input.len() as u64 + 16 {
+                return Err(Error::format(
+                    offset,
+                    format_args!(
+                        "a raw LZ4 block that can expand {} bytes to {uncompressed_size} (page header)",
+                        input.len()
+                    ),
+                ));
+            }
+            let mut out = vec![0u8; uncompressed_size];
+            let n = lz4_flex::block::decompress_into(input, &mut out)
+                .map_err(|e| Error::format(offset, format_args!("a raw LZ4 block: {e}")))?;
+            out.truncate(n);
+            sized(out, uncompressed_size, "a raw LZ4 block", offset)
+        }
+        Compression::ZSTD => {
+            match zstd::zstd_safe::get_frame_content_size(input) {
+                Ok(Some(n)) if n == uncompressed_size as u64 => {}
+                Ok(Some(n)) => {
+                    return Err(Error::format(
+                        offset,
+                        format_args!(
+                            "a Zstandard frame of {uncompressed_size} bytes (page header), \
+                             frame says {n}"
+                        ),
+                    ))
+                }
+                _ => {
+                    return Err(Error::format(
+                        offset,
+                        "a Zstandard frame that records its content size",
+                    ))
+                }
+            }
+            let d = zstd::stream::read::Decoder::with_buffer(input)
+                .map_err(|e| Error::format(offset, format_args!("a Zstandard frame: {e}")))?;
+            read_bounded(
+                d,
+                uncompressed_size,
+                input.len().saturating_mul(64),
+                "a Zstandard frame",
+                offset,
+            )
         }
         other => Err(Error::format(
             offset,

@@ -88,7 +88,7 @@ macro_rules! num_update {
 impl Statistics {
     /// Empty statistics for `data_type`.
     pub fn new(data_type: DataType) -> Self {
-        let values = match data_type {
+        let values = match data_type.storage_type() {
             DataType::BOOLEAN => ValueStats::Boolean {
                 first: false,
                 last: false,
@@ -121,7 +121,7 @@ impl Statistics {
                 last: 0.0,
                 sum: 0.0,
             }),
-            DataType::TEXT => ValueStats::Text {
+            _ => ValueStats::Text {
                 first: Vec::new(),
                 last: Vec::new(),
             },
@@ -365,7 +365,7 @@ impl Statistics {
         let count = r.read_i64("statistics count")?;
         let start_time = r.read_i64("statistics start time")?;
         let end_time = r.read_i64("statistics end time")?;
-        let values = match data_type {
+        let values = match data_type.storage_type() {
             DataType::BOOLEAN => ValueStats::Boolean {
                 first: r.read_bool("statistics first")?,
                 last: r.read_bool("statistics last")?,
@@ -398,7 +398,7 @@ impl Statistics {
                 last: r.read_f64("statistics last")?,
                 sum: r.read_f64("statistics sum")?,
             }),
-            DataType::TEXT => ValueStats::Text {
+            _ => ValueStats::Text {
                 first: r.read_binary("statistics first")?.to_vec(),
                 last: r.read_binary("statistics last")?.to_vec(),
             },

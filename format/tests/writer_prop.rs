@@ -80,7 +80,7 @@ fn arb_spec() -> impl Strategy<Value = Spec> {
             Encoding::ALL
                 .iter()
                 .copied()
-                .filter(move |e| e.supports(dt))
+                .filter(move |e| e.check(dt).is_ok())
                 .map(move |e| (dt, e))
         })
         .collect();

@@ -41,7 +41,7 @@ fn load(name: &str) -> Golden {
             DataType::INT64 => Value::Int64(f[4].parse().unwrap()),
             DataType::FLOAT => Value::Float(f[4].parse().unwrap()),
             DataType::DOUBLE => Value::Double(f[4].parse().unwrap()),
-            DataType::TEXT => Value::Text(unescape(f[4]).into_bytes()),
+            _ => Value::Text(unescape(f[4]).into_bytes()),
         };
         points
             .entry((f[0].to_string(), f[1].to_string()))

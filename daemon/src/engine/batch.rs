@@ -125,7 +125,7 @@ impl WriteBatch {
             for _ in 0..count {
                 times.push(r.read_i64("time")?);
             }
-            let values = match ty.data_type {
+            let values = match ty.data_type.storage_type() {
                 DataType::BOOLEAN => Column::Boolean(
                     (0..count)
                         .map(|_| r.read_u8("value").map(|b| b != 0))
@@ -151,7 +151,7 @@ impl WriteBatch {
                         .map(|_| r.read_f64("value"))
                         .collect::<tsfile::Result<_>>()?,
                 ),
-                DataType::TEXT => Column::Text(
+                _ => Column::Text(
                     (0..count)
                         .map(|_| r.read_binary("value").map(<[u8]>::to_vec))
                         .collect::<tsfile::Result<_>>()?,

@@ -86,13 +86,13 @@ impl TypeDefaults {
 
     /// The default type, encoding and compression of a data type.
     pub fn series_type(&self, data_type: DataType) -> SeriesType {
-        let encoding = match data_type {
+        let encoding = match data_type.storage_type() {
             DataType::BOOLEAN => self.boolean_encoding,
             DataType::INT32 => self.int32_encoding,
             DataType::INT64 => self.int64_encoding,
             DataType::FLOAT => self.float_encoding,
             DataType::DOUBLE => self.double_encoding,
-            DataType::TEXT => self.text_encoding,
+            _ => self.text_encoding,
         };
         SeriesType {
             data_type,

@@ -3,22 +3,38 @@
 //! Fixed-width big-endian values (floats through Java's `floatToIntBits` /
 //! `doubleToLongBits`, so NaN is canonicalised), TEXT as an i32 length plus the bytes.
 //! Values are written to the column stream immediately; flush writes nothing.
+//!
+//! Format v4 ([`PlainEncoder::v4`], [`decode_v4`]) differs for two types: INT32 (and
+//! DATE) is a zigzag var-int (Java `writeVarInt`), and TEXT (STRING, BLOB) takes a
+//! zigzag var-int length instead of the i32 one. The other types are unchanged.
 
 use super::Encoder;
 use crate::basic::{Column, DataType};
 use crate::errors::{Error, Result};
-use crate::util::io::{put_binary, put_f32, put_f64, put_i32, put_i64};
+use crate::util::io::{put_binary, put_f32, put_f64, put_i32, put_i64, ByteReader};
 
 /// Java `PlainEncoder` (big-endian) for one data type.
 #[derive(Debug, Clone)]
 pub struct PlainEncoder {
     data_type: DataType,
+    v4: bool,
 }
 
 impl PlainEncoder {
-    /// A PLAIN encoder for values of `data_type`.
+    /// A PLAIN encoder (format 000002) for values of `data_type`.
     pub fn new(data_type: DataType) -> Self {
-        PlainEncoder { data_type }
+        PlainEncoder {
+            data_type,
+            v4: false,
+        }
+    }
+
+    /// A PLAIN encoder of format v4 for values of the storage type `data_type`.
+    pub fn v4(data_type: DataType) -> Self {
+        PlainEncoder {
+            data_type,
+            v4: true,
+        }
     }
 
     #[inline]
@@ -42,7 +58,11 @@ impl Encoder for PlainEncoder {
     }
     fn encode_i32(&mut self, v: i32, out: &mut Vec<u8>) -> Result<()> {
         self.expect(DataType::INT32)?;
-        put_i32(out, v);
+        if self.v4 {
+            super::dictionary::put_varint(out, v);
+        } else {
+            put_i32(out, v);
+        }
         Ok(())
     }
     fn encode_i64(&mut self, v: i64, out: &mut Vec<u8>) -> Result<()> {
@@ -68,7 +88,12 @@ impl Encoder for PlainEncoder {
                 v.len()
             )));
         }
-        put_binary(out, v);
+        if self.v4 {
+            super::dictionary::put_varint(out, v.len() as i32);
+            out.extend_from_slice(v);
+        } else {
+            put_binary(out, v);
+        }
         Ok(())
     }
     fn flush(&mut self, _out: &mut Vec<u8>) -> Result<()> {
@@ -80,13 +105,13 @@ impl Encoder for PlainEncoder {
 }
 
 fn stream_name(t: DataType) -> &'static str {
-    match t {
+    match t.storage_type() {
         DataType::BOOLEAN => "PLAIN BOOLEAN column",
         DataType::INT32 => "PLAIN INT32 column",
         DataType::INT64 => "PLAIN INT64 column",
         DataType::FLOAT => "PLAIN FLOAT column",
         DataType::DOUBLE => "PLAIN DOUBLE column",
-        DataType::TEXT => "PLAIN TEXT column",
+        _ => "PLAIN TEXT column",
     }
 }
 
@@ -177,10 +202,67 @@ pub fn decode(data: &[u8], count: usize, out: &mut Column) -> Result<()> {
     Ok(())
 }
 
+/// Decodes exactly `count` PLAIN values of format v4 (see the module docs), appending
+/// to `out`.
+pub fn decode_v4(data: &[u8], count: usize, out: &mut Column) -> Result<()> {
+    let t = out.data_type();
+    let err = |r: &ByteReader<'_>, i: usize, e: Error| {
+        Error::decode(stream_name(t), r.position(), format_args!("value {i}: {e}"))
+    };
+    match out {
+        Column::Int32(v) => {
+            let mut r = ByteReader::new(data, 0);
+            v.reserve(count.min(data.len()));
+            for i in 0..count {
+                let x =
+                    super::dictionary::read_varint(&mut r, "var-int").map_err(|e| err(&r, i, e))?;
+                v.push(x);
+            }
+            Ok(())
+        }
+        Column::Text(v) => {
+            let mut r = ByteReader::new(data, 0);
+            v.reserve(count.min(data.len()));
+            for i in 0..count {
+                let n =
+                    super::dictionary::read_varint(&mut r, "length").map_err(|e| err(&r, i, e))?;
+                if n < 0 {
+                    return Err(err(&r, i, Error::invalid(format!("length {n}"))));
+                }
+                let b = r
+                    .take(n as usize, "value bytes")
+                    .map_err(|e| err(&r, i, e))?;
+                v.push(b.to_vec());
+            }
+            Ok(())
+        }
+        out => decode(data, count, out),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn v4_int32_and_text_are_varint() {
+        let mut out = Vec::new();
+        let mut e = PlainEncoder::v4(DataType::INT32);
+        for v in [0, 7, 14, -1, 64] {
+            e.encode_i32(v, &mut out).unwrap();
+        }
+        // As the PyPI tsfile 2.5.0 writer stores 0, 7, 14 (seen in its page bytes).
+        assert_eq!(hex(&out), "000e1c018001");
+        let mut c = Column::new(DataType::INT32);
+        decode_v4(&out, 5, &mut c).unwrap();
+        assert_eq!(c, Column::Int32(vec![0, 7, 14, -1, 64]));
+        let mut out = Vec::new();
+        let mut e = PlainEncoder::v4(DataType::TEXT);
+        e.encode_binary(b"ab", &mut out).unwrap();
+        assert_eq!(hex(&out), "046162");
+        assert!(decode_v4(&out[..2], 1, &mut Column::new(DataType::TEXT)).is_err());
+    }
 
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()

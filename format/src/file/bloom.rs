@@ -62,6 +62,34 @@ impl BloomFilter {
         })
     }
 
+    /// Adds a full path as Java and as the C++ TsFile 2.x library hash it (they differ for
+    /// some non-ASCII paths), so both find it. Used by the v4 writer.
+    pub fn add_both(&mut self, path: &str) {
+        self.add(path);
+        let idx: Vec<usize> = SEEDS[..self.hash_count]
+            .iter()
+            .map(|seed| {
+                (murmur128_hash_unsigned_tail(path.as_bytes(), *seed).unsigned_abs() as usize)
+                    % self.size
+            })
+            .collect();
+        for i in idx {
+            if self.bits.len() <= i / 8 {
+                self.bits.resize(self.size.div_ceil(8), 0);
+            }
+            self.bits[i / 8] |= 1 << (i % 8);
+        }
+    }
+
+    /// Whether the C++ TsFile 2.x library's hashing of `path` finds it.
+    pub fn contains_unsigned_tail(&self, path: &str) -> bool {
+        SEEDS[..self.hash_count].iter().all(|seed| {
+            let i = (murmur128_hash_unsigned_tail(path.as_bytes(), *seed).unsigned_abs() as usize)
+                % self.size;
+            self.bits.get(i / 8).is_some_and(|b| b >> (i % 8) & 1 == 1)
+        })
+    }
+
     /// Adds a full path (`device.measurement`).
     pub fn add(&mut self, path: &str) {
         let idx: Vec<usize> = self.bit_indices(path).collect();
@@ -79,6 +107,24 @@ impl BloomFilter {
             self.bits
                 .get(i / 8)
                 .is_some_and(|b| b & (1 << (i % 8)) != 0)
+        })
+    }
+
+    /// The stored bit array (trailing zero bytes dropped).
+    pub fn bit_bytes(&self) -> &[u8] {
+        &self.bits[..self.serialized_bits_len()]
+    }
+
+    /// A filter from a stored bit array, its size in bits and its hash count (v4 stores
+    /// them as var-ints); refuses sizes that do not cover the bytes and counts outside 1..=8.
+    pub fn from_parts(bits: Vec<u8>, size: usize, hash_count: usize) -> Option<Self> {
+        if size == 0 || size.div_ceil(8) < bits.len() || !(1..=MAX_HASHES).contains(&hash_count) {
+            return None;
+        }
+        Some(BloomFilter {
+            bits,
+            size,
+            hash_count,
         })
     }
 
@@ -135,6 +181,16 @@ fn fmix64(mut k: u64) -> u64 {
 /// IoTDB's `Murmur128Hash.hash(value, seed)`: MurmurHash3 x64-128 with sign-extended
 /// tail bytes, returning the low 32 bits of `h1 + h2`.
 pub fn murmur128_hash(key: &[u8], seed: i32) -> i32 {
+    murmur128(key, seed, true)
+}
+
+/// The same hash with the tail bytes taken unsigned, as the C++ TsFile 2.x library computes
+/// it; it differs from Java's only for paths whose last `len % 16` bytes include one >= 0x80.
+pub fn murmur128_hash_unsigned_tail(key: &[u8], seed: i32) -> i32 {
+    murmur128(key, seed, false)
+}
+
+fn murmur128(key: &[u8], seed: i32, signed_tail: bool) -> i32 {
     const C1: u64 = 0x87c37b91114253d5;
     const C2: u64 = 0x4cf5ad432745937f;
     let len = key.len();
@@ -162,7 +218,13 @@ pub fn murmur128_hash(key: &[u8], seed: i32) -> i32 {
     }
     let tail = &key[nblocks * 16..];
     let r = tail.len();
-    let sx = |j: usize| tail[j] as i8 as i64 as u64;
+    let sx = |j: usize| {
+        if signed_tail {
+            tail[j] as i8 as i64 as u64
+        } else {
+            tail[j] as u64
+        }
+    };
     let mut k1: u64 = 0;
     let mut k2: u64 = 0;
     if r > 8 {
@@ -192,6 +254,23 @@ pub fn murmur128_hash(key: &[u8], seed: i32) -> i32 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn unsigned_tail_matches_the_cpp_library() {
+        // Bits of the 256-bit, 5-hash filter the PyPI `tsfile` 2.5.0 library wrote for its
+        // only series `root.sg.d1.温度` (read from that file).
+        let mut b = BloomFilter::with_capacity(1, DEFAULT_ERROR_RATE);
+        let p = "root.sg.d1.温度";
+        let idx: Vec<usize> = SEEDS[..b.hash_count()]
+            .iter()
+            .map(|s| (murmur128_hash_unsigned_tail(p.as_bytes(), *s).unsigned_abs() as usize) % 256)
+            .collect();
+        let mut sorted = idx.clone();
+        sorted.sort();
+        assert_eq!(sorted, [38, 82, 118, 191, 216]);
+        b.add_both(p);
+        assert!(b.contains(p) && b.contains_unsigned_tail(p));
+    }
     use super::*;
 
     #[test]

@@ -11,12 +11,14 @@ use crate::util::io::{self, ByteReader};
 fn read_data_type(r: &mut ByteReader<'_>, what: &str) -> Result<DataType> {
     let at = r.offset();
     let code = r.read_i16(what)?;
-    DataType::from_code(code).ok_or_else(|| {
-        Error::format(
-            at,
-            format_args!("{what}: a data type code 0..=5, found {code}"),
-        )
-    })
+    DataType::from_code(code)
+        .filter(|t| t.in_v2())
+        .ok_or_else(|| {
+            Error::format(
+                at,
+                format_args!("{what}: a data type code 0..=5, found {code}"),
+            )
+        })
 }
 
 fn read_encoding(r: &mut ByteReader<'_>, what: &str) -> Result<Encoding> {

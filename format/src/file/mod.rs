@@ -4,6 +4,7 @@ pub mod bloom;
 pub mod metadata;
 pub mod properties;
 pub mod reader;
+pub mod v4;
 pub mod writer;
 
 /// `"TsFile"`, at the start and the end of every file.

@@ -34,9 +34,9 @@ pub struct SeriesOptions {
 pub struct ConvertOptions {
     /// Per-series encoding and compression; series not listed use the defaults.
     pub series: Vec<SeriesOptions>,
-    /// Encoding per data type, indexed by [`DataType::code`] (default: PLAIN, as Java's
-    /// `valueEncoder` default).
-    pub default_encoding: [Encoding; 6],
+    /// Encoding per data type, indexed by [`DataType::code`] (0..=11; default: PLAIN, as
+    /// Java's `valueEncoder` default).
+    pub default_encoding: [Encoding; 12],
     /// Compression of unlisted series (default: SNAPPY, Java's default).
     pub default_compression: Compression,
     /// Writer settings: points per page, page size, group size, index degree, ...
@@ -47,7 +47,7 @@ impl Default for ConvertOptions {
     fn default() -> Self {
         ConvertOptions {
             series: Vec::new(),
-            default_encoding: [Encoding::PLAIN; 6],
+            default_encoding: [Encoding::PLAIN; 12],
             default_compression: Compression::SNAPPY,
             properties: WriterProperties::default(),
         }
@@ -162,7 +162,144 @@ fn parse_value(data_type: DataType, s: &str) -> Result<Value> {
         DataType::INT64 => Value::Int64(s.parse().map_err(|_| bad("INT64"))?),
         DataType::FLOAT => Value::Float(s.parse().map_err(|_| bad("FLOAT"))?),
         DataType::DOUBLE => Value::Double(s.parse().map_err(|_| bad("DOUBLE"))?),
-        DataType::TEXT => Value::Text(unescape(s)?),
+        DataType::TEXT | DataType::STRING => Value::Text(unescape(s)?),
+        DataType::TIMESTAMP => Value::Int64(s.parse().map_err(|_| bad("TIMESTAMP (int64)"))?),
+        DataType::DATE => Value::Int32(parse_date(s).ok_or_else(|| bad("DATE (YYYY-MM-DD)"))?),
+        DataType::BLOB => {
+            Value::Text(parse_blob(s).ok_or_else(|| bad("BLOB (0x and hex digits)"))?)
+        }
+    })
+}
+
+/// `YYYY-MM-DD` as the `yyyyMMdd` int v4 stores (a real calendar date).
+pub fn parse_date(s: &str) -> Option<i32> {
+    let d = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    use chrono::Datelike;
+    if !(1000..=9999).contains(&d.year()) {
+        return None;
+    }
+    Some(d.year() * 10000 + d.month() as i32 * 100 + d.day() as i32)
+}
+
+/// `0x` + lower- or upper-case hex digits as bytes.
+pub fn parse_blob(s: &str) -> Option<Vec<u8>> {
+    let h = s.strip_prefix("0x")?;
+    if h.len() % 2 != 0 {
+        return None;
+    }
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// What [`convert_v4`] wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryV4 {
+    /// Points written.
+    pub points: u64,
+    /// Series written.
+    pub series: usize,
+    /// File size in bytes.
+    pub file_size: u64,
+}
+
+/// Converts a canonical dump into a TsFile format v4 written to `out`: every series
+/// non-aligned, one chunk group per device holding all of its points (pages cut by the
+/// writer properties). A series' times must be strictly increasing. Errors name the line.
+pub fn convert_v4(
+    mut tsv: impl BufRead,
+    out: impl Write,
+    opts: &ConvertOptions,
+) -> Result<SummaryV4> {
+    use crate::basic::Column;
+    use crate::file::v4::{SeriesChunk, TsFileWriterV4};
+    use std::collections::BTreeMap;
+    let overrides: HashMap<(&str, &str), &SeriesOptions> = opts
+        .series
+        .iter()
+        .map(|s| ((s.device.as_str(), s.measurement.as_str()), s))
+        .collect();
+    // device -> measurement -> (schema, times, values)
+    type Series = (MeasurementSchema, Vec<i64>, Column);
+    let mut data: BTreeMap<String, BTreeMap<String, Series>> = BTreeMap::new();
+    let mut line = String::new();
+    let mut n = 0usize;
+    let mut points = 0u64;
+    loop {
+        line.clear();
+        if tsv.read_line(&mut line)? == 0 {
+            break;
+        }
+        n += 1;
+        let at = |e: Error| Error::invalid(format!("TSV line {n}: {e}"));
+        let text = line.strip_suffix('\n').unwrap_or(&line);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        let mut f = text.splitn(5, '\t');
+        let (Some(fd), Some(fm), Some(ft), Some(ftime), Some(fv)) =
+            (f.next(), f.next(), f.next(), f.next(), f.next())
+        else {
+            return Err(at(Error::invalid(
+                "expected 5 TAB-separated fields DEVICE, MEASUREMENT, TYPE, TIME, VALUE",
+            )));
+        };
+        let d = into_string(unescape(fd).map_err(at)?).map_err(at)?;
+        let m = into_string(unescape(fm).map_err(at)?).map_err(at)?;
+        let data_type: DataType = ft.parse().map_err(at)?;
+        let time: i64 = ftime
+            .parse()
+            .map_err(|_| at(Error::invalid(format!("time {ftime:?} is not an INT64"))))?;
+        let value = parse_value(data_type, fv).map_err(at)?;
+        let dev = data.entry(d.clone()).or_default();
+        let entry = match dev.get_mut(&m) {
+            Some(e) => e,
+            None => {
+                let (encoding, compression) = match overrides.get(&(d.as_str(), m.as_str())) {
+                    Some(o) => (o.encoding, o.compression),
+                    None => (opts.default_encoding(data_type), opts.default_compression),
+                };
+                let schema = MeasurementSchema::new(&m, data_type, encoding, compression);
+                crate::file::v4::writer::validate_schema(&schema).map_err(at)?;
+                dev.entry(m.clone())
+                    .or_insert((schema, Vec::new(), Column::new(data_type)))
+            }
+        };
+        if entry.0.data_type != data_type {
+            return Err(at(Error::invalid(format!(
+                "series {d}.{m} was {} on an earlier line, now {data_type}",
+                entry.0.data_type
+            ))));
+        }
+        if let Some(last) = entry.1.last() {
+            if time <= *last {
+                return Err(at(Error::invalid(format!(
+                    "time {time} of {d}.{m} is not after {last} (v4 series need strictly increasing times)"
+                ))));
+            }
+        }
+        entry.1.push(time);
+        entry.2.push(value).map_err(at)?;
+        points += 1;
+    }
+    let mut w = TsFileWriterV4::new(out, opts.properties.clone())?;
+    let mut series = 0;
+    for (device, ms) in &data {
+        let chunks: Vec<SeriesChunk<'_>> = ms
+            .values()
+            .map(|(s, t, v)| SeriesChunk {
+                schema: s,
+                times: t,
+                values: v,
+            })
+            .collect();
+        series += chunks.len();
+        w.write_chunk_group(device, &chunks)?;
+    }
+    let (_, file_size) = w.finish()?;
+    Ok(SummaryV4 {
+        points,
+        series,
+        file_size,
     })
 }
 

@@ -89,3 +89,73 @@ pub fn dump<S: Source>(reader: &TsFileReader<S>, out: &mut impl Write) -> Result
     }
     Ok(())
 }
+
+/// The canonical text of a value of a v4 series of `data_type`: as [`value_text`],
+/// except DATE (`YYYY-MM-DD` from the stored `yyyyMMdd`) and BLOB (`0x` + lower-case hex).
+pub fn value_text_v4(data_type: crate::basic::DataType, v: &Value) -> String {
+    use crate::basic::DataType;
+    match (data_type, v) {
+        (DataType::DATE, Value::Int32(d)) => date_text(*d),
+        (DataType::BLOB, Value::Text(b)) => {
+            let mut s = String::with_capacity(2 + 2 * b.len());
+            s.push_str("0x");
+            for x in b {
+                use std::fmt::Write as _;
+                let _ = write!(s, "{x:02x}");
+            }
+            s
+        }
+        _ => value_text(v),
+    }
+}
+
+/// `yyyyMMdd` as `YYYY-MM-DD` (digits as stored, even if not a real date).
+pub fn date_text(d: i32) -> String {
+    format!("{:04}-{:02}-{:02}", d / 10000, (d / 100) % 100, d % 100)
+}
+
+/// Writes the canonical dump of a v4 file (same format as [`dump`]; TYPE is the v4 type
+/// name, values as [`value_text_v4`]; nulls of aligned series are not points).
+pub fn dump_v4(reader: &crate::file::v4::TsFileReaderV4, out: &mut impl Write) -> Result<()> {
+    use crate::file::v4::{TIME_COLUMN_MASK, VALUE_COLUMN_MASK};
+    let mut devices = reader.devices()?;
+    devices.sort_by(|a, b| a.device.path().as_bytes().cmp(b.device.path().as_bytes()));
+    for d in &devices {
+        let time = d.series.iter().find(|s| s.mask() & TIME_COLUMN_MASK != 0);
+        let mut series: Vec<_> = d
+            .series
+            .iter()
+            .filter(|s| s.mask() & TIME_COLUMN_MASK == 0)
+            .collect();
+        series.sort_by(|a, b| a.measurement.as_bytes().cmp(b.measurement.as_bytes()));
+        let dev = escape_text(d.device.path().as_bytes());
+        for ts in series {
+            let dt = crate::basic::DataType::from_code(ts.type_code as i16).ok_or_else(|| {
+                crate::errors::Error::format(
+                    ts.offset,
+                    format_args!("a known data type, found code {}", ts.type_code),
+                )
+            })?;
+            let aligned_time = if ts.mask() & VALUE_COLUMN_MASK != 0 {
+                time
+            } else {
+                None
+            };
+            let mut points = reader.series_points(ts, aligned_time)?;
+            points.sort_by_key(|p| p.0);
+            let mut text = String::new();
+            let prefix = format!(
+                "{dev}\t{}\t{}\t",
+                escape_text(ts.measurement.as_bytes()),
+                dt.name()
+            );
+            for (t, v) in &points {
+                use std::fmt::Write as _;
+                text.push_str(&prefix);
+                let _ = writeln!(text, "{t}\t{}", value_text_v4(dt, v));
+            }
+            out.write_all(text.as_bytes())?;
+        }
+    }
+    Ok(())
+}

@@ -241,13 +241,13 @@ impl ChunkWriter {
                 }
             }};
         }
-        match self.data_type {
+        match self.data_type.storage_type() {
             DataType::BOOLEAN => each!(encode_bool, update_bool, |b| b != 0),
             DataType::INT32 => each!(encode_i32, update_i32, |b| b as u32 as i32),
             DataType::INT64 => each!(encode_i64, update_i64, |b| b as i64),
             DataType::FLOAT => each!(encode_f32, update_f32, |b| f32::from_bits(b as u32)),
             DataType::DOUBLE => each!(encode_f64, update_f64, |b| f64::from_bits(b)),
-            DataType::TEXT => {
+            _ => {
                 return Err(Error::invalid("TEXT points cannot be staged"));
             }
         }

@@ -1,0 +1,389 @@
+//! CHIMP encoding (format v4 only; INT32, INT64, FLOAT, DOUBLE by their bit patterns).
+//!
+//! Chimp128 over an MSB-first bit string: the first value in full (32 or 64 bits), then
+//! per value a 2-bit case. The encoder keeps the last P values (P = 64 for 32-bit, 128
+//! for 64-bit) and, per low-bits key (`v & (2^(T+1) - 1)`, T = 11 or 13), where it last
+//! saw one. If that value is at most P values back and the XOR with it has more than T
+//! trailing zeros, it is the reference; otherwise the previous value is.
+//! - `00` + index (log2 P bits): equal to the referenced value.
+//! - `01` + index, 3-bit rounded leading-zero code, significant bit count (5/6 bits, 0
+//!   meaning all) + the significant bits: XOR with the referenced value.
+//! - `10` + the XOR's bits below the stored leading zeros: XOR with the previous value
+//!   when its rounded leading-zero count equals the stored one.
+//! - `11` + 3-bit leading-zero code + the XOR's bits below it (new stored count).
+//!
+//! Cases `00`/`01` reset the stored count. Flush appends the end marker (`i32::MIN`,
+//! `i64::MIN`, or NaN `0x7fc00000` / `0x7ff8000000000000`) as one more value, then
+//! writes the current byte even when empty. The encoder refuses the marker value.
+
+use super::gorilla_v2::{BitReader, Bits};
+use super::Encoder;
+use crate::errors::{Error, Result};
+
+/// Rounded leading-zero counts by code.
+const LEADING_DECODE: [u32; 8] = [0, 8, 12, 16, 18, 20, 22, 24];
+
+/// (code, rounded count) of a leading-zero count.
+fn leading_round(lz: u32) -> (u64, u32) {
+    let code = match lz {
+        0..=7 => 0,
+        8..=11 => 1,
+        12..=15 => 2,
+        16..=17 => 3,
+        18..=19 => 4,
+        20..=21 => 5,
+        22..=23 => 6,
+        _ => 7,
+    };
+    (code, LEADING_DECODE[code as usize])
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Int32,
+    Int64,
+    Float,
+    Double,
+}
+
+impl Kind {
+    fn width(self) -> u32 {
+        match self {
+            Kind::Int32 | Kind::Float => 32,
+            _ => 64,
+        }
+    }
+    fn marker(self) -> u64 {
+        match self {
+            Kind::Int32 => i32::MIN as u32 as u64,
+            Kind::Int64 => i64::MIN as u64,
+            Kind::Float => 0x7fc0_0000,
+            Kind::Double => 0x7ff8_0000_0000_0000,
+        }
+    }
+}
+
+/// Parameters by width: (P, log2 P, threshold T).
+fn params(width: u32) -> (usize, u32, u32) {
+    if width == 32 {
+        (64, 6, 11)
+    } else {
+        (128, 7, 13)
+    }
+}
+
+/// CHIMP encoder.
+#[derive(Debug, Clone)]
+pub struct ChimpEncoder {
+    kind: Kind,
+    bits: Bits,
+    first: bool,
+    stored_lead: u32,
+    values: Vec<u64>,
+    indices: Vec<i64>,
+    index: i64,
+    current: usize,
+}
+
+impl ChimpEncoder {
+    fn new(kind: Kind) -> Self {
+        let (p, _, t) = params(kind.width());
+        ChimpEncoder {
+            kind,
+            bits: Bits::default(),
+            first: true,
+            stored_lead: u32::MAX,
+            values: vec![0; p],
+            indices: vec![0; 1 << (t + 1)],
+            index: 0,
+            current: 0,
+        }
+    }
+    /// INT32 (and DATE) encoder.
+    pub fn int32() -> Self {
+        Self::new(Kind::Int32)
+    }
+    /// INT64 (and TIMESTAMP) encoder.
+    pub fn int64() -> Self {
+        Self::new(Kind::Int64)
+    }
+    /// FLOAT encoder.
+    pub fn float() -> Self {
+        Self::new(Kind::Float)
+    }
+    /// DOUBLE encoder.
+    pub fn double() -> Self {
+        Self::new(Kind::Double)
+    }
+
+    fn check(&self, k: Kind, bits: u64, nan: bool) -> Result<()> {
+        if self.kind != k {
+            return Err(Error::unsupported(format!(
+                "this CHIMP encoder takes {:?} values, not {k:?}",
+                self.kind
+            )));
+        }
+        if nan || bits == k.marker() {
+            return Err(Error::invalid(
+                "CHIMP cannot store its end-of-page marker (i32::MIN, i64::MIN or NaN)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, v: u64, out: &mut Vec<u8>) {
+        let w = self.kind.width();
+        let (p, log2p, t) = params(w);
+        let key = (v as u32 & ((1u32 << (t + 1)) - 1)) as usize;
+        if self.first {
+            self.first = false;
+            self.values[self.current] = v;
+            self.indices[key] = self.index;
+            self.bits.put(v, w, out);
+            return;
+        }
+        let curr_index = self.indices[key];
+        let mut trailing = 0u32;
+        let (prev_index, x) = if self.index - curr_index < p as i64 {
+            let slot = (curr_index % p as i64) as usize;
+            let tx = v ^ self.values[slot];
+            trailing = if tx == 0 {
+                w
+            } else {
+                tx.trailing_zeros().min(w)
+            };
+            if trailing > t {
+                (slot, tx)
+            } else {
+                let slot = (self.index % p as i64) as usize;
+                (slot, self.values[slot] ^ v)
+            }
+        } else {
+            let slot = (self.index % p as i64) as usize;
+            (slot, self.values[slot] ^ v)
+        };
+        if x == 0 {
+            self.bits.put(prev_index as u64, log2p + 2, out);
+            self.stored_lead = w + 1;
+        } else {
+            let lz = x.leading_zeros() - (64 - w);
+            let (code, lead) = leading_round(lz);
+            if trailing > t {
+                let sig = w - lead - trailing;
+                let sig_bits = if w == 32 { 5 } else { 6 };
+                let meta =
+                    (((p + prev_index) as u64) << (3 + sig_bits)) | (code << sig_bits) | sig as u64;
+                self.bits.put(meta, log2p + 2 + 3 + sig_bits, out);
+                self.bits.put(x >> trailing, sig, out);
+                self.stored_lead = w + 1;
+            } else if lead == self.stored_lead {
+                self.bits.put(0b10, 2, out);
+                self.bits.put(x, w - lead, out);
+            } else {
+                self.stored_lead = lead;
+                self.bits.put(24 + code, 5, out);
+                self.bits.put(x, w - lead, out);
+            }
+        }
+        self.current = (self.current + 1) % p;
+        self.values[self.current] = v;
+        self.index += 1;
+        self.indices[key] = self.index;
+    }
+}
+
+impl Encoder for ChimpEncoder {
+    fn encode_i32(&mut self, v: i32, out: &mut Vec<u8>) -> Result<()> {
+        let b = v as u32 as u64;
+        self.check(Kind::Int32, b, false)?;
+        self.push(b, out);
+        Ok(())
+    }
+    fn encode_i64(&mut self, v: i64, out: &mut Vec<u8>) -> Result<()> {
+        self.check(Kind::Int64, v as u64, false)?;
+        self.push(v as u64, out);
+        Ok(())
+    }
+    fn encode_f32(&mut self, v: f32, out: &mut Vec<u8>) -> Result<()> {
+        let b = v.to_bits() as u64;
+        self.check(Kind::Float, b, v.is_nan())?;
+        self.push(b, out);
+        Ok(())
+    }
+    fn encode_f64(&mut self, v: f64, out: &mut Vec<u8>) -> Result<()> {
+        self.check(Kind::Double, v.to_bits(), v.is_nan())?;
+        self.push(v.to_bits(), out);
+        Ok(())
+    }
+    fn flush(&mut self, out: &mut Vec<u8>) -> Result<()> {
+        let m = self.kind.marker();
+        self.push(m, out);
+        self.bits.close_always(out);
+        *self = Self::new(self.kind);
+        Ok(())
+    }
+    fn max_byte_size(&self) -> usize {
+        let w = self.kind.width() as usize;
+        let f = if w == 32 { 5 } else { 6 };
+        (2 + f + f + w) / 8 + 1
+    }
+}
+
+fn decode_raw(
+    stream: &'static str,
+    kind: Kind,
+    data: &[u8],
+    count: usize,
+    mut push: impl FnMut(u64),
+) -> Result<()> {
+    let w = kind.width();
+    let (p, log2p, _) = params(w);
+    let sig_bits = if w == 32 { 5 } else { 6 };
+    let mask = if w == 32 { u32::MAX as u64 } else { u64::MAX };
+    let mut r = BitReader::new(stream, data);
+    let mut values = vec![0u64; p];
+    let mut current = 0usize;
+    let mut stored = 0u64;
+    let mut lead = 0u32;
+    for i in 0..count {
+        if i == 0 {
+            stored = r.get(w)?;
+            values[0] = stored;
+        } else {
+            match r.get(2)? {
+                0b11 => {
+                    lead = LEADING_DECODE[r.get(3)? as usize];
+                    stored ^= r.get(w - lead)?;
+                }
+                0b10 => {
+                    stored ^= r.get(w - lead)?;
+                }
+                0b01 => {
+                    let index = r.get(log2p)? as usize;
+                    lead = LEADING_DECODE[r.get(3)? as usize];
+                    let mut sig = r.get(sig_bits)? as u32;
+                    if sig == 0 {
+                        sig = w;
+                    }
+                    if lead + sig > w {
+                        return Err(Error::decode(
+                            stream,
+                            r.byte_pos(),
+                            format_args!("{lead} leading zeros and {sig} significant bits"),
+                        ));
+                    }
+                    let trailing = w - sig - lead;
+                    stored = values[index] ^ ((r.get(sig)? << trailing) & mask);
+                }
+                _ => {
+                    stored = values[r.get(log2p)? as usize];
+                }
+            }
+            current = (current + 1) % p;
+            values[current] = stored;
+        }
+        if stored == kind.marker() {
+            return Err(Error::decode(
+                stream,
+                r.byte_pos(),
+                format_args!("the end-of-page marker after {i} of {count} values"),
+            ));
+        }
+        push(stored);
+    }
+    Ok(())
+}
+
+/// Decodes exactly `count` INT32 values.
+pub fn decode_i32(data: &[u8], count: usize, out: &mut Vec<i32>) -> Result<()> {
+    out.reserve(count.min(data.len() * 8));
+    decode_raw("CHIMP INT32 column", Kind::Int32, data, count, |b| {
+        out.push(b as u32 as i32)
+    })
+}
+
+/// Decodes exactly `count` INT64 values.
+pub fn decode_i64(data: &[u8], count: usize, out: &mut Vec<i64>) -> Result<()> {
+    out.reserve(count.min(data.len() * 8));
+    decode_raw("CHIMP INT64 column", Kind::Int64, data, count, |b| {
+        out.push(b as i64)
+    })
+}
+
+/// Decodes exactly `count` FLOAT values.
+pub fn decode_f32(data: &[u8], count: usize, out: &mut Vec<f32>) -> Result<()> {
+    out.reserve(count.min(data.len() * 8));
+    decode_raw("CHIMP FLOAT column", Kind::Float, data, count, |b| {
+        out.push(f32::from_bits(b as u32))
+    })
+}
+
+/// Decodes exactly `count` DOUBLE values.
+pub fn decode_f64(data: &[u8], count: usize, out: &mut Vec<f64>) -> Result<()> {
+    out.reserve(count.min(data.len() * 8));
+    decode_raw("CHIMP DOUBLE column", Kind::Double, data, count, |b| {
+        out.push(f64::from_bits(b))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_value_is_case_00_with_its_index() {
+        // 7, 7: first 32 bits, then '00' + index 0 (6 bits); marker: xor with 7 =
+        // 0x80000007, lead 0 -> '11' 000 + 32 bits; then the forced last byte.
+        let mut e = ChimpEncoder::int32();
+        let mut out = Vec::new();
+        e.encode_i32(7, &mut out).unwrap();
+        e.encode_i32(7, &mut out).unwrap();
+        e.flush(&mut out).unwrap();
+        let mut bits = format!("{:032b}", 7u32);
+        bits += "00000000";
+        bits += "11000";
+        bits += &format!("{:032b}", 0x8000_0007u32);
+        while bits.len() % 8 != 0 {
+            bits.push('0');
+        }
+        let want: Vec<u8> = (0..bits.len() / 8)
+            .map(|i| u8::from_str_radix(&bits[8 * i..8 * i + 8], 2).unwrap())
+            .collect();
+        assert_eq!(out, want);
+        let mut back = Vec::new();
+        decode_i32(&out, 2, &mut back).unwrap();
+        assert_eq!(back, [7, 7]);
+    }
+
+    #[test]
+    fn round_trips() {
+        let vals: Vec<i64> = (0..500)
+            .map(|i: i64| match i % 7 {
+                0 => i * 1_000_003,
+                1 => -i,
+                2 => i64::MAX - i,
+                3 => 42,
+                _ => i << 20,
+            })
+            .collect();
+        let mut e = ChimpEncoder::int64();
+        let mut out = Vec::new();
+        for v in &vals {
+            e.encode_i64(*v, &mut out).unwrap();
+        }
+        e.flush(&mut out).unwrap();
+        let mut back = Vec::new();
+        decode_i64(&out, vals.len(), &mut back).unwrap();
+        assert_eq!(back, vals);
+        let f: Vec<f32> = (0..300).map(|i| (i % 17) as f32 * 0.25 - 2.0).collect();
+        let mut e = ChimpEncoder::float();
+        let mut out = Vec::new();
+        for v in &f {
+            e.encode_f32(*v, &mut out).unwrap();
+        }
+        e.flush(&mut out).unwrap();
+        let mut back = Vec::new();
+        decode_f32(&out, f.len(), &mut back).unwrap();
+        assert_eq!(back, f);
+    }
+}
