@@ -124,6 +124,45 @@ fn sketch_lists_the_file_to_its_end() {
     assert!(text.contains(&format!("file length: {len}")));
 }
 
+/// `tsfiled sequence` on the golden file with version records: its figures from the
+/// Java oracle's `struct_versions.meta.json` (5 chunk groups, 5 chunks, 3 version
+/// markers, separator at 2103, 250 points).
+#[test]
+fn sequence_walks_the_file_in_order() {
+    let f = fixtures().join("struct_versions.tsfile");
+    let out = bin().arg("sequence").arg(&f).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let count = |pat: &str| text.lines().filter(|l| l.contains(pat)).count();
+    assert_eq!(count(": chunk group footer:"), 5);
+    assert_eq!(count(": chunk header:"), 5);
+    assert_eq!(count(": version: "), 3);
+    assert_eq!(count("2103: separator"), 1);
+    let points: usize = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("\t\tpoints: "))
+        .map(|n| n.parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(points, 250);
+    // Positions only grow through the data section.
+    let positions: Vec<u64> = text
+        .lines()
+        .take_while(|l| !l.starts_with("[metadata]"))
+        .filter_map(|l| l.split(':').next()?.parse().ok())
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+    let missing = bin()
+        .arg("sequence")
+        .arg("/nonexistent.tsfile")
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+}
+
 #[test]
 fn bad_input_is_a_clear_error_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();

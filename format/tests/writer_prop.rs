@@ -171,7 +171,7 @@ impl Seed {
                 Seed::Edge(e) => F64_EDGES[*e as usize % F64_EDGES.len()],
                 _ => n as f64 / 8.0,
             }),
-            DataType::TEXT => Value::Text(match self {
+            _ => Value::Text(match self {
                 Seed::Bytes(b) => b.clone(),
                 Seed::Bits(b) => b.to_le_bytes()[..(*b as usize % 9)].to_vec(),
                 Seed::Small(k) => k.to_string().into_bytes(),

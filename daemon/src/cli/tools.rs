@@ -10,7 +10,7 @@ use anyhow::{anyhow, Context};
 use clap::{Args, Subcommand};
 use tsfile::basic::{Compression, DataType, Encoding};
 use tsfile::file::reader::TsFileReader;
-use tsfile::tools::{convert, dump, overview, resource_print, sketch};
+use tsfile::tools::{convert, dump, overview, resource_print, sequence, sketch};
 
 /// The format tools.
 #[derive(Debug, Subcommand)]
@@ -29,6 +29,12 @@ pub enum ToolCommand {
         /// Write the sketch here instead of standard output.
         #[arg(long, short)]
         output: Option<PathBuf>,
+    },
+    /// Read a TsFile sequentially: every marker, chunk group, chunk header, page header
+    /// with its statistics and points, version record and the metadata, with positions.
+    Sequence {
+        /// The TsFile.
+        file: PathBuf,
     },
     /// Print `.resource` files: each device with its start and end time.
     Resource {
@@ -226,6 +232,14 @@ pub fn run(cmd: &ToolCommand) -> anyhow::Result<ExitCode> {
             let r = sketch::sketch_path(file, &mut out);
             out.flush()?;
             r?;
+        }
+        ToolCommand::Sequence { file } => {
+            let f = std::fs::File::open(file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+            sequence::sequence(f, &mut out)
+                .with_context(|| format!("reading {}", file.display()))?;
+            out.flush()?;
         }
         ToolCommand::Resource { paths } => {
             let mut out = BufWriter::new(io::stdout().lock());

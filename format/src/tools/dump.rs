@@ -27,7 +27,7 @@ pub fn value_text(v: &Value) -> String {
     }
 }
 
-fn push_value(line: &mut String, col: &Column, i: usize) {
+pub(crate) fn push_value(line: &mut String, col: &Column, i: usize) {
     use std::fmt::Write as _;
     match col {
         Column::Boolean(v) => line.push_str(if v[i] { "true" } else { "false" }),

@@ -6,4 +6,5 @@ pub mod dump;
 pub mod javafmt;
 pub mod overview;
 pub mod resource_print;
+pub mod sequence;
 pub mod sketch;
