@@ -163,7 +163,7 @@ const TYPES: [DataType; 10] = [
     DataType::TIMESTAMP,
 ];
 /// The encodings this test covers. GORILLA, ZIGZAG, CHIMP, SPRINTZ, RLBE and DICTIONARY
-/// (`v4-codecs`) are read exactly from the library's golden files (`v4_fixtures.rs`) but
+/// are read exactly from the library's golden files (`v4_fixtures.rs`) but
 /// are not in this random round trip yet: with this test's data (full-range values, NaN,
 /// several chunk groups) some of them did not round-trip (first seen 2026-12-02; open),
 /// nor did FLOAT/DOUBLE TS_2DIFF written by us (read from the library it is exact).
