@@ -67,7 +67,7 @@ fn default_config_validates() {
     assert_eq!(p.storage.time_precision, TimePrecision::Ms);
     assert_eq!(p.storage.time_partition, None);
     assert_eq!(p.sources.len(), 1);
-    let SourceKind::Http(h) = &p.sources[0].kind else {
+    let Some(h) = p.sources[0].settings::<HttpSourceConfig>() else {
         panic!("the default source is http")
     };
     assert_eq!(
@@ -157,7 +157,7 @@ fn example_http_validates() {
         (DataType::Float, Encoding::Gorilla)
     );
     assert!(p.schema.rule_for("root.other.x").is_none());
-    let SourceKind::Http(h) = &p.sources[0].kind else {
+    let Some(h) = p.sources[0].settings::<HttpSourceConfig>() else {
         panic!()
     };
     assert_eq!(h.line_protocol.path_prefix, "root.telegraf");
@@ -178,7 +178,7 @@ fn example_mqtt_validates() {
     let p = &c.pipelines[0];
     assert_eq!(p.storage.time_partition, Some(Duration::from_secs(86400)));
     assert_eq!(p.schema.defaults.integer_type, DataType::Int32);
-    let SourceKind::Mqtt(m) = &p.sources[0].kind else {
+    let Some(m) = p.sources[0].settings::<MqttSourceConfig>() else {
         panic!()
     };
     assert_eq!(
@@ -231,13 +231,13 @@ fn example_mqtt_validates() {
 fn example_csv_validates() {
     let c = ok(example("csv"));
     assert_eq!(c.pipelines.len(), 2);
-    let SourceKind::Csv(a) = &c.pipelines[0].sources[0].kind else {
+    let Some(a) = c.pipelines[0].sources[0].settings::<CsvSourceConfig>() else {
         panic!()
     };
     assert_eq!(a.format, CsvFormat::IotdbWide);
     assert!(a.accepts("export.csv") && a.accepts("x.csv.gz"));
     assert!(!a.accepts("export.csv.tmp") && !a.accepts(".export.csv"));
-    let SourceKind::Csv(b) = &c.pipelines[1].sources[0].kind else {
+    let Some(b) = c.pipelines[1].sources[0].settings::<CsvSourceConfig>() else {
         panic!()
     };
     assert_eq!(b.delimiter, b';');
@@ -320,7 +320,7 @@ fn data_dir_override() {
     assert_eq!(c.data_dir, PathBuf::from("/b"));
     assert_eq!(c.pipelines[0].storage.data_dir, PathBuf::from("/b"));
     assert_eq!(c.pipelines[0].storage.wal_dir, PathBuf::from("/b/wal"));
-    let SourceKind::Mqtt(m) = &c.pipelines[0].sources[0].kind else {
+    let Some(m) = c.pipelines[0].sources[0].settings::<MqttSourceConfig>() else {
         panic!()
     };
     assert_eq!(
@@ -550,7 +550,7 @@ fn qos_needs_persistent_session() {
     );
     // QoS 0 with a clean session needs no client id.
     let c = ok(&mqtt("clean_session = true", "qos = 0"));
-    let SourceKind::Mqtt(m) = &c.pipelines[0].sources[0].kind else {
+    let Some(m) = c.pipelines[0].sources[0].settings::<MqttSourceConfig>() else {
         panic!()
     };
     assert!(!m.persistent_session() && m.client_id.is_none());
@@ -770,7 +770,7 @@ fn csv_rules() {
         "t.toml:6:18: pipeline[0].source[0].ambiguous_time: unknown value \"first\"; expected \"earliest\", \"latest\" or \"reject\"",
     );
     let c = ok(&csv("format = \"generic\"\ndevice_column = \"dev\"\npath_prefix = \"root.plant\"\ndelimiter = \"\\t\""));
-    let SourceKind::Csv(s) = &c.pipelines[0].sources[0].kind else {
+    let Some(s) = c.pipelines[0].sources[0].settings::<CsvSourceConfig>() else {
         panic!()
     };
     assert_eq!(s.delimiter, b'\t');
@@ -1008,13 +1008,13 @@ fn reference_matches_the_serde_structures() {
         }
         let documented: BTreeSet<String> = reference
             .iter()
-            .filter_map(|k| k.path.strip_prefix(prefix))
+            .filter_map(|k| k.path.strip_prefix(prefix.as_str()))
             .filter(|rest| !rest.contains('.') && !rest.contains('['))
             .map(str::to_string)
             .collect();
-        let mut accepted = accepted_keys(prefix);
+        let mut accepted = accepted_keys(&prefix);
         // Keys taken out of the table before serde sees it.
-        match prefix {
+        match prefix.as_str() {
             "" => {
                 accepted.insert("pipeline".into());
             }

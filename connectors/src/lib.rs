@@ -6,23 +6,25 @@
 //! The parsers are pure and synchronous: bytes in, a [`Batch`] of records and rejections out.
 //! They never panic on any input.
 //!
-//! Option types that the configuration also has (CSV formats and columns, time formats,
-//! file-name globs, the CSV device template, MQTT topic-filter syntax, broker address,
-//! protocol, QoS, password and TLS settings) are those of `tsfiled-config`, used directly
-//! rather than mirrored.
+//! Each source is a folder (`http/`, `mqtt/`, `csv/`, …) holding its configuration table, its
+//! validation, its settings and its run, on the plugin API of [`source`]; [`registry`] lists
+//! them by `type`. The configuration crate and the daemon know sources only through it.
 
 #![warn(missing_docs)]
 
 pub mod csv;
 pub mod error;
+pub mod http;
 pub mod iotdb_json;
 pub mod iotdb_rest;
 pub mod line_protocol;
 pub mod model;
 pub mod mqtt;
 pub mod path;
+pub mod registry;
 pub mod reject;
 pub mod sink;
+pub mod source;
 pub mod topic_value;
 
 pub use error::Error;

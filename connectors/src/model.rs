@@ -20,10 +20,10 @@ pub enum TimeUnit {
     Nanos,
 }
 
-impl From<tsfiled_config::TimePrecision> for TimeUnit {
+impl From<tsfiled_core::TimePrecision> for TimeUnit {
     /// The configuration's `time_precision` (`"s"`, `"ms"`, `"us"`, `"ns"`).
-    fn from(p: tsfiled_config::TimePrecision) -> TimeUnit {
-        use tsfiled_config::TimePrecision as P;
+    fn from(p: tsfiled_core::TimePrecision) -> TimeUnit {
+        use tsfiled_core::TimePrecision as P;
         match p {
             P::S => TimeUnit::Seconds,
             P::Ms => TimeUnit::Millis,

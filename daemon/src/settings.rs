@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tsfiled_config as cfg;
-use tsfiled_connectors::{DeviceTemplate, TimeUnit};
+use tsfiled_connectors::TimeUnit;
 
 use crate::engine::schema::{SchemaRule, TypeDefaults};
 use crate::pipeline::PipelineOptions;
@@ -32,40 +32,15 @@ pub struct PipelineSettings {
     pub options: PipelineOptions,
     /// Stored time precision (default ms, as IoTDB).
     pub time_precision: TimeUnit,
-    /// HTTP push sources feeding this pipeline.
-    pub http_sources: Vec<HttpSourceSettings>,
-    /// MQTT sources feeding this pipeline.
-    pub mqtt_sources: Vec<tsfiled_connectors::mqtt::MqttSourceOptions>,
-    /// CSV directory sources feeding this pipeline.
-    pub csv_sources: Vec<CsvSourceSettings>,
+    /// The sources feeding this pipeline, as validated by their plugins.
+    pub sources: Vec<cfg::SourceConfig>,
 }
 
-/// One CSV directory source.
-#[derive(Debug, Clone)]
-pub struct CsvSourceSettings {
-    /// Source name (metric label).
-    pub name: String,
-    /// The connector's options.
-    pub options: tsfiled_connectors::csv::CsvSourceOptions,
-}
-
-/// One HTTP push source: its routes below `base_path`.
-#[derive(Debug, Clone)]
-pub struct HttpSourceSettings {
-    /// Source name (metric label).
-    pub name: String,
-    /// Path prefix of its routes (`""` for the standard paths).
-    pub base_path: String,
-    /// Serve `POST <base>/ingest/iotdb-json`.
-    pub iotdb_json: bool,
-    /// Serve `POST <base>/write` and `<base>/api/v2/write`.
-    pub line_protocol: bool,
-    /// Serve IoTDB's REST write API below `<base>/rest/`.
-    pub iotdb_rest: bool,
-    /// Line-protocol device naming.
-    pub device_template: DeviceTemplate,
-    /// Line-protocol timestamp unit when a request gives no `precision`.
-    pub line_precision: TimeUnit,
+impl PipelineSettings {
+    /// What its sources run with: the stored time unit and the pipeline's state directory.
+    pub fn source_env(&self) -> (TimeUnit, PathBuf) {
+        (self.time_precision, self.options.engine.state_dir.clone())
+    }
 }
 
 /// The HTTP listener. Its `Debug` shows how many tokens there are, never them, and never a
@@ -227,46 +202,10 @@ impl Settings {
                     })
                 })
                 .collect::<Result<_, String>>()?;
-            let mut http_sources = Vec::new();
-            let mut mqtt_sources = Vec::new();
-            let mut csv_sources = Vec::new();
-            for s in &p.sources {
-                if let cfg::SourceKind::Csv(c) = &s.kind {
-                    csv_sources.push(CsvSourceSettings {
-                        name: s.name.clone(),
-                        options: crate::sources::csv_options(&s.name, c, precision, &p.state_dir()),
-                    });
-                }
-                if let cfg::SourceKind::Mqtt(m) = &s.kind {
-                    mqtt_sources.push(crate::sources::mqtt_options(
-                        &s.name,
-                        m,
-                        precision,
-                        &p.state_dir(),
-                    ));
-                }
-                if let cfg::SourceKind::Http(h) = &s.kind {
-                    let lp = &h.line_protocol;
-                    let device_template =
-                        DeviceTemplate::with_prefix(&lp.path_prefix, lp.device_template.as_str())
-                            .map_err(|e| format!("source {}: {e}", s.name))?;
-                    http_sources.push(HttpSourceSettings {
-                        name: s.name.clone(),
-                        base_path: h.base_path.trim_end_matches('/').to_string(),
-                        iotdb_json: h.endpoints.contains(&cfg::HttpEndpoint::IotdbJson),
-                        line_protocol: h.endpoints.contains(&cfg::HttpEndpoint::LineProtocol),
-                        iotdb_rest: h.endpoints.contains(&cfg::HttpEndpoint::IotdbRest),
-                        device_template,
-                        line_precision: lp.precision.into(),
-                    });
-                }
-            }
             pipelines.push(PipelineSettings {
                 options: o,
                 time_precision: precision,
-                http_sources,
-                mqtt_sources,
-                csv_sources,
+                sources: p.sources.clone(),
             });
         }
         Ok(Settings {

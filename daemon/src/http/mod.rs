@@ -36,13 +36,15 @@ use axum::routing::{get, post};
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 use tsfiled_config::HttpUser;
+use tsfiled_connectors::http::{HttpEndpoint, HttpSourceConfig};
 use tsfiled_connectors::iotdb_rest::{rejection_status, status, Status};
-use tsfiled_connectors::{Batch, RejectReason, RestRequest, TabletNames, TimeUnit};
+use tsfiled_connectors::source::StatusReporter;
+use tsfiled_connectors::{Batch, DeviceTemplate, RejectReason, RestRequest, TabletNames, TimeUnit};
 
 use crate::metrics::Metrics;
 use crate::parse::Parsers;
 use crate::pipeline::{Pipeline, SubmitOutcome};
-use crate::settings::{HttpSettings, HttpSourceSettings};
+use crate::settings::HttpSettings;
 use crate::{Error, Refusal};
 
 /// Shared state of the HTTP server.
@@ -63,12 +65,25 @@ pub struct HttpState {
     pub ready: AtomicBool,
     /// Unix ms of the daemon's start (status page).
     pub started_at_ms: i64,
-    /// (pipeline, source name, type, state) of every source (status page).
-    pub sources: RwLock<Vec<(String, String, &'static str, &'static str)>>,
+    /// Every source (status page), replaced on reload.
+    pub sources: RwLock<Vec<SourceStatus>>,
 }
 
 /// The status page, served at `/`.
 pub const STATUS_PAGE: &str = include_str!("../../assets/status.html");
+
+/// A source as the status page shows it.
+#[derive(Debug, Clone)]
+pub struct SourceStatus {
+    /// Its pipeline.
+    pub pipeline: String,
+    /// Its name.
+    pub name: String,
+    /// Its `type`.
+    pub type_name: &'static str,
+    /// Its state, as the source reports it.
+    pub state: StatusReporter,
+}
 
 /// One HTTP push source's routes.
 #[derive(Clone)]
@@ -77,8 +92,39 @@ pub struct SourceRoute {
     pub pipeline: Arc<Pipeline>,
     /// The pipeline's stored precision.
     pub stored: TimeUnit,
-    /// The source settings.
-    pub source: HttpSourceSettings,
+    /// The source's name (metric label).
+    pub name: String,
+    /// Its settings.
+    pub config: HttpSourceConfig,
+    /// Line-protocol device naming (`path_prefix` + `device_template`, compiled).
+    pub device_template: DeviceTemplate,
+}
+
+impl SourceRoute {
+    /// The routes of push source `name` feeding `pipeline`; fails with [`Error::Config`] if
+    /// its device template does not compile.
+    pub fn new(
+        pipeline: Arc<Pipeline>,
+        stored: TimeUnit,
+        name: &str,
+        config: &HttpSourceConfig,
+    ) -> crate::Result<SourceRoute> {
+        let lp = &config.line_protocol;
+        let device_template =
+            DeviceTemplate::with_prefix(&lp.path_prefix, lp.device_template.as_str())
+                .map_err(|e| Error::Config(format!("source {name}: {e}")))?;
+        Ok(SourceRoute {
+            pipeline,
+            stored,
+            name: name.to_string(),
+            config: config.clone(),
+            device_template,
+        })
+    }
+
+    fn serves(&self, endpoint: HttpEndpoint) -> bool {
+        self.config.endpoints.contains(&endpoint)
+    }
 }
 
 struct RouteState {
@@ -159,7 +205,7 @@ pub fn router(state: Shared, sources: Vec<SourceRoute>) -> Router {
         .route("/health", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
         .route("/query", post(query).get(query));
-    app = if sources.iter().any(|r| r.source.iotdb_rest) {
+    app = if sources.iter().any(|r| r.serves(HttpEndpoint::IotdbRest)) {
         app.route("/ping", get(iotdb_ping).head(ping))
     } else {
         app.route("/ping", get(ping).head(ping))
@@ -169,21 +215,21 @@ pub fn router(state: Shared, sources: Vec<SourceRoute>) -> Router {
     }
     let mut app = app.with_state(state.clone());
     for route in sources {
-        let base = route.source.base_path.clone();
+        let base = route.config.base_path.trim_end_matches('/').to_string();
         let rs = Arc::new(RouteState {
             shared: state.clone(),
             route: route.clone(),
         });
         let mut r = Router::new();
-        if route.source.iotdb_json {
+        if route.serves(HttpEndpoint::IotdbJson) {
             r = r.route(&format!("{base}/ingest/iotdb-json"), post(ingest_json));
         }
-        if route.source.line_protocol {
+        if route.serves(HttpEndpoint::LineProtocol) {
             r = r
                 .route(&format!("{base}/write"), post(write_v1))
                 .route(&format!("{base}/api/v2/write"), post(write_v2));
         }
-        if route.source.iotdb_rest {
+        if route.serves(HttpEndpoint::IotdbRest) {
             r = r
                 .route(
                     &format!("{base}/rest/v2/insertTablet"),
@@ -509,7 +555,7 @@ async fn ingest(
         return refused;
     }
     let pipeline = &rs.route.pipeline;
-    let source = rs.route.source.name.as_str();
+    let source = rs.route.name.as_str();
     let data = match body_bytes(&settings, &headers, body) {
         Ok(d) => d,
         Err(BodyError::TooLarge(m)) => {
@@ -714,8 +760,8 @@ async fn write_line(
     body: Bytes,
 ) -> Response {
     let q = query.clone();
-    let template = rs.route.source.device_template.clone();
-    let default_precision = rs.route.source.line_precision;
+    let template = rs.route.device_template.clone();
+    let default_precision: TimeUnit = rs.route.config.line_protocol.precision.into();
     ingest(
         rs,
         headers,
@@ -767,7 +813,7 @@ async fn rest(rs: RouteRef, headers: HeaderMap, body: RestBody, request: RestReq
             let code = rejection.status();
             let iotdb = if code == StatusCode::PAYLOAD_TOO_LARGE {
                 let pipeline = rs.route.pipeline.name();
-                let source = rs.route.source.name.as_str();
+                let source = rs.route.name.as_str();
                 state
                     .metrics
                     .points_rejected
@@ -899,22 +945,8 @@ async fn api_status(State(state): State<Shared>) -> Response {
             let all = state.sources.read().unwrap_or_else(|e| e.into_inner());
             let sources: Vec<(String, &'static str, &'static str)> = all
                 .iter()
-                .filter(|s| s.0 == p.name())
-                .map(|s| {
-                    let st = match s.2 {
-                        "mqtt" => match state
-                            .metrics
-                            .mqtt_connected
-                            .with_label_values(&[s.0.as_str(), s.1.as_str()])
-                            .get()
-                        {
-                            1 => "connected",
-                            _ => "disconnected",
-                        },
-                        _ => s.3,
-                    };
-                    (s.1.clone(), s.2, st)
-                })
+                .filter(|s| s.pipeline == p.name())
+                .map(|s| (s.name.clone(), s.type_name, s.state.get()))
                 .collect();
             p.status_json(&sources)
         })

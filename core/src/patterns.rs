@@ -336,7 +336,7 @@ impl Template {
     pub const CSV_DEVICE_PLACEHOLDERS: &'static [&'static str] = &["file_stem", "dir"];
 
     /// A stand-in used after an error has been recorded: the literal node `x`.
-    pub(crate) fn fallback() -> Self {
+    pub fn fallback() -> Self {
         Template {
             text: "x".into(),
             parts: vec![TemplatePart::Literal("x".into())],

@@ -1,0 +1,371 @@
+//! Stage-two helpers shared by every part of the configuration (top-level sections and
+//! source plugins): typed values out of raw ones, with every problem collected as a
+//! [`Diagnostic`] naming its key path, line and column.
+
+use std::net::SocketAddr;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use crate::diag::{Diagnostic, KeyPath};
+use crate::locate::SpanIndex;
+use crate::raw::Human;
+use crate::schema::{encoding_supported, encodings_for, Compression, DataType, Encoding};
+use crate::time::TimePrecision;
+use crate::units::{format_duration, parse_duration, parse_size, ByteSize};
+
+/// Collects problems while turning raw values into typed ones; on a problem it returns a
+/// default so that validation goes on and finds the rest.
+pub struct Validator<'a> {
+    /// Positions of the document's keys.
+    pub spans: &'a SpanIndex,
+    /// Problems found so far.
+    pub diags: Vec<Diagnostic>,
+}
+
+/// `"a", "b" or "c"`.
+pub fn choices_text(choices: &[&str]) -> String {
+    let quoted: Vec<String> = choices.iter().map(|c| format!("\"{c}\"")).collect();
+    match quoted.len() {
+        0 => String::new(),
+        1 => quoted[0].clone(),
+        n => format!("{} or {}", quoted[..n - 1].join(", "), quoted[n - 1]),
+    }
+}
+
+/// Whether two paths name the same place (ignoring `.` components).
+pub fn same_path(a: &Path, b: &Path) -> bool {
+    let norm = |p: &Path| -> PathBuf {
+        p.components()
+            .filter(|c| !matches!(c, Component::CurDir))
+            .collect()
+    };
+    norm(a) == norm(b)
+}
+
+impl Validator<'_> {
+    /// See the module documentation.
+    pub fn err(&mut self, path: &KeyPath, msg: impl Into<String>) {
+        self.diags.push(self.spans.at_value(path, msg.into()));
+    }
+
+    /// See the module documentation.
+    pub fn err_key(&mut self, path: &KeyPath, msg: impl Into<String>) {
+        self.diags.push(self.spans.at_key(path, msg.into()));
+    }
+
+    /// See the module documentation.
+    pub fn written(&self, path: &KeyPath) -> bool {
+        self.spans.contains(path)
+    }
+
+    /// See the module documentation.
+    pub fn size(&mut self, v: &Option<Human>, path: &KeyPath, default: ByteSize) -> ByteSize {
+        match v {
+            None => default,
+            Some(Human::Int(n)) => match u64::try_from(*n) {
+                Ok(b) => ByteSize(b),
+                Err(_) => {
+                    self.err(path, format!("negative size {n}"));
+                    default
+                }
+            },
+            Some(Human::Text(s)) => match parse_size(s) {
+                Ok(b) => b,
+                Err(e) => {
+                    self.err(path, e.0);
+                    default
+                }
+            },
+        }
+    }
+
+    /// See the module documentation.
+    pub fn size_min(
+        &mut self,
+        v: &Option<Human>,
+        path: &KeyPath,
+        default: ByteSize,
+        min: ByteSize,
+    ) -> ByteSize {
+        let s = self.size(v, path, default);
+        if s < min {
+            self.err(path, format!("{s} is too small; at least {min}"));
+            return default;
+        }
+        s
+    }
+
+    /// See the module documentation.
+    pub fn duration(&mut self, v: &Option<Human>, path: &KeyPath, default: Duration) -> Duration {
+        match v {
+            None => default,
+            Some(Human::Int(n)) => {
+                self.err(
+                    path,
+                    format!("a duration needs a unit: write e.g. \"{n}s\" or \"{n}ms\""),
+                );
+                default
+            }
+            Some(Human::Text(s)) => match parse_duration(s) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.err(path, e.0);
+                    default
+                }
+            },
+        }
+    }
+
+    /// See the module documentation.
+    pub fn positive_duration(
+        &mut self,
+        v: &Option<Human>,
+        path: &KeyPath,
+        default: Duration,
+    ) -> Duration {
+        let d = self.duration(v, path, default);
+        if d.is_zero() {
+            self.err(path, "must be more than 0s");
+            return default;
+        }
+        d
+    }
+
+    /// See the module documentation.
+    pub fn whole_seconds(
+        &mut self,
+        v: &Option<Human>,
+        path: &KeyPath,
+        default: Duration,
+        min_s: u64,
+        max_s: u64,
+    ) -> Duration {
+        let d = self.duration(v, path, default);
+        if d.subsec_nanos() != 0 {
+            self.err(
+                path,
+                format!("{} is not a whole number of seconds", format_duration(d)),
+            );
+            return default;
+        }
+        if d.as_secs() < min_s || d.as_secs() > max_s {
+            self.err(
+                path,
+                format!(
+                    "{} is out of range; expected {} to {}",
+                    format_duration(d),
+                    format_duration(Duration::from_secs(min_s)),
+                    format_duration(Duration::from_secs(max_s))
+                ),
+            );
+            return default;
+        }
+        d
+    }
+
+    /// See the module documentation.
+    pub fn choice<T: Copy>(
+        &mut self,
+        v: &Option<String>,
+        path: &KeyPath,
+        default: T,
+        choices: &[(&str, T)],
+    ) -> T {
+        let Some(s) = v else { return default };
+        match choices.iter().find(|(name, _)| name == s) {
+            Some((_, t)) => *t,
+            None => {
+                let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+                self.err(
+                    path,
+                    format!("unknown value \"{s}\"; expected {}", choices_text(&names)),
+                );
+                default
+            }
+        }
+    }
+
+    /// See the module documentation.
+    pub fn int(
+        &mut self,
+        v: &Option<i64>,
+        path: &KeyPath,
+        default: i64,
+        min: i64,
+        max: i64,
+    ) -> i64 {
+        match v {
+            None => default,
+            Some(n) if *n >= min && *n <= max => *n,
+            Some(n) => {
+                self.err(
+                    path,
+                    format!("{n} is out of range; expected {min} to {max}"),
+                );
+                default
+            }
+        }
+    }
+
+    /// See the module documentation.
+    pub fn nonempty(&mut self, v: &Option<String>, path: &KeyPath) -> Option<String> {
+        match v {
+            Some(s) if s.trim().is_empty() => {
+                self.err(path, "must not be empty");
+                None
+            }
+            Some(s) => Some(s.clone()),
+            None => None,
+        }
+    }
+
+    /// See the module documentation.
+    pub fn required<'s>(
+        &mut self,
+        v: &'s Option<String>,
+        parent: &KeyPath,
+        key: &str,
+    ) -> Option<&'s str> {
+        match v {
+            None => {
+                self.err(&parent.key(key), format!("missing required key `{key}`"));
+                None
+            }
+            Some(s) if s.trim().is_empty() => {
+                self.err(&parent.key(key), "must not be empty");
+                None
+            }
+            Some(s) => Some(s.as_str()),
+        }
+    }
+
+    /// See the module documentation.
+    pub fn path_or(&mut self, v: &Option<String>, path: &KeyPath, default: PathBuf) -> PathBuf {
+        self.nonempty(v, path).map_or(default, PathBuf::from)
+    }
+
+    /// See the module documentation.
+    pub fn socket_addr(&mut self, s: &str, path: &KeyPath) -> Option<SocketAddr> {
+        match s.parse::<SocketAddr>() {
+            Ok(a) => Some(a),
+            Err(_) => {
+                let hint = if s.starts_with("localhost") {
+                    "; use 127.0.0.1 instead of localhost"
+                } else if !s.contains(':') {
+                    "; a port is required"
+                } else {
+                    ""
+                };
+                self.err(
+                    path,
+                    format!(
+                        "\"{s}\" is not an IP address and port such as \"127.0.0.1:8080\", \"0.0.0.0:8080\" or \"[::]:8080\"{hint}"
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// See the module documentation.
+    pub fn name(&mut self, s: &str, path: &KeyPath) -> bool {
+        if s.is_empty()
+            || !s
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            self.err(
+                path,
+                format!(
+                    "name \"{s}\" may only use letters, digits, '_' and '-' (and not be empty)"
+                ),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// See the module documentation.
+    pub fn not_with(&mut self, set: bool, path: &KeyPath, why: &str) {
+        if set {
+            self.err_key(path, format!("not used {why}; remove it"));
+        }
+    }
+
+    /// See the module documentation.
+    pub fn data_type(&mut self, s: &str, path: &KeyPath) -> Option<DataType> {
+        let t = DataType::parse(s);
+        if t.is_none() {
+            self.err(
+                path,
+                format!(
+                    "unknown data type \"{s}\"; expected one of {}",
+                    DataType::choices()
+                ),
+            );
+        }
+        t
+    }
+
+    /// See the module documentation.
+    pub fn encoding(&mut self, s: &str, path: &KeyPath) -> Option<Encoding> {
+        let e = Encoding::parse(s);
+        if e.is_none() {
+            self.err(
+                path,
+                format!(
+                    "unknown encoding \"{s}\"; expected one of {}",
+                    Encoding::choices()
+                ),
+            );
+        }
+        e
+    }
+
+    /// See the module documentation.
+    pub fn compression(
+        &mut self,
+        v: &Option<String>,
+        path: &KeyPath,
+        default: Compression,
+    ) -> Compression {
+        let Some(s) = v else { return default };
+        match Compression::parse(s) {
+            Some(c) => c,
+            None => {
+                self.err(
+                    path,
+                    format!(
+                        "unknown compression \"{s}\"; expected {} (TsFile 0.10 as written by tsfiled)",
+                        Compression::choices()
+                    ),
+                );
+                default
+            }
+        }
+    }
+
+    /// See the module documentation.
+    pub fn check_encoding(&mut self, t: DataType, e: Encoding, path: &KeyPath) -> bool {
+        if encoding_supported(t, e) {
+            return true;
+        }
+        let ok: Vec<&str> = encodings_for(t).iter().map(|e| e.as_str()).collect();
+        self.err(
+            path,
+            format!(
+                "TsFile 0.10 cannot encode {t} with {e}; {t} takes {}",
+                choices_text(&ok)
+            ),
+        );
+        false
+    }
+}
+
+/// The names of [`TimePrecision`]s.
+pub const PRECISIONS: &[(&str, TimePrecision)] = &[
+    ("ms", TimePrecision::Ms),
+    ("us", TimePrecision::Us),
+    ("ns", TimePrecision::Ns),
+    ("s", TimePrecision::S),
+];
