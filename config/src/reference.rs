@@ -28,7 +28,7 @@ fn source_type() -> &'static [FieldDoc] {
     static DOC: OnceLock<[FieldDoc; 1]> = OnceLock::new();
     static TY: OnceLock<String> = OnceLock::new();
     let ty = TY.get_or_init(|| {
-        registry::SOURCES
+        registry::sources()
             .iter()
             .map(|p| format!("\"{}\"", p.type_name()))
             .collect::<Vec<_>>()
@@ -45,7 +45,7 @@ fn source_type() -> &'static [FieldDoc] {
 }
 
 /// Table prefixes of the reference and the keys each holds; the sources' come from
-/// [`registry::SOURCES`].
+/// [`registry::sources`].
 pub(crate) fn tables() -> Vec<(String, &'static [FieldDoc])> {
     let mut t: Vec<(String, &'static [FieldDoc])> = vec![
         ("".into(), RawConfig::KEYS),
@@ -62,7 +62,7 @@ pub(crate) fn tables() -> Vec<(String, &'static [FieldDoc])> {
         ),
         ("pipeline[].source[].".into(), source_type()),
     ];
-    for plugin in registry::SOURCES {
+    for plugin in registry::sources() {
         for (sub, keys) in plugin.tables() {
             t.push((
                 format!("pipeline[].source[type={}].{sub}", plugin.type_name()),

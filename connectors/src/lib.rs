@@ -7,21 +7,20 @@
 //! They never panic on any input.
 //!
 //! Each source is a folder (`http/`, `mqtt/`, `csv/`, …) holding its configuration table, its
-//! validation, its settings and its run, on the plugin API of [`source`]; [`registry`] lists
-//! them by `type`. The configuration crate and the daemon know sources only through it.
+//! validation, its settings and its run, on the plugin API of [`source`], and is registered by
+//! one line of the `sources!` list at the end of this file; [`registry`] finds them by `type`. The configuration crate and the daemon know sources only through it.
 
 #![warn(missing_docs)]
 
-pub mod csv;
+#[macro_use]
+pub mod registry;
+
 pub mod error;
-pub mod http;
 pub mod iotdb_json;
 pub mod iotdb_rest;
 pub mod line_protocol;
 pub mod model;
-pub mod mqtt;
 pub mod path;
-pub mod registry;
 pub mod reject;
 pub mod sink;
 pub mod source;
@@ -34,3 +33,10 @@ pub use line_protocol::{parse_line_protocol, LineProtocolOptions};
 pub use model::{Batch, Field, FieldValue, Record, RejectReason, Rejection, TimeUnit, TypeHint};
 pub use path::{DeviceTemplate, PathError};
 pub use topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
+
+// The source types: one line each, `<folder>::<its SourceTable>`, in reference order.
+sources! {
+    http::HttpTable,
+    mqtt::MqttTable,
+    csv::CsvTable,
+}

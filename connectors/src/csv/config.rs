@@ -311,6 +311,7 @@ impl CsvSourceConfig {
 impl SourceTable for CsvTable {
     const TYPE: &'static str = "csv";
     const SUMMARY: &'static str = "CSV files dropped into watched directories";
+    const EXAMPLE: &'static str = "directories = [\"/srv/drop\"]\n";
     type Settings = CsvSourceConfig;
 
     fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {

@@ -109,6 +109,7 @@ impl HttpSourceConfig {
 impl SourceTable for HttpTable {
     const TYPE: &'static str = "http";
     const SUMMARY: &'static str = "points pushed over the [http] listener";
+    const EXAMPLE: &'static str = "base_path = \"/plant\"\n";
     type Settings = HttpSourceConfig;
 
     fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {

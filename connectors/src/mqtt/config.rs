@@ -354,6 +354,7 @@ impl MqttSourceConfig {
 impl SourceTable for MqttTable {
     const TYPE: &'static str = "mqtt";
     const SUMMARY: &'static str = "subscription to an MQTT broker";
+    const EXAMPLE: &'static str = "url = \"mqtt://broker.local\"\nclient_id = \"gw1\"\n[[pipeline.source.topic]]\nfilter = \"plant/#\"\n";
     type Settings = MqttSourceConfig;
 
     fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {

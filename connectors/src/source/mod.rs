@@ -19,6 +19,7 @@
 
 mod context;
 mod shared;
+mod testing;
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -34,6 +35,7 @@ use tsfiled_core::{FieldDoc, KeyPath, Validator};
 
 pub use context::{Counter, Gauge, NoSourceMetrics, SourceContext, SourceMetrics, StatusReporter};
 pub use shared::{line_mapping, LineProtocolMapping};
+pub use testing::validate_table;
 
 /// What a running source returns: `Ok` after a clean stop (its token was cancelled), else why
 /// it gave up.
@@ -58,6 +60,9 @@ pub trait SourceTable:
     const TYPE: &'static str;
     /// One sentence for the reference: what this source does.
     const SUMMARY: &'static str;
+    /// A minimal valid table (its keys, without `type`), for the reference and for tests that
+    /// exercise every registered source.
+    const EXAMPLE: &'static str;
     /// The validated form.
     type Settings: SourceSettings;
 
@@ -116,6 +121,8 @@ pub trait SourcePlugin: Send + Sync + 'static {
     fn type_name(&self) -> &'static str;
     /// One sentence for the reference.
     fn summary(&self) -> &'static str;
+    /// A minimal valid table (see [`SourceTable::EXAMPLE`]).
+    fn example(&self) -> &'static str;
     /// The documented keys, by table prefix relative to the source table.
     fn tables(&self) -> Vec<(&'static str, &'static [FieldDoc])>;
     /// Stage one: deserializes the source table (`type` already removed).
@@ -147,6 +154,9 @@ impl<T: SourceTable> SourcePlugin for Plugin<T> {
     }
     fn summary(&self) -> &'static str {
         T::SUMMARY
+    }
+    fn example(&self) -> &'static str {
+        T::EXAMPLE
     }
     fn tables(&self) -> Vec<(&'static str, &'static [FieldDoc])> {
         T::tables()
