@@ -39,4 +39,5 @@ sources! {
     http::HttpTable,
     mqtt::MqttTable,
     csv::CsvTable,
+    exec::ExecTable,
 }
