@@ -6,9 +6,11 @@
 //! The parsers are pure and synchronous: bytes in, a [`Batch`] of records and rejections out.
 //! They never panic on any input.
 //!
-//! Each source is a folder (`http/`, `mqtt/`, `csv/`, …) holding its configuration table, its
-//! validation, its settings and its run, on the plugin API of [`source`], and is registered by
-//! one line of the `sources!` list at the end of this file; [`registry`] finds them by `type`. The configuration crate and the daemon know sources only through it.
+//! Each source is a folder (`http/`, `mqtt/`, `csv/`, `exec/`, …) holding its configuration
+//! table, its validation, its settings and its run, on the plugin API of [`source`], and is
+//! registered by one line of the `sources!` list at the end of this file; [`registry`] finds
+//! them by `type`. The configuration crate and the daemon know sources only through it
+//! (see `docs/plugins.md`).
 
 #![warn(missing_docs)]
 
