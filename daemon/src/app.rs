@@ -202,13 +202,13 @@ impl Daemon {
         };
         let listener = match listener {
             Some(l) => l,
-            None => TcpListener::bind(&settings.http.listen)
+            None => TcpListener::bind(settings.http.listen)
                 .await
-                .map_err(|e| listen_err(&settings.http.listen, e))?,
+                .map_err(|e| listen_err(&settings.http.listen.to_string(), e))?,
         };
         let http_addr = listener
             .local_addr()
-            .map_err(|e| listen_err(&settings.http.listen, e))?;
+            .map_err(|e| listen_err(&settings.http.listen.to_string(), e))?;
         let credentials = http::Credentials::load(&settings.http)?;
         let parsers: Arc<dyn Parsers> = Arc::new(ConnectorParsers);
         let separate_metrics = settings.metrics.enabled && settings.metrics.listen.is_some();
@@ -228,13 +228,15 @@ impl Daemon {
             sources: RwLock::new(status_sources(&sources)),
         });
         let http_token = CancellationToken::new();
-        let grace = settings.http.shutdown_grace;
+        let grace = settings.http_shutdown_grace();
         let mut http_tasks = Vec::new();
         if let (true, Some(addr)) = (separate_metrics, &settings.metrics.listen) {
             let ml = TcpListener::bind(addr)
                 .await
-                .map_err(|e| listen_err(addr, e))?;
-            let maddr = ml.local_addr().map_err(|e| listen_err(addr, e))?;
+                .map_err(|e| listen_err(&addr.to_string(), e))?;
+            let maddr = ml
+                .local_addr()
+                .map_err(|e| listen_err(&addr.to_string(), e))?;
             let app = http::metrics_router(state.clone(), &settings.metrics.path);
             http_tasks.push(tokio::spawn(http::run(ml, app, http_token.clone(), grace)));
             tracing::info!(addr = %maddr, "metrics listening on http://{maddr}{}", settings.metrics.path);
@@ -386,7 +388,7 @@ impl Daemon {
         if new.http.listen != self.settings.http.listen {
             tracing::warn!("reload: a new HTTP listen address takes effect after a restart");
         }
-        if new.http.max_body_bytes > self.settings.http.max_body_bytes {
+        if new.http.max_body_size > self.settings.http.max_body_size {
             tracing::warn!("reload: a larger HTTP body limit takes effect after a restart");
         }
         match http::Credentials::load(&new.http) {

@@ -15,12 +15,12 @@ use crate::pipeline::PipelineOptions;
 pub struct Settings {
     /// The pipelines (at least one).
     pub pipelines: Vec<PipelineSettings>,
-    /// The HTTP listener (push endpoints, health, metrics).
-    pub http: HttpSettings,
-    /// Metrics endpoint.
-    pub metrics: MetricsSettings,
-    /// Logging.
-    pub log: LogSettings,
+    /// The HTTP listener (push endpoints, health, metrics), as configured.
+    pub http: cfg::HttpConfig,
+    /// Metrics endpoint, as configured.
+    pub metrics: cfg::MetricsConfig,
+    /// Logging, as configured.
+    pub log: cfg::LogConfig,
     /// Shutdown deadline: stop intake, make durable, seal, exit.
     pub shutdown_timeout: Duration,
 }
@@ -43,89 +43,6 @@ impl PipelineSettings {
     }
 }
 
-/// The HTTP listener. Its `Debug` shows how many tokens there are, never them, and never a
-/// password.
-#[derive(Clone)]
-pub struct HttpSettings {
-    /// Listen address (`127.0.0.1:0` picks a free port).
-    pub listen: String,
-    /// Accepted bearer tokens (empty and no file: no authentication).
-    pub tokens: Vec<String>,
-    /// File with more tokens, re-read on reload.
-    pub token_file: Option<PathBuf>,
-    /// Users for HTTP Basic authentication (with the tokens: empty and no files means no
-    /// authentication).
-    pub users: Vec<cfg::HttpUser>,
-    /// File with more users, re-read on reload.
-    pub user_file: Option<PathBuf>,
-    /// Largest request body as sent (413 above).
-    pub max_body_bytes: usize,
-    /// Largest body after gzip decompression (413 above).
-    pub max_decompressed_bytes: usize,
-    /// Time unit of IoTDB JSON timestamps unless `?precision=` says otherwise.
-    pub json_time_unit: TimeUnit,
-    /// Limit for one request including the wait for durability (503 after it).
-    pub request_timeout: Duration,
-    /// How long shutdown waits for open HTTP connections.
-    pub shutdown_grace: Duration,
-}
-
-impl std::fmt::Debug for HttpSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpSettings")
-            .field("listen", &self.listen)
-            .field("tokens", &format_args!("[{} redacted]", self.tokens.len()))
-            .field("token_file", &self.token_file)
-            .field("users", &self.users)
-            .field("user_file", &self.user_file)
-            .field("max_body_bytes", &self.max_body_bytes)
-            .field("max_decompressed_bytes", &self.max_decompressed_bytes)
-            .field("json_time_unit", &self.json_time_unit)
-            .field("request_timeout", &self.request_timeout)
-            .field("shutdown_grace", &self.shutdown_grace)
-            .finish()
-    }
-}
-
-/// The metrics endpoint.
-#[derive(Debug, Clone)]
-pub struct MetricsSettings {
-    /// Whether metrics are served.
-    pub enabled: bool,
-    /// URL path.
-    pub path: String,
-    /// A separate listener (else the HTTP listener).
-    pub listen: Option<String>,
-}
-
-/// Logging settings.
-#[derive(Debug, Clone)]
-pub struct LogSettings {
-    /// `tracing` filter, e.g. `info` or `tsfiled=debug`.
-    pub level: String,
-    /// JSON lines instead of text.
-    pub json: bool,
-    /// Colours: `None` = only on a terminal.
-    pub color: Option<bool>,
-}
-
-impl Default for HttpSettings {
-    fn default() -> Self {
-        HttpSettings {
-            listen: "127.0.0.1:8080".into(),
-            tokens: Vec::new(),
-            token_file: None,
-            users: Vec::new(),
-            user_file: None,
-            max_body_bytes: 16 * 1024 * 1024,
-            max_decompressed_bytes: 64 * 1024 * 1024,
-            json_time_unit: TimeUnit::Millis,
-            request_timeout: Duration::from_secs(30),
-            shutdown_grace: Duration::from_secs(5),
-        }
-    }
-}
-
 fn data_type(t: cfg::DataType) -> Result<tsfile::DataType, String> {
     t.as_str().parse().map_err(|e| format!("{e}"))
 }
@@ -143,6 +60,12 @@ fn size(b: cfg::ByteSize) -> u64 {
 }
 
 impl Settings {
+    /// How long shutdown waits for open HTTP connections: a third of the shutdown timeout, at
+    /// most 5 s.
+    pub fn http_shutdown_grace(&self) -> Duration {
+        Duration::from_secs(5).min(self.shutdown_timeout / 3)
+    }
+
     /// Maps a validated configuration onto runtime settings; fails with
     /// [`Error::Config`](crate::Error::Config).
     pub fn from_config(c: &cfg::Config) -> crate::Result<Settings> {
@@ -210,32 +133,9 @@ impl Settings {
         }
         Ok(Settings {
             pipelines,
-            http: HttpSettings {
-                listen: c.http.listen.to_string(),
-                tokens: c.http.tokens.clone(),
-                token_file: c.http.token_file.clone(),
-                users: c.http.users.clone(),
-                user_file: c.http.user_file.clone(),
-                max_body_bytes: size(c.http.max_body_size) as usize,
-                max_decompressed_bytes: size(c.http.max_decompressed_size) as usize,
-                json_time_unit: TimeUnit::Millis,
-                request_timeout: c.http.request_timeout,
-                shutdown_grace: Duration::from_secs(5).min(c.shutdown_timeout / 3),
-            },
-            metrics: MetricsSettings {
-                enabled: c.metrics.enabled,
-                path: c.metrics.path.clone(),
-                listen: c.metrics.listen.map(|a| a.to_string()),
-            },
-            log: LogSettings {
-                level: c.log.level.clone(),
-                json: c.log.format == cfg::LogFormat::Json,
-                color: match c.log.color {
-                    cfg::ColorMode::Auto => None,
-                    cfg::ColorMode::Never => Some(false),
-                    cfg::ColorMode::Always => Some(true),
-                },
-            },
+            http: c.http.clone(),
+            metrics: c.metrics.clone(),
+            log: c.log.clone(),
             shutdown_timeout: c.shutdown_timeout,
         })
     }

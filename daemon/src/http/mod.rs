@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use tokio_util::sync::CancellationToken;
-use tsfiled_config::HttpUser;
+use tsfiled_config::{HttpConfig, HttpUser};
 use tsfiled_connectors::http::{HttpEndpoint, HttpSourceConfig};
 use tsfiled_connectors::iotdb_rest::{rejection_status, status, Status};
 use tsfiled_connectors::source::StatusReporter;
@@ -44,7 +44,6 @@ use tsfiled_connectors::{Batch, DeviceTemplate, RejectReason, RestRequest, Table
 use crate::metrics::Metrics;
 use crate::parse::Parsers;
 use crate::pipeline::{Pipeline, SubmitOutcome};
-use crate::settings::HttpSettings;
 use crate::{Error, Refusal};
 
 /// Shared state of the HTTP server.
@@ -52,7 +51,7 @@ pub struct HttpState {
     /// All pipelines (for readiness).
     pub pipelines: Vec<Arc<Pipeline>>,
     /// Settings (replaced on reload).
-    pub settings: RwLock<HttpSettings>,
+    pub settings: RwLock<HttpConfig>,
     /// Accepted tokens and users: the configured ones plus their files' (replaced on reload).
     pub credentials: RwLock<Credentials>,
     /// Payload parsers.
@@ -68,6 +67,10 @@ pub struct HttpState {
     /// Every source (status page), replaced on reload.
     pub sources: RwLock<Vec<SourceStatus>>,
 }
+
+/// Unit of IoTDB JSON and IoTDB REST timestamps unless `?precision=` says otherwise (IoTDB's:
+/// milliseconds).
+const JSON_TIME_UNIT: TimeUnit = TimeUnit::Millis;
 
 /// The status page, served at `/`.
 pub const STATUS_PAGE: &str = include_str!("../../assets/status.html");
@@ -147,7 +150,7 @@ pub struct Credentials {
 impl Credentials {
     /// The configured tokens and users plus those of `token_file` and `user_file`. Fails with
     /// [`Error::TokenFile`] or [`Error::UserFile`].
-    pub fn load(settings: &HttpSettings) -> crate::Result<Credentials> {
+    pub fn load(settings: &HttpConfig) -> crate::Result<Credentials> {
         Ok(Credentials {
             tokens: load_tokens(settings)?,
             users: load_users(settings)?,
@@ -157,7 +160,7 @@ impl Credentials {
 
 /// The configured users plus the user file's ([`tsfiled_config::parse_user_file`]); a user
 /// of the file replaces a configured one of the same name. Fails with [`Error::UserFile`].
-pub fn load_users(settings: &HttpSettings) -> crate::Result<Vec<HttpUser>> {
+pub fn load_users(settings: &HttpConfig) -> crate::Result<Vec<HttpUser>> {
     let mut users = settings.users.clone();
     if let Some(f) = &settings.user_file {
         let err = |message: String| Error::UserFile {
@@ -175,7 +178,7 @@ pub fn load_users(settings: &HttpSettings) -> crate::Result<Vec<HttpUser>> {
 
 /// The configured tokens plus the token file's (one token per line, `#` comments and blank
 /// lines ignored). Fails with [`Error::TokenFile`].
-pub fn load_tokens(settings: &HttpSettings) -> crate::Result<Vec<String>> {
+pub fn load_tokens(settings: &HttpConfig) -> crate::Result<Vec<String>> {
     let mut tokens = settings.tokens.clone();
     if let Some(f) = &settings.token_file {
         let text = std::fs::read_to_string(f).map_err(|source| Error::TokenFile {
@@ -197,7 +200,7 @@ pub fn router(state: Shared, sources: Vec<SourceRoute>) -> Router {
     let limit = state
         .settings
         .read()
-        .map(|s| s.max_body_bytes)
+        .map(|s| usize::try_from(s.max_body_size.0).unwrap_or(usize::MAX))
         .unwrap_or(16 << 20);
     let mut app = Router::new()
         .route("/", get(status_page))
@@ -463,15 +466,15 @@ enum BodyError {
 
 /// The request body, gunzipped if `Content-Encoding: gzip`, within the limits.
 fn body_bytes(
-    settings: &HttpSettings,
+    settings: &HttpConfig,
     headers: &HeaderMap,
     body: Bytes,
 ) -> Result<Vec<u8>, BodyError> {
-    if body.len() > settings.max_body_bytes {
+    if body.len() as u64 > settings.max_body_size.0 {
         return Err(BodyError::TooLarge(format!(
             "request body of {} bytes exceeds the limit of {} bytes",
             body.len(),
-            settings.max_body_bytes
+            settings.max_body_size.0
         )));
     }
     let enc = headers
@@ -483,7 +486,7 @@ fn body_bytes(
     match enc.as_str() {
         "" | "identity" => Ok(body.to_vec()),
         "gzip" | "x-gzip" => {
-            let limit = settings.max_decompressed_bytes;
+            let limit = usize::try_from(settings.max_decompressed_size.0).unwrap_or(usize::MAX);
             let mut out = Vec::with_capacity((body.len() * 4).min(limit));
             let mut dec = flate2::read::MultiGzDecoder::new(&body[..]).take(limit as u64 + 1);
             dec.read_to_end(&mut out)
@@ -535,7 +538,7 @@ async fn ingest(
     query: HashMap<String, String>,
     body: Bytes,
     style: Style,
-    parse: impl FnOnce(&HttpState, &HttpSettings, &[u8], TimeUnit) -> Result<Batch, String>,
+    parse: impl FnOnce(&HttpState, &[u8], TimeUnit) -> Result<Batch, String>,
 ) -> Response {
     let received = Instant::now();
     let state = &*rs.shared;
@@ -572,7 +575,7 @@ async fn ingest(
             return fail(state, style, StatusCode::BAD_REQUEST, bad, &m);
         }
     };
-    let batch = match parse(state, &settings, &data, rs.route.stored) {
+    let batch = match parse(state, &data, rs.route.stored) {
         Ok(b) => b,
         Err(m) => {
             let bad = status::ILLEGAL_PARAMETER;
@@ -745,8 +748,8 @@ async fn ingest_json(
         query,
         body,
         Style::Json,
-        move |st, settings, data, stored| {
-            let unit = precision_param(&q, settings.json_time_unit)?;
+        move |st, data, stored| {
+            let unit = precision_param(&q, JSON_TIME_UNIT)?;
             Ok(st.parsers.iotdb_json(data, unit, stored))
         },
     )
@@ -768,7 +771,7 @@ async fn write_line(
         query,
         body,
         Style::Influx,
-        move |st, _settings, data, stored| {
+        move |st, data, stored| {
             let precision = precision_param(&q, default_precision)?;
             let now = TimeUnit::Nanos.convert(now_nanos(), stored).unwrap_or(0);
             Ok(st
@@ -832,11 +835,7 @@ async fn rest(rs: RouteRef, headers: HeaderMap, body: RestBody, request: RestReq
         HashMap::new(),
         body,
         Style::Rest,
-        move |st, settings, data, stored| {
-            Ok(st
-                .parsers
-                .iotdb_rest(data, request, settings.json_time_unit, stored))
-        },
+        move |st, data, stored| Ok(st.parsers.iotdb_rest(data, request, JSON_TIME_UNIT, stored)),
     )
     .await
 }
@@ -985,6 +984,14 @@ async fn query() -> Response {
 mod tests {
     use super::*;
 
+    /// `[http]` with every key at its default.
+    fn defaults() -> HttpConfig {
+        let text = "[[pipeline]]\nname = \"p\"\n[[pipeline.source]]\ntype = \"http\"\n";
+        tsfiled_config::Config::from_toml_str(text, "t.toml")
+            .unwrap()
+            .http
+    }
+
     #[test]
     fn basic_auth_decoding() {
         // `echo -n user:secret | base64`, `echo -n root:root | base64`.
@@ -1027,13 +1034,13 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("users");
         std::fs::write(&path, "# users\nroot:n3w\nops:pw\n").unwrap();
-        let mut settings = HttpSettings {
+        let mut settings = HttpConfig {
             users: vec![HttpUser {
                 name: "root".into(),
                 password: "old".into(),
             }],
             user_file: Some(path.clone()),
-            ..HttpSettings::default()
+            ..defaults()
         };
         let users = load_users(&settings).unwrap();
         let pairs: Vec<(&str, &str)> = users
@@ -1060,10 +1067,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("tokens");
         std::fs::write(&path, "# comment\n\n  t2  \nt3\n").unwrap();
-        let mut settings = HttpSettings {
+        let mut settings = HttpConfig {
             tokens: vec!["t1".into()],
             token_file: Some(path.clone()),
-            ..HttpSettings::default()
+            ..defaults()
         };
         assert_eq!(load_tokens(&settings).unwrap(), ["t1", "t2", "t3"]);
         settings.token_file = Some(tmp.path().join("absent"));
