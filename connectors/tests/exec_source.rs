@@ -268,6 +268,23 @@ async fn a_program_ignoring_sigterm_is_killed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_that_closed_its_output_is_stopped_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pidfile = tmp.path().join("pid");
+    // Writes one point, closes stdout, and runs on.
+    let script = format!(
+        "echo $$ > '{}'; echo 'm v=1i'; exec >&-; while true; do sleep 0.05; done",
+        pidfile.display()
+    );
+    let cfg = ExecSourceConfig::new(sh(&script), line_format("root.x"));
+    let r = start(&cfg);
+    r.until("a record", |r| !r.sink.records().is_empty()).await;
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    r.stop().await.unwrap();
+    assert!(!alive(&pid), "program {pid} still running");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_program_is_retried_without_stopping_the_source() {
     let mut cfg = ExecSourceConfig::new(
         vec!["/nonexistent/tsfiled-exec-test-program".into()],

@@ -159,11 +159,20 @@ pub(super) async fn run(cfg: ExecSourceConfig, cx: SourceContext) -> Result<(), 
                     stop(&mut child, cfg.stop_timeout, &label).await;
                     return Ok(());
                 }
-                match child.wait().await {
-                    Ok(status) => {
+                // Its output ended; it may still be running (stdout closed on purpose).
+                let waited = tokio::select! {
+                    _ = cx.shutdown.cancelled() => None,
+                    r = child.wait() => Some(r),
+                };
+                match waited {
+                    None => {
+                        stop(&mut child, cfg.stop_timeout, &label).await;
+                        return Ok(());
+                    }
+                    Some(Ok(status)) => {
                         tracing::warn!(source = %label, %status, "exec: program exited")
                     }
-                    Err(e) => tracing::warn!(source = %label, error = %e, "exec: cannot wait for the program"),
+                    Some(Err(e)) => tracing::warn!(source = %label, error = %e, "exec: cannot wait for the program"),
                 }
             }
         }
