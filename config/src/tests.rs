@@ -1419,6 +1419,33 @@ fn path_rules_are_the_connectors() {
     );
 }
 
+/// One topic-template grammar: what the MQTT source resolves (`{device+}`: one or more device
+/// levels), the configuration accepts, and the errors name the key.
+#[test]
+fn topic_templates_have_one_grammar() {
+    let c = ok(&mqtt(
+        "client_id = \"c\"",
+        "payload = \"value\"\ntopic_template = \"a/{device+}/{measurement}\"\npath_prefix = \"root\"",
+    ));
+    let m = c.pipelines[0].sources[0]
+        .settings::<MqttSourceConfig>()
+        .unwrap();
+    let MqttPayload::Value { topic_template, .. } = &m.topics[0].payload else {
+        panic!()
+    };
+    assert_eq!(
+        topic_template.apply("a/line1/press7/temp"),
+        Some((vec!["line1", "press7"], "temp"))
+    );
+    err1(
+        &mqtt(
+            "client_id = \"c\"",
+            "payload = \"value\"\ntopic_template = \"a/{device+}/{measurement}/#\"",
+        ),
+        "t.toml:10:18: pipeline[0].source[0].topic[0].topic_template: topic template \"a/{device+}/{measurement}/#\": {device+} cannot be combined with '#'",
+    );
+}
+
 #[test]
 fn http_users_are_validated_and_never_shown() {
     let c = ok(&format!(

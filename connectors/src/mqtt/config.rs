@@ -671,9 +671,7 @@ fn validate_topic(v: &mut Validator<'_>, t: &TopicTable, tp: &KeyPath) -> Option
                     .ok(),
             };
             // `root` alone is a prefix only when the topic adds device levels below it.
-            let root_allowed = tpl
-                .as_ref()
-                .is_none_or(|t| t.levels().contains(&TopicLevel::Device));
+            let root_allowed = tpl.as_ref().is_none_or(|t| t.has_device());
             if let Err(e) = check_prefix(&path_prefix, root_allowed) {
                 v.err(&tp.key("path_prefix"), e);
             }
@@ -681,6 +679,7 @@ fn validate_topic(v: &mut Validator<'_>, t: &TopicTable, tp: &KeyPath) -> Option
                 if !f.contains('#')
                     && f.split('/').count() != tpl.levels().len()
                     && !tpl.as_str().ends_with('#')
+                    && !tpl.levels().contains(&TopicLevel::DeviceMulti)
                 {
                     v.err(
                         &tp.key("topic_template"),
