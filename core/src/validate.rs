@@ -43,22 +43,23 @@ pub fn same_path(a: &Path, b: &Path) -> bool {
 }
 
 impl Validator<'_> {
-    /// See the module documentation.
+    /// Reports a problem with the value at `path` (positioned at the value).
     pub fn err(&mut self, path: &KeyPath, msg: impl Into<String>) {
         self.diags.push(self.spans.at_value(path, msg.into()));
     }
 
-    /// See the module documentation.
+    /// Reports a problem with the key at `path` itself (positioned at the key), e.g. a key
+    /// that must not be written.
     pub fn err_key(&mut self, path: &KeyPath, msg: impl Into<String>) {
         self.diags.push(self.spans.at_key(path, msg.into()));
     }
 
-    /// See the module documentation.
+    /// Whether the document writes the key at `path`.
     pub fn written(&self, path: &KeyPath) -> bool {
         self.spans.contains(path)
     }
 
-    /// See the module documentation.
+    /// A size (`"64MiB"` or a number of bytes); `default` when not written or invalid.
     pub fn size(&mut self, v: &Option<Human>, path: &KeyPath, default: ByteSize) -> ByteSize {
         match v {
             None => default,
@@ -79,7 +80,7 @@ impl Validator<'_> {
         }
     }
 
-    /// See the module documentation.
+    /// A size of at least `min`; `default` when not written or invalid.
     pub fn size_min(
         &mut self,
         v: &Option<Human>,
@@ -95,7 +96,7 @@ impl Validator<'_> {
         s
     }
 
-    /// See the module documentation.
+    /// A duration with a unit (`"30s"`); `default` when not written or invalid.
     pub fn duration(&mut self, v: &Option<Human>, path: &KeyPath, default: Duration) -> Duration {
         match v {
             None => default,
@@ -116,7 +117,7 @@ impl Validator<'_> {
         }
     }
 
-    /// See the module documentation.
+    /// A duration above zero; `default` when not written or invalid.
     pub fn positive_duration(
         &mut self,
         v: &Option<Human>,
@@ -131,7 +132,8 @@ impl Validator<'_> {
         d
     }
 
-    /// See the module documentation.
+    /// A whole number of seconds from `min_s` to `max_s`; `default` when not written or
+    /// invalid.
     pub fn whole_seconds(
         &mut self,
         v: &Option<Human>,
@@ -163,7 +165,7 @@ impl Validator<'_> {
         d
     }
 
-    /// See the module documentation.
+    /// One of the named `choices`; `default` when not written or unknown.
     pub fn choice<T: Copy>(
         &mut self,
         v: &Option<String>,
@@ -185,7 +187,7 @@ impl Validator<'_> {
         }
     }
 
-    /// See the module documentation.
+    /// An integer from `min` to `max`; `default` when not written or out of range.
     pub fn int(
         &mut self,
         v: &Option<i64>,
@@ -207,7 +209,7 @@ impl Validator<'_> {
         }
     }
 
-    /// See the module documentation.
+    /// The string unless it is blank (reported); `None` when not written.
     pub fn nonempty(&mut self, v: &Option<String>, path: &KeyPath) -> Option<String> {
         match v {
             Some(s) if s.trim().is_empty() => {
@@ -219,7 +221,7 @@ impl Validator<'_> {
         }
     }
 
-    /// See the module documentation.
+    /// The string at `parent.key`, reported when missing or blank.
     pub fn required<'s>(
         &mut self,
         v: &'s Option<String>,
@@ -239,12 +241,12 @@ impl Validator<'_> {
         }
     }
 
-    /// See the module documentation.
+    /// A path; `default` when not written or blank.
     pub fn path_or(&mut self, v: &Option<String>, path: &KeyPath, default: PathBuf) -> PathBuf {
         self.nonempty(v, path).map_or(default, PathBuf::from)
     }
 
-    /// See the module documentation.
+    /// An IP address and port (`"127.0.0.1:8080"`), with a hint for the usual mistakes.
     pub fn socket_addr(&mut self, s: &str, path: &KeyPath) -> Option<SocketAddr> {
         match s.parse::<SocketAddr>() {
             Ok(a) => Some(a),
@@ -267,7 +269,7 @@ impl Validator<'_> {
         }
     }
 
-    /// See the module documentation.
+    /// Whether `s` is a name (letters, digits, `_`, `-`); reported when not.
     pub fn name(&mut self, s: &str, path: &KeyPath) -> bool {
         if s.is_empty()
             || !s
@@ -285,14 +287,14 @@ impl Validator<'_> {
         true
     }
 
-    /// See the module documentation.
+    /// Reports the key at `path` as unused (`why`) when it is `set`.
     pub fn not_with(&mut self, set: bool, path: &KeyPath, why: &str) {
         if set {
             self.err_key(path, format!("not used {why}; remove it"));
         }
     }
 
-    /// See the module documentation.
+    /// A TsFile data type by name.
     pub fn data_type(&mut self, s: &str, path: &KeyPath) -> Option<DataType> {
         let t = DataType::parse(s);
         if t.is_none() {
@@ -307,7 +309,7 @@ impl Validator<'_> {
         t
     }
 
-    /// See the module documentation.
+    /// A TsFile encoding by name.
     pub fn encoding(&mut self, s: &str, path: &KeyPath) -> Option<Encoding> {
         let e = Encoding::parse(s);
         if e.is_none() {
@@ -322,7 +324,7 @@ impl Validator<'_> {
         e
     }
 
-    /// See the module documentation.
+    /// A TsFile compression by name; `default` when not written or unknown.
     pub fn compression(
         &mut self,
         v: &Option<String>,
@@ -345,7 +347,7 @@ impl Validator<'_> {
         }
     }
 
-    /// See the module documentation.
+    /// Whether TsFile 0.10 can write type `t` with encoding `e`; reported when not.
     pub fn check_encoding(&mut self, t: DataType, e: Encoding, path: &KeyPath) -> bool {
         if encoding_supported(t, e) {
             return true;
