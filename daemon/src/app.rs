@@ -402,7 +402,7 @@ impl Daemon {
             }
         }
         if let Ok(mut s) = self.http.settings.write() {
-            let listen = s.listen.clone();
+            let listen = s.listen;
             *s = new.http.clone();
             s.listen = listen;
         }

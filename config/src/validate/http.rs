@@ -94,7 +94,7 @@ pub(super) fn validate_http(v: &mut V<'_>, rh: &RawHttp, hp: &KeyPath) -> HttpCo
         &hp.key("request_timeout"),
         Duration::from_secs(30),
     );
-    let http = HttpConfig {
+    HttpConfig {
         listen,
         tokens,
         token_file,
@@ -103,6 +103,5 @@ pub(super) fn validate_http(v: &mut V<'_>, rh: &RawHttp, hp: &KeyPath) -> HttpCo
         max_body_size,
         max_decompressed_size,
         request_timeout,
-    };
-    http
+    }
 }

@@ -39,12 +39,11 @@ pub(super) fn validate_metrics(
             );
         }
     }
-    let metrics = MetricsConfig {
+    MetricsConfig {
         enabled: rm.enabled.unwrap_or(true),
         path: metrics_path,
         listen: metrics_listen,
-    };
-    metrics
+    }
 }
 
 /// Validates `[log]` (at `lp`).
@@ -53,7 +52,7 @@ pub(super) fn validate_log(v: &mut V<'_>, rl: &RawLog, lp: &KeyPath) -> LogConfi
     if let Err(e) = check_log_level(&level) {
         v.err(&lp.key("level"), e);
     }
-    let log = LogConfig {
+    LogConfig {
         level,
         format: v.choice(
             &rl.format,
@@ -71,8 +70,7 @@ pub(super) fn validate_log(v: &mut V<'_>, rl: &RawLog, lp: &KeyPath) -> LogConfi
                 ("always", ColorMode::Always),
             ],
         ),
-    };
-    log
+    }
 }
 
 const LOG_LEVELS: &[&str] = &["trace", "debug", "info", "warn", "error", "off"];
