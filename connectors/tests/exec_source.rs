@@ -164,7 +164,7 @@ async fn line_protocol_from_stdout_becomes_records() {
             ),
         ]
     );
-    assert_eq!(r.metrics.get("exec_lines_total"), 3);
+    assert_eq!(r.metrics.get("tsfiled_exec_lines_total"), 3);
     r.stop().await.unwrap();
 }
 
@@ -210,7 +210,7 @@ async fn an_exiting_program_is_restarted_and_its_stderr_counted() {
     r.until("three runs' points", |r| r.sink.records().len() >= 3)
         .await;
     r.until("three stderr lines", |r| {
-        r.metrics.get("exec_stderr_lines_total") >= 3
+        r.metrics.get("tsfiled_exec_stderr_lines_total") >= 3
     })
     .await;
     let values: Vec<FieldValue> = r.sink.records()[..3]
@@ -221,7 +221,7 @@ async fn an_exiting_program_is_restarted_and_its_stderr_counted() {
         values,
         [FieldValue::Int(1), FieldValue::Int(2), FieldValue::Int(3)]
     );
-    assert!(r.metrics.get("exec_restarts_total") >= 2);
+    assert!(r.metrics.get("tsfiled_exec_restarts_total") >= 2);
     r.stop().await.unwrap();
     let runs = std::fs::read_to_string(&starts).unwrap().lines().count();
     assert!(runs >= 3, "{runs} runs");
@@ -294,7 +294,7 @@ async fn a_missing_program_is_retried_without_stopping_the_source() {
     cfg.restart_max_delay = Duration::from_millis(20);
     let r = start(&cfg);
     r.until("two failed restarts", |r| {
-        r.metrics.get("exec_restarts_total") >= 2
+        r.metrics.get("tsfiled_exec_restarts_total") >= 2
     })
     .await;
     assert_eq!(r.status.get(), "restarting");
@@ -310,7 +310,7 @@ async fn a_line_over_the_limit_is_dropped_alone() {
     r.until("a record", |r| !r.sink.records().is_empty()).await;
     let rec = &r.sink.records()[0];
     assert_eq!((rec.device.as_str(), rec.time), ("root.x.m", 5));
-    assert_eq!(r.metrics.get("exec_lines_too_long_total"), 1);
+    assert_eq!(r.metrics.get("tsfiled_exec_lines_too_long_total"), 1);
     r.stop().await.unwrap();
 }
 

@@ -242,12 +242,11 @@ impl Metrics {
         }
         let mut labels = vec!["pipeline", "source"];
         labels.extend(extra);
-        let full = format!("tsfiled_{name}");
         debug_assert!(
-            full.ends_with("_total"),
-            "counter {full} must end in _total"
+            name.starts_with("tsfiled_") && name.ends_with("_total"),
+            "counter {name} must start with tsfiled_ and end in _total"
         );
-        let c = IntCounterVec::new(Opts::new(full, help), &labels).expect("valid metric");
+        let c = IntCounterVec::new(Opts::new(name, help), &labels).expect("valid metric");
         if let Err(e) = self.registry.register(Box::new(c.clone())) {
             tracing::error!(metric = name, error = %e, "cannot register a source metric");
         }
@@ -264,13 +263,12 @@ impl Metrics {
         if let Some(g) = families.gauges.get(name) {
             return g.clone();
         }
-        let full = format!("tsfiled_{name}");
         debug_assert!(
-            !full.ends_with("_total"),
-            "gauge {full} must not end in _total"
+            name.starts_with("tsfiled_") && !name.ends_with("_total"),
+            "gauge {name} must start with tsfiled_ and not end in _total"
         );
         let g =
-            IntGaugeVec::new(Opts::new(full, help), &["pipeline", "source"]).expect("valid metric");
+            IntGaugeVec::new(Opts::new(name, help), &["pipeline", "source"]).expect("valid metric");
         if let Err(e) = self.registry.register(Box::new(g.clone())) {
             tracing::error!(metric = name, error = %e, "cannot register a source metric");
         }
@@ -403,6 +401,48 @@ mod tests {
         assert!(text.contains("reason=\"type_mismatch\""));
         assert!(text.contains("tsfiled_wal_bytes{pipeline=\"p\"} 42"));
         assert!(text.contains("tsfiled_build_info{version="));
+    }
+
+    /// A source's metrics handle labels its series with pipeline and source (and the extra
+    /// label), and a removed source's gauges go while its counters stay.
+    #[test]
+    fn source_handles_label_their_series() {
+        let m = Metrics::new();
+        let h = SourceMetricsHandle::new(m.clone(), "p", "s1", None);
+        h.counter("tsfiled_x_events_total", "Events.", None)(3);
+        h.counter(
+            "tsfiled_x_errors_total",
+            "Errors.",
+            Some(("reason", "parse")),
+        )(2);
+        h.gauge("tsfiled_x_queue", "Queue.")(7);
+        // A second source shares the families.
+        SourceMetricsHandle::new(m.clone(), "p", "s2", None).gauge("tsfiled_x_queue", "Queue.")(1);
+        let text = m.render();
+        for line in [
+            "tsfiled_x_events_total{pipeline=\"p\",source=\"s1\"} 3",
+            "tsfiled_x_errors_total{pipeline=\"p\",reason=\"parse\",source=\"s1\"} 2",
+            "tsfiled_x_queue{pipeline=\"p\",source=\"s1\"} 7",
+            "tsfiled_x_queue{pipeline=\"p\",source=\"s2\"} 1",
+            "# TYPE tsfiled_x_events_total counter",
+            "# TYPE tsfiled_x_queue gauge",
+        ] {
+            assert!(text.contains(line), "{line} not in\n{text}");
+        }
+        m.forget_source("p", "s1");
+        let text = m.render();
+        assert!(
+            !text.contains("tsfiled_x_queue{pipeline=\"p\",source=\"s1\"}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("tsfiled_x_queue{pipeline=\"p\",source=\"s2\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("tsfiled_x_events_total{pipeline=\"p\",source=\"s1\"} 3"),
+            "{text}"
+        );
     }
 
     /// Prometheus naming (checked as every metric is registered): a counter's name ends in

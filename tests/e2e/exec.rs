@@ -85,3 +85,79 @@ fn exec_source_output_is_sealed_and_the_program_stopped_with_the_daemon() {
     }
     assert_eq!(points.len(), 100);
 }
+
+/// A script that records its pid in `pidfile`, writes `value=<v>` once and stays up.
+fn write_script(path: &Path, pidfile: &Path, v: i64) {
+    std::fs::write(
+        path,
+        format!(
+            "echo $$ > '{}'\necho \"temp,room=r1 value={v}i 1700000000{v:03}\"\nexec sleep 600\n",
+            pidfile.display()
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn sighup_restarts_an_exec_source_whose_settings_changed_and_stops_a_removed_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (pid_a, pid_b) = (tmp.path().join("a.pid"), tmp.path().join("b.pid"));
+    let (script_a, script_b) = (tmp.path().join("a.sh"), tmp.path().join("b.sh"));
+    write_script(&script_a, &pid_a, 1);
+    write_script(&script_b, &pid_b, 2);
+    let source = |name: &str, script: &Path, extra: &str| {
+        format!(
+            "[[pipeline.source]]\ntype = \"exec\"\nname = \"{name}\"\ncommand = [\"sh\", \"{}\"]\nprecision = \"ms\"\n{extra}\n",
+            script.display()
+        )
+    };
+    let head = format!(
+        "data_dir = \"{}\"\nshutdown_timeout = \"20s\"\n[http]\nlisten = \"127.0.0.1:0\"\n[[pipeline]]\nname = \"main\"\n",
+        data.display()
+    );
+    let file = tmp.path().join("tsfiled.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "{head}{}{}",
+            source("a", &script_a, ""),
+            source("b", &script_b, "")
+        ),
+    )
+    .unwrap();
+    let d = DaemonProc::start_with(&["run", "--config", file.to_str().unwrap()]);
+    let received = |name: &str| {
+        metric(
+            &get(d.addr, "/metrics").body,
+            &format!("tsfiled_points_received_total{{pipeline=\"main\",source=\"{name}\"}}"),
+        )
+    };
+    until("both programs' points", 60, || {
+        received("a") == Some(1.0) && received("b") == Some(1.0)
+    });
+    let first_a = std::fs::read_to_string(&pid_a).unwrap();
+    let first_b = std::fs::read_to_string(&pid_b).unwrap();
+    // `a` gets a new setting (its stop timeout), `b` is removed.
+    std::fs::write(
+        &file,
+        format!("{head}{}", source("a", &script_a, "stop_timeout = \"3s\"")),
+    )
+    .unwrap();
+    d.signal(libc::SIGHUP);
+    until("a restarted with a new program", 60, || {
+        std::fs::read_to_string(&pid_a).is_ok_and(|p| p != first_a) && received("a") == Some(2.0)
+    });
+    let alive = |pid: &str| Path::new("/proc").join(pid.trim()).exists();
+    until("the old programs stopped", 60, || {
+        !alive(&first_a) && !alive(&first_b)
+    });
+    let m = get(d.addr, "/metrics").body;
+    assert_eq!(
+        metric(&m, "tsfiled_exec_running{pipeline=\"main\",source=\"b\"}"),
+        None,
+        "the removed source's gauge is gone:\n{m}"
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}

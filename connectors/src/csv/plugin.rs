@@ -195,7 +195,7 @@ impl HandleMetrics {
         let m = handle.as_ref();
         let files = |r: FileResult| {
             m.counter(
-                "csv_files_total",
+                "tsfiled_csv_files_total",
                 "CSV files finished, by result (done, deleted, error, stuck).",
                 Some(("result", r.label())),
             )
@@ -210,13 +210,13 @@ impl HandleMetrics {
                 files(FileResult::Error),
                 files(FileResult::Stuck),
             ],
-            rows: two("csv_rows_total", "CSV rows, by result (accepted, rejected)."),
-            points: two("csv_points_total", "CSV points, by result (accepted, rejected)."),
-            bytes: m.counter("csv_bytes_read_total", "CSV bytes read.", None),
-            queue: m.gauge("csv_queue_length", "CSV files waiting to be ingested."),
+            rows: two("tsfiled_csv_rows_total", "CSV rows, by result (accepted, rejected)."),
+            points: two("tsfiled_csv_points_total", "CSV points, by result (accepted, rejected)."),
+            bytes: m.counter("tsfiled_csv_bytes_read_total", "CSV bytes read.", None),
+            queue: m.gauge("tsfiled_csv_queue_length", "CSV files waiting to be ingested."),
             rescans: ["scheduled", "event_loss"].map(|r| {
                 m.counter(
-                    "csv_rescans_total",
+                    "tsfiled_csv_rescans_total",
                     "Full CSV directory rescans, by reason (scheduled: at start and every rescan_interval; event_loss: the file watcher lost events).",
                     Some(("reason", r)),
                 )

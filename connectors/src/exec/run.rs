@@ -95,27 +95,27 @@ impl Telemetry {
         let m = cx.metrics.as_ref();
         Telemetry {
             restarts: m.counter(
-                "exec_restarts_total",
+                "tsfiled_exec_restarts_total",
                 "Starts of the exec source's program after the first (exits and failed starts).",
                 None,
             ),
             lines: m.counter(
-                "exec_lines_total",
+                "tsfiled_exec_lines_total",
                 "Lines read from the exec source's program.",
                 None,
             ),
             too_long: m.counter(
-                "exec_lines_too_long_total",
+                "tsfiled_exec_lines_too_long_total",
                 "Lines of the exec source's program dropped for exceeding max_line_size.",
                 None,
             ),
             stderr: m.counter(
-                "exec_stderr_lines_total",
+                "tsfiled_exec_stderr_lines_total",
                 "Lines the exec source's program wrote to its standard error (logged).",
                 None,
             ),
             running: m.gauge(
-                "exec_running",
+                "tsfiled_exec_running",
                 "1 while the exec source's program is running.",
             ),
         }

@@ -217,18 +217,18 @@ impl HandleMetrics {
     ) -> HandleMetrics {
         HandleMetrics {
             connected: m.gauge(
-                "mqtt_connected",
+                "tsfiled_mqtt_connected",
                 "1 while the MQTT source is connected to its broker.",
             ),
             reconnects: m.counter(
-                "mqtt_reconnects_total",
+                "tsfiled_mqtt_reconnects_total",
                 "MQTT connections established after the first one.",
                 None,
             ),
-            messages: m.counter("mqtt_messages_total", "MQTT messages received.", None),
-            bytes: m.counter("mqtt_bytes_total", "MQTT payload bytes received.", None),
+            messages: m.counter("tsfiled_mqtt_messages_total", "MQTT messages received.", None),
+            bytes: m.counter("tsfiled_mqtt_bytes_total", "MQTT payload bytes received.", None),
             inflight: m.gauge(
-                "mqtt_inflight_messages",
+                "tsfiled_mqtt_inflight_messages",
                 "MQTT messages received and not yet durable.",
             ),
             handle,
@@ -256,7 +256,7 @@ impl MqttMetrics for HandleMetrics {
     fn message_error(&self, reason: MessageError, count: u64) {
         // Rare (per bad message): the series is resolved when first needed.
         let c = self.handle.counter(
-            "mqtt_message_errors_total",
+            "tsfiled_mqtt_message_errors_total",
             "MQTT messages (or points of them) not ingested, by reason.",
             Some(("reason", reason.label())),
         );

@@ -15,13 +15,14 @@ pub type Gauge = Arc<dyn Fn(i64) + Send + Sync>;
 
 /// Metrics of one source, labelled with its pipeline and source name by the daemon.
 ///
-/// Names follow Prometheus: the daemon prefixes `tsfiled_`; counters end in `_total`, gauges
-/// do not. Resolve series once at start (they are exported at 0 from then on), and update them
-/// once per batch, not per point.
+/// Names are whole Prometheus names starting with `tsfiled_` (written out in the source, so
+/// the ops kit's checks find them); counters end in `_total`, gauges do not. Resolve series
+/// once at start (they are exported at 0 from then on), and update them once per batch, not
+/// per point.
 pub trait SourceMetrics: Send + Sync {
-    /// The counter `tsfiled_<name>{pipeline, source[, extra]}`.
+    /// The counter `name{pipeline, source[, extra]}`.
     fn counter(&self, name: &str, help: &str, extra: Option<(&str, &str)>) -> Counter;
-    /// The gauge `tsfiled_<name>{pipeline, source}`; removed when the source is removed.
+    /// The gauge `name{pipeline, source}`; removed when the source is removed.
     fn gauge(&self, name: &str, help: &str) -> Gauge;
     /// Liveness for the watchdog: the source made progress (points durable, a file done).
     fn progress(&self);
