@@ -49,7 +49,7 @@ pub use tsfiled_connectors::source::LineProtocolMapping;
 pub use tsfiled_core::{
     check_strftime, check_timezone, check_topic_filter, encoding_supported, encodings_for,
     format_duration, parse_duration, parse_size, ByteSize, Compression, DataType, Encoding, Glob,
-    PathError, PathPattern, PatternNode, Template, TemplatePart, TimePrecision, TopicLevel,
+    PathError, PathPattern, PatternNode, Template, TemplatePart, TimeUnit, TopicLevel,
     TopicTemplate, UnitError,
 };
 

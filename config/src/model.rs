@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tsfiled_connectors::source::{DynSettings, SourceSettings};
-use tsfiled_core::{ByteSize, Compression, DataType, Encoding, PathPattern, TimePrecision};
+use tsfiled_core::{ByteSize, Compression, DataType, Encoding, PathPattern, TimeUnit};
 
 use crate::raw::RawConfig;
 
@@ -258,7 +258,7 @@ pub struct StorageConfig {
     /// Storage-group path level (1: `root.sg`).
     pub storage_group_level: u32,
     /// Unit of stored timestamps.
-    pub time_precision: TimePrecision,
+    pub time_precision: TimeUnit,
     /// Memory for all in-memory tables of the pipeline.
     pub memtable_budget: ByteSize,
     /// Flush threshold of one storage group's in-memory table.

@@ -64,7 +64,7 @@ fn default_config_validates() {
     assert_eq!(p.name, "default");
     assert_eq!(p.storage.data_dir, PathBuf::from("./data"));
     assert_eq!(p.storage.wal_dir, PathBuf::from("./data/wal"));
-    assert_eq!(p.storage.time_precision, TimePrecision::Ms);
+    assert_eq!(p.storage.time_precision, TimeUnit::Millis);
     assert_eq!(p.storage.time_partition, None);
     assert_eq!(p.sources.len(), 1);
     let Some(h) = p.sources[0].settings::<HttpSourceConfig>() else {
@@ -220,7 +220,7 @@ fn example_mqtt_validates() {
     let MqttPayload::Line(lm) = &m.topics[2].payload else {
         panic!()
     };
-    assert_eq!(lm.precision, TimePrecision::Ms);
+    assert_eq!(lm.precision, TimeUnit::Millis);
     assert_eq!(
         m.dead_letter_file,
         PathBuf::from("/var/lib/tsfiled/dead-letter/broker.jsonl")

@@ -1,7 +1,7 @@
 //! What config, connectors and daemon share, defined once: configuration diagnostics
 //! ([`KeyPath`], [`Diagnostic`]), the positions of a TOML document ([`SpanIndex`]), the
 //! stage-two [`Validator`] with its typed readers, the [`config_table!`] declaration of raw
-//! tables, units (sizes, durations, [`TimePrecision`]), IoTDB path rules ([`path`]), the
+//! tables, units (sizes, durations, [`TimeUnit`]), IoTDB path rules ([`path`]), the
 //! template grammars ([`Template`], [`TopicTemplate`], [`Glob`]), TsFile data types, encodings
 //! and compressions by name ([`schema`]), and the machine checks of `check-config`
 //! ([`probe`]).
@@ -30,7 +30,7 @@ pub use raw::{FieldDoc, Human};
 pub use schema::{
     encoding_supported, encodings_for, Compression, DataType, Encoding, PathPattern, PatternNode,
 };
-pub use time::TimePrecision;
+pub use time::TimeUnit;
 pub use units::{format_duration, parse_duration, parse_size, ByteSize, UnitError};
 pub use validate::{choices_text, same_path, Validator, PRECISIONS};
 

@@ -10,7 +10,7 @@ use crate::diag::{Diagnostic, KeyPath};
 use crate::locate::SpanIndex;
 use crate::raw::Human;
 use crate::schema::{encoding_supported, encodings_for, Compression, DataType, Encoding};
-use crate::time::TimePrecision;
+use crate::time::TimeUnit;
 use crate::units::{format_duration, parse_duration, parse_size, ByteSize};
 
 /// Collects problems while turning raw values into typed ones; on a problem it returns a
@@ -364,10 +364,10 @@ impl Validator<'_> {
     }
 }
 
-/// The names of [`TimePrecision`]s.
-pub const PRECISIONS: &[(&str, TimePrecision)] = &[
-    ("ms", TimePrecision::Ms),
-    ("us", TimePrecision::Us),
-    ("ns", TimePrecision::Ns),
-    ("s", TimePrecision::S),
+/// The configuration's names of [`TimeUnit`]s.
+pub const PRECISIONS: &[(&str, TimeUnit)] = &[
+    ("ms", TimeUnit::Millis),
+    ("us", TimeUnit::Micros),
+    ("ns", TimeUnit::Nanos),
+    ("s", TimeUnit::Seconds),
 ];

@@ -76,7 +76,7 @@ impl Settings {
         let mut pipelines = Vec::new();
         for p in &c.pipelines {
             let st = &p.storage;
-            let precision = TimeUnit::from(st.time_precision);
+            let precision = st.time_precision;
             let mut o = PipelineOptions::new(&p.name, st.data_dir.clone());
             o.engine.state_dir = p.state_dir();
             o.engine.sg_level = st.storage_group_level as usize;

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tsfiled_core::{format_duration, ByteSize, TimePrecision, Validator as V, PRECISIONS};
+use tsfiled_core::{format_duration, ByteSize, TimeUnit, Validator as V, PRECISIONS};
 
 use crate::error::KeyPath;
 use crate::model::{HttpConfig, StorageConfig};
@@ -31,7 +31,7 @@ pub(super) fn validate_storage(
     let time_precision = v.choice(
         &rs.time_precision,
         &sp.key("time_precision"),
-        TimePrecision::Ms,
+        TimeUnit::Millis,
         PRECISIONS,
     );
     let memtable_budget = v.size_min(

@@ -34,7 +34,7 @@ impl Parser {
             ExecFormat::Line(m) => Parser::Line {
                 template: DeviceTemplate::with_prefix(&m.path_prefix, m.device_template.as_str())
                     .map_err(|e| e.to_string())?,
-                precision: m.precision.into(),
+                precision: m.precision,
             },
             ExecFormat::IotdbJson => Parser::Json,
         })

@@ -179,7 +179,7 @@ impl MqttSourceConfig {
                         time_unit: TimeUnit::Millis,
                     },
                     MqttPayload::Line(lp) => PayloadFormat::LineProtocol {
-                        precision: lp.precision.into(),
+                        precision: lp.precision,
                         path_prefix: lp.path_prefix.clone(),
                         device_template: lp.device_template.as_str().to_string(),
                     },

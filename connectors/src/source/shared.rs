@@ -1,7 +1,7 @@
 //! Settings several sources share: how line-protocol points map onto IoTDB paths.
 
 use tsfiled_core::path::check_prefix;
-use tsfiled_core::{KeyPath, Template, TimePrecision, Validator, PRECISIONS};
+use tsfiled_core::{KeyPath, Template, TimeUnit, Validator, PRECISIONS};
 
 /// How line-protocol points map onto IoTDB paths (the `path_prefix`, `device_template` and
 /// `precision` keys of the http source and of MQTT topics with `payload = "line"`).
@@ -12,7 +12,7 @@ pub struct LineProtocolMapping {
     /// Device path below the prefix; placeholders `{measurement}`, `{tags}`, `{<tag key>}`.
     pub device_template: Template,
     /// Timestamp unit when the request or source gives none.
-    pub precision: TimePrecision,
+    pub precision: TimeUnit,
 }
 
 impl LineProtocolMapping {
@@ -55,11 +55,6 @@ pub fn line_mapping(
     LineProtocolMapping {
         path_prefix,
         device_template,
-        precision: v.choice(
-            precision,
-            &at.key("precision"),
-            TimePrecision::Ns,
-            PRECISIONS,
-        ),
+        precision: v.choice(precision, &at.key("precision"), TimeUnit::Nanos, PRECISIONS),
     }
 }

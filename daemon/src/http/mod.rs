@@ -764,7 +764,7 @@ async fn write_line(
 ) -> Response {
     let q = query.clone();
     let template = rs.route.device_template.clone();
-    let default_precision: TimeUnit = rs.route.config.line_protocol.precision.into();
+    let default_precision = rs.route.config.line_protocol.precision;
     ingest(
         rs,
         headers,
