@@ -18,6 +18,7 @@ pub mod error;
 pub mod iotdb_json;
 pub mod iotdb_rest;
 pub mod line_protocol;
+pub mod modbus;
 pub mod model;
 pub mod mqtt;
 pub mod path;
