@@ -21,6 +21,7 @@ pub mod line_protocol;
 pub mod modbus;
 pub mod model;
 pub mod mqtt;
+pub mod nats;
 pub mod path;
 pub mod reject;
 pub mod sink;
