@@ -444,3 +444,57 @@ async fn values_named_by_subject_and_unusable_messages_terminated() {
     assert_eq!(info.num_redelivered, 0, "{info:?}");
     src.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let store = dir.path().join("js");
+    let _server = Server::spawn(
+        "auth",
+        port,
+        &[
+            "-js",
+            "-a",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-sd",
+            store.to_str().unwrap(),
+            "--user",
+            "ingest",
+            "--pass",
+            "s3cret",
+        ],
+    );
+    let url = format!("nats://127.0.0.1:{port}");
+    let client =
+        async_nats::ConnectOptions::with_user_and_password("ingest".into(), "s3cret".into())
+            .connect(url.as_str())
+            .await
+            .unwrap();
+    let js = jetstream::new(client);
+    js.create_stream(stream::Config {
+        name: "TS".into(),
+        subjects: vec!["ts.>".into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    publish_acked(&js, 7).await;
+    let pw = dir.path().join("password");
+    std::fs::write(&pw, "s3cret\n").unwrap();
+    let src = start(
+        &config(
+            &[url],
+            &format!(
+                "username = \"ingest\"\npassword_file = {:?}",
+                pw.display().to_string()
+            ),
+        ),
+        Arc::new(MemorySink::new()),
+    );
+    wait_for("the point", || src.sink.points() == 1).await;
+    assert_eq!(times(&src.sink.records()), BTreeSet::from([7]));
+    src.finish().await;
+}

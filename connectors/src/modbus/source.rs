@@ -200,6 +200,7 @@ impl Poller {
         let time = unix_now(self.stored_unit);
         let mut fields = Vec::with_capacity(self.dev.register.len());
         let mut answered = 0;
+        let mut failed = false;
         for k in 0..self.reads.len() {
             let start = self.reads[k].start as usize;
             match self.read(k).await {
@@ -221,6 +222,7 @@ impl Poller {
                 }
                 Outcome::Exception => answered += 1,
                 Outcome::Failed => {
+                    failed = true;
                     if self.conn.is_none() && self.next_connect.is_some() {
                         // Unreachable: the other requests would fail alike.
                         break;
@@ -233,7 +235,7 @@ impl Poller {
         } else {
             self.stats.add_skipped_polls(1);
         }
-        if answered == self.reads.len() && !self.healthy && self.exception_logged.is_empty() {
+        if !failed && !self.healthy {
             tracing::info!(source = %self.name, device = %self.dev.path, address = %self.target, "device answers again");
             self.healthy = true;
         }

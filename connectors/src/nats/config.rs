@@ -1,6 +1,7 @@
 //! Settings of one NATS JetStream source ([`NatsConfig`]): serde form of its
 //! `[[pipeline.source]]` table, defaults and validation.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
@@ -47,15 +48,21 @@ pub struct NatsConfig {
     /// For `line`: unit of line-protocol timestamps (default `ns`).
     #[serde(default = "default_precision", deserialize_with = "time_unit")]
     pub precision: TimeUnit,
-    /// User name (with `password`).
+    /// User name (with `password` or `password_file`).
     #[serde(default)]
     pub username: Option<String>,
     /// Password (needs `username`).
     #[serde(default)]
-    pub password: Option<String>,
+    pub password: Option<Secret>,
+    /// File holding the password (trailing newline removed), instead of `password`.
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
     /// Authentication token (instead of `username`/`password`).
     #[serde(default)]
-    pub token: Option<String>,
+    pub token: Option<Secret>,
+    /// File holding the token (trailing newline removed), instead of `token`.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
     /// Timeout of one connection attempt (default 10 s).
     #[serde(default = "default_connect_timeout", deserialize_with = "duration")]
     pub connect_timeout: Duration,
@@ -89,6 +96,27 @@ pub struct NatsConfig {
     /// acknowledged (default 5 s); what is not acknowledged by then is delivered again later.
     #[serde(default = "default_drain", deserialize_with = "duration")]
     pub drain_timeout: Duration,
+}
+
+/// A password or token; `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// Reads a secret file without its trailing newline; the error names `key`.
+fn read_secret(key: &str, path: &Path) -> Result<String, NatsError> {
+    let mut s = std::fs::read_to_string(path)
+        .map_err(|e| NatsError::invalid(key, format!("cannot read {}: {e}", path.display())))?;
+    while s.ends_with('\n') || s.ends_with('\r') {
+        s.pop();
+    }
+    Ok(s)
 }
 
 /// How payloads are parsed.
@@ -235,13 +263,32 @@ impl NatsConfig {
             }
             _ => {}
         }
-        if self.password.is_some() && self.username.is_none() {
-            return Err(NatsError::invalid("password", "needs `username`"));
+        let has_password = self.password.is_some() || self.password_file.is_some();
+        if self.password.is_some() && self.password_file.is_some() {
+            return Err(NatsError::invalid(
+                "password_file",
+                "give either `password` or `password_file`",
+            ));
         }
-        if self.token.is_some() && self.username.is_some() {
+        if has_password && self.username.is_none() {
+            let key = if self.password.is_some() {
+                "password"
+            } else {
+                "password_file"
+            };
+            return Err(NatsError::invalid(key, "needs `username`"));
+        }
+        let has_token = self.token.is_some() || self.token_file.is_some();
+        if self.token.is_some() && self.token_file.is_some() {
+            return Err(NatsError::invalid(
+                "token_file",
+                "give either `token` or `token_file`",
+            ));
+        }
+        if has_token && self.username.is_some() {
             return Err(NatsError::invalid(
                 "token",
-                "give either `token` or `username`/`password`",
+                "give either a token or `username`/`password`",
             ));
         }
         for (key, d) in [
@@ -281,6 +328,32 @@ impl NatsConfig {
             return Err(NatsError::invalid("max_payload_bytes", "must be > 0"));
         }
         Ok(())
+    }
+}
+
+/// The credentials to connect with, files read.
+pub(crate) enum Credentials {
+    None,
+    UserPassword(String, String),
+    Token(String),
+}
+
+impl NatsConfig {
+    /// Reads the credentials (password and token files); the error names the key.
+    pub(crate) fn credentials(&self) -> Result<Credentials, NatsError> {
+        if let Some(user) = &self.username {
+            let password = match (&self.password, &self.password_file) {
+                (Some(p), _) => p.0.clone(),
+                (None, Some(f)) => read_secret("password_file", f)?,
+                (None, None) => String::new(),
+            };
+            return Ok(Credentials::UserPassword(user.clone(), password));
+        }
+        Ok(match (&self.token, &self.token_file) {
+            (Some(t), _) => Credentials::Token(t.0.clone()),
+            (None, Some(f)) => Credentials::Token(read_secret("token_file", f)?),
+            (None, None) => Credentials::None,
+        })
     }
 }
 
@@ -360,6 +433,30 @@ mod tests {
             }
             assert!(err.to_string().contains(key), "{err}");
         }
+    }
+
+    #[test]
+    fn secrets_are_hidden_and_read_from_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("pw");
+        std::fs::write(&f, "s3cret\n").unwrap();
+        let c = parse(&format!(
+            "{GOOD}\nusername = \"u\"\npassword_file = {:?}",
+            f.display().to_string()
+        ));
+        c.validate().unwrap();
+        assert!(matches!(
+            c.credentials().unwrap(),
+            Credentials::UserPassword(u, p) if u == "u" && p == "s3cret"
+        ));
+        let c = parse(&format!("{GOOD}\ntoken = \"tok-123\""));
+        c.validate().unwrap();
+        assert!(!format!("{c:?}").contains("tok-123"));
+        assert!(matches!(c.credentials().unwrap(), Credentials::Token(t) if t == "tok-123"));
+        let c = parse(&format!("{GOOD}\ntoken_file = \"/nonexistent/t\""));
+        assert!(
+            matches!(c.credentials(), Err(NatsError::Invalid { key, .. }) if key == "token_file")
+        );
     }
 
     #[test]

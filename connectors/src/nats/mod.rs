@@ -23,7 +23,7 @@ mod source;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use config::{NatsConfig, PayloadKind};
+pub use config::{NatsConfig, PayloadKind, Secret};
 pub use source::run;
 
 /// Errors of the NATS source.

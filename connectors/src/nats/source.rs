@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::model::{Batch, TimeUnit};
 use crate::sink::{BatchSink, SinkError};
 
-use super::config::NatsConfig;
+use super::config::{Credentials, NatsConfig};
 use super::parse::Parser;
 use super::{NatsError, NatsStats};
 
@@ -98,11 +98,10 @@ pub async fn run(
                 }
             }
         });
-    if let Some(user) = &config.username {
-        opts = opts.user_and_password(user.clone(), config.password.clone().unwrap_or_default());
-    }
-    if let Some(token) = &config.token {
-        opts = opts.token(token.clone());
+    match config.credentials()? {
+        Credentials::UserPassword(user, password) => opts = opts.user_and_password(user, password),
+        Credentials::Token(token) => opts = opts.token(token),
+        Credentials::None => {}
     }
     let client = opts
         .connect(config.servers.clone())
