@@ -16,7 +16,7 @@ command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitt
 command -v openssl >/dev/null || need+=(openssl)
 command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
 command -v curl >/dev/null || need+=(curl)
-command -v nats-server >/dev/null || need+=(nats-server)
+command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || need+=(nats-server)
 if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q

@@ -101,7 +101,7 @@ impl Simulator {
         let stderr = child.stderr.take().expect("stderr");
         let errors = Arc::new(Mutex::new(String::new()));
         let errs = errors.clone();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 let mut e = errs.lock().unwrap();
@@ -114,6 +114,7 @@ impl Simulator {
         if ready_rx.recv_timeout(Duration::from_secs(60)).is_err() {
             let _ = child.kill();
             let _ = child.wait();
+            let _ = stderr_reader.join();
             panic!(
                 "the pymodbus simulator did not start (is pymodbus installed? ops/ci-deps.sh \
                  installs it):\n{}",

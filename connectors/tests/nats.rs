@@ -5,6 +5,7 @@
 //! These tests fail, never skip, when `nats-server` is missing (`ops/ci-deps.sh` installs it).
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +24,18 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// The `nats-server` binary: on PATH, or where Debian's package puts it (`/usr/sbin`, which a
+/// non-root PATH may lack).
+fn nats_server() -> PathBuf {
+    for dir in ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"] {
+        let p = Path::new(dir).join("nats-server");
+        if p.exists() {
+            return p;
+        }
+    }
+    PathBuf::from("nats-server")
+}
+
 /// One `nats-server` process; killed on drop.
 struct Server {
     child: Option<Child>,
@@ -32,7 +45,7 @@ struct Server {
 
 impl Server {
     fn spawn(name: &str, port: u16, args: &[&str]) -> Server {
-        let child = Command::new("nats-server")
+        let child = Command::new(nats_server())
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -496,5 +509,51 @@ async fn password_from_a_file() {
     );
     wait_for("the point", || src.sink.points() == 1).await;
     assert_eq!(times(&src.sink.records()), BTreeSet::from([7]));
+    src.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_down_at_start_then_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let url = format!("nats://127.0.0.1:{port}");
+    let store = dir.path().join("js");
+    let args = [
+        "-js",
+        "-a",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-sd",
+        store.to_str().unwrap(),
+    ]
+    .map(String::from);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // Nothing listens yet: the source waits and keeps trying.
+    let src = start(
+        &config(std::slice::from_ref(&url), "batch = 20"),
+        Arc::new(MemorySink::new()),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut server = Server::spawn("restarted", port, &args);
+    let js = client_and_stream(std::slice::from_ref(&url), 1).await;
+    for i in 0..50 {
+        publish_acked(&js, i).await;
+    }
+    let first: BTreeSet<i64> = (0..50).collect();
+    wait_for("the points published after the server came up", || {
+        times(&src.sink.records()) == first
+    })
+    .await;
+    server.kill();
+    let _server = Server::spawn("restarted", port, &args);
+    for i in 50..100 {
+        publish_acked(&js, i).await;
+    }
+    let all: BTreeSet<i64> = (0..100).collect();
+    wait_for("the points published after the restart", || {
+        times(&src.sink.records()) == all
+    })
+    .await;
     src.finish().await;
 }
