@@ -447,3 +447,35 @@ async fn invalid_settings_are_refused_before_connecting() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_server_times_out_and_is_retried_on_new_connections() {
+    // Accepts connections and reads requests but never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { break };
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            open.push(stream);
+        }
+    });
+    let src = start(&format!(
+        "[[device]]\naddress = \"127.0.0.1:{port}\"\npath = \"root.plant.silent\"\n\
+         poll_interval = \"1h\"\ntimeout = \"100ms\"\nretries = 2\n{}",
+        entry("x", "holding", 0, "")
+    ));
+    // One poll: the request and its 2 retries, each on a new connection.
+    wait_for("three timed-out attempts", || {
+        src.stats.read_errors() >= 3 && accepted.load(std::sync::atomic::Ordering::SeqCst) >= 3
+    })
+    .await;
+    assert_eq!(src.stats.read_errors(), 3);
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(src.stats.skipped_polls(), 1);
+    assert!(src.sink.records().is_empty());
+    src.finish().await;
+}
