@@ -34,9 +34,9 @@ pub async fn run(
     let stop = shutdown.child_token();
     let name: Arc<str> = config.name.into();
     let mut tasks = JoinSet::new();
-    for dev in config.device {
-        let (host, port) =
-            split_address(&dev.address).map_err(|m| ModbusError::invalid("device.address", m))?;
+    for (i, dev) in config.device.into_iter().enumerate() {
+        let (host, port) = split_address(&dev.address)
+            .map_err(|m| ModbusError::invalid(format!("device[{i}].address"), m))?;
         let poller = Poller {
             name: name.clone(),
             reads: plan(&dev),
