@@ -1,4 +1,5 @@
-//! Push over HTTP, SIGTERM, read back point for point.
+//! Push over HTTP, SIGTERM, read back point for point. The first two tests run in both
+//! TsFile formats; in v4 the PyPI `tsfile` library reads the sealed files too.
 
 use std::io::Write;
 
@@ -14,9 +15,18 @@ fn gzip(b: &[u8]) -> Vec<u8> {
 
 #[test]
 fn push_every_format_then_sigterm_reads_back_point_for_point() {
+    push_every_format(Fmt::V2);
+}
+
+#[test]
+fn push_every_format_then_sigterm_reads_back_point_for_point_v4() {
+    push_every_format(Fmt::V4);
+}
+
+fn push_every_format(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let d = DaemonProc::start(&data, &[]);
+    let d = DaemonProc::start_fmt(&data, &[], fmt);
     let a = d.addr;
     // IoTDB JSON: single record.
     let r = post(a, "/ingest/iotdb-json", &[], br#"{"device":"root.sg.d1","timestamp":1000,"measurements":["i","f","b","t"],"values":[7,1.25,true,"hello"]}"#);
@@ -102,6 +112,15 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
         (s("root.sg.d2"), s("x"), 1500, Value::Int64(-3)),
     ];
     assert_eq!(flat, expected);
+    if fmt == Fmt::V4 {
+        // The Apache TsFile library reads the same points from the files.
+        let want = canonical_lines(
+            expected
+                .iter()
+                .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v)),
+        );
+        assert_eq!(pytsfile_lines(&files), want);
+    }
     // One sequence file per storage group.
     assert_eq!(files.len(), 2, "{files:?}");
     assert!(files
@@ -109,7 +128,7 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
         .all(|f| f.to_string_lossy().contains("/sequence/")));
     // Restart: nothing is replayed twice, and the frozen type of root.sg.d1.i
     // (INT64) refuses a float.
-    let d = DaemonProc::start(&data, &[]);
+    let d = DaemonProc::start_fmt(&data, &[], fmt);
     let r = post(
         d.addr,
         "/ingest/iotdb-json",
@@ -127,10 +146,20 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
 
 #[test]
 fn late_points_after_a_flush_go_to_unsequence() {
+    late_points(Fmt::V2);
+}
+
+/// In v4 the restart finds the device's newest time in the IoTDB 2.x `.resource`.
+#[test]
+fn late_points_after_a_flush_go_to_unsequence_v4() {
+    late_points(Fmt::V4);
+}
+
+fn late_points(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     // First run: seal at shutdown (so the device's newest time is 200 in a sequence file).
-    let d = DaemonProc::start(&data, &[]);
+    let d = DaemonProc::start_fmt(&data, &[], fmt);
     let r = post(
         d.addr,
         "/ingest/iotdb-json",
@@ -140,7 +169,7 @@ fn late_points_after_a_flush_go_to_unsequence() {
     assert_eq!(r.status, 200);
     assert_eq!(d.stop().0, 0);
     // Second run: 150 is older than what the sequence space holds for the device.
-    let d = DaemonProc::start(&data, &[]);
+    let d = DaemonProc::start_fmt(&data, &[], fmt);
     let r = post(
         d.addr,
         "/ingest/iotdb-json",
