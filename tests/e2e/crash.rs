@@ -133,7 +133,7 @@ fn sigkill_during_ingest(fmt: Fmt, cycles: usize) {
             acked_requests[t] += h.join().expect("a pusher failed");
         }
         // Whatever is under a final name must be a complete file with a matching .resource.
-        let _ = read_all(&data);
+        let _ = read_all_in(&data, fmt);
     }
     assert!(
         acked_requests.iter().all(|&n| n > 0),
@@ -143,7 +143,7 @@ fn sigkill_during_ingest(fmt: Fmt, cycles: usize) {
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
     assert!(temporaries(&data).is_empty());
-    let (points, files) = read_all(&data);
+    let (points, files) = read_all_in(&data, fmt);
     let acked = acked.lock().unwrap();
     assert!(
         acked.len() > 1000,
@@ -187,6 +187,19 @@ fn sigkill_during_ingest(fmt: Fmt, cycles: usize) {
             "tsfiled dump {}: {}",
             f.display(),
             String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    if fmt == Fmt::V4 {
+        // The Apache TsFile library reads the same points as our reader.
+        let ours = canonical_lines(points.iter().flat_map(|((d, m, t), vals)| {
+            vals.iter().map(move |v| (d.as_str(), m.as_str(), *t, v))
+        }));
+        let theirs = pytsfile_lines(&files);
+        assert!(
+            theirs == ours,
+            "the PyPI tsfile library reads {} points, our reader {}",
+            theirs.len(),
+            ours.len()
         );
     }
     assert_eq!(missing, 0, "acknowledged points missing");

@@ -481,6 +481,20 @@ pub fn read_all(data: &Path) -> (PointMap, Vec<PathBuf>) {
     (map, files)
 }
 
+/// [`read_all`], also checking that every sealed file is in format `fmt` (its version byte).
+pub fn read_all_in(data: &Path, fmt: Fmt) -> (PointMap, Vec<PathBuf>) {
+    let (points, files) = read_all(data);
+    let want = match fmt {
+        Fmt::V2 => b"TsFile000002".as_slice(),
+        Fmt::V4 => b"TsFile\x04".as_slice(),
+    };
+    for f in &files {
+        let head = std::fs::read(f).unwrap();
+        assert!(head.starts_with(want), "{}: not in {fmt:?}", f.display());
+    }
+    (points, files)
+}
+
 /// Reads a v4 file with our v4 reader into `map` and `ranges` (as [`read_all`]).
 fn read_v4(f: &Path, seq: bool, map: &mut PointMap, ranges: &mut BTreeMap<String, (i64, i64)>) {
     let r = TsFileReaderV4::open_path(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));

@@ -81,7 +81,7 @@ fn push_every_format(fmt: Fmt) {
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
     assert!(temporaries(&data).is_empty(), "{:?}", temporaries(&data));
-    let (points, files) = read_all(&data);
+    let (points, files) = read_all_in(&data, fmt);
     let flat: Vec<(String, String, i64, Value)> = points
         .into_iter()
         .map(|((d, m, t), v)| {
@@ -139,7 +139,7 @@ fn push_every_format(fmt: Fmt) {
     assert_eq!(r.json()["errors"][0]["reason"], "type_mismatch");
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (points, files) = read_all(&data);
+    let (points, files) = read_all_in(&data, fmt);
     assert_eq!(points.len(), 14);
     assert_eq!(files.len(), 2);
 }
@@ -178,7 +178,7 @@ fn late_points(fmt: Fmt) {
     );
     assert_eq!(r.status, 200);
     assert_eq!(d.stop().0, 0);
-    let (points, files) = read_all(&data);
+    let (points, files) = read_all_in(&data, fmt);
     // Every point once, with the value posted for it.
     let want: Vec<_> = [(100, 1), (150, 15), (200, 2), (300, 3)]
         .map(|(t, v)| {
