@@ -345,10 +345,13 @@ pub fn temporaries(data: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A device's time range in a `.resource`: (device, start, end).
+pub type DeviceRange = (String, i64, i64);
+
 /// Parses the `.resource` of a v4 file in IoTDB 2.x's layout (`TsFileResource.serializeTo`
 /// with an `ArrayDeviceTimeIndex`): (device, start, end). Panics (fails the test) on
 /// anything else.
-pub fn parse_resource_v4(b: &[u8]) -> Vec<(String, i64, i64)> {
+pub fn parse_resource_v4(b: &[u8]) -> Vec<DeviceRange> {
     let mut p = 0usize;
     let mut take = |n: usize| {
         let s = &b[p..p + n];
@@ -533,7 +536,7 @@ fn read_v4(f: &Path, seq: bool, map: &mut PointMap, ranges: &mut BTreeMap<String
 fn check_resource(
     f: &Path,
     ranges: &BTreeMap<String, (i64, i64)>,
-    parse: fn(&[u8]) -> Vec<(String, i64, i64)>,
+    parse: fn(&[u8]) -> Vec<DeviceRange>,
 ) {
     let mut res_path = f.as_os_str().to_owned();
     res_path.push(".resource");
