@@ -255,3 +255,70 @@ fn status_page_and_api_status_show_open_and_sealed_files() {
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
 }
+
+/// A data directory written in format 2, then by the daemon configured for v4: the 000002
+/// files stay, their `.resource` still tells which points are late, and series typed in
+/// format 2 with encodings v4 does not write (BOOLEAN RLE, DOUBLE GORILLA) go on in v4.
+#[test]
+fn switching_from_format_2_to_4_keeps_old_files_and_series() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let body = |times: &str, vals: &str| {
+        format!(
+            r#"{{"device":"root.sg.d1","timestamps":{times},"measurements":["b","f"],"values":{vals}}}"#
+        )
+    };
+    let d = DaemonProc::start_fmt(&data, &[], Fmt::V2);
+    let r = post(
+        d.addr,
+        "/ingest/iotdb-json",
+        &[],
+        body("[100,200]", "[[true,0.5],[false,1.5]]").as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(d.stop().0, 0);
+    let d = DaemonProc::start_fmt(&data, &[], Fmt::V4);
+    let r = post(
+        d.addr,
+        "/ingest/iotdb-json",
+        &[],
+        body("[150,300]", "[[true,2.5],[true,3.5]]").as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(
+        log.contains("is not written in TsFile v4; the series is written PLAIN"),
+        "{log}"
+    );
+    let (points, files) = read_all(&data);
+    let s = |x: &str| x.to_string();
+    let got: Vec<_> = points.into_iter().collect();
+    let want: Vec<_> = [
+        (100, Value::Boolean(true), Value::Double(0.5)),
+        (150, Value::Boolean(true), Value::Double(2.5)),
+        (200, Value::Boolean(false), Value::Double(1.5)),
+        (300, Value::Boolean(true), Value::Double(3.5)),
+    ]
+    .into_iter()
+    .flat_map(|(t, b, f)| {
+        [
+            ((s("root.sg.d1"), s("b"), t), vec![b]),
+            ((s("root.sg.d1"), s("f"), t), vec![f]),
+        ]
+    })
+    .collect::<std::collections::BTreeMap<_, _>>()
+    .into_iter()
+    .collect();
+    assert_eq!(got, want);
+    let head = |f: &std::path::PathBuf| std::fs::read(f).unwrap()[..7].to_vec();
+    let v2: Vec<_> = files.iter().filter(|f| head(f) == b"TsFile0").collect();
+    let v4: Vec<_> = files.iter().filter(|f| head(f) == b"TsFile\x04").collect();
+    assert_eq!((v2.len(), v4.len()), (1, 2), "{files:?}");
+    // 150 is older than the 200 sealed in format 2: the v4 run put it in unsequence.
+    assert!(
+        v4.iter()
+            .any(|f| f.to_string_lossy().contains("/unsequence/")),
+        "{files:?}"
+    );
+}
