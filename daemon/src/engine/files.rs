@@ -4,7 +4,8 @@
 //! Layout: `<data>/{sequence,unsequence}/<sg>/<partition>/<name>.tsfile` plus `.resource`,
 //! where the name is `<createMillis>-<version>-0` for format 000002 (IoTDB 0.10) and
 //! `<createMillis>-<version>-0-0` (time, version, inner and cross compaction counts) for
-//! TsFile v4 (IoTDB 2.x, whose `LOAD` orders files by the first two parts). An open file is
+//! TsFile v4 (IoTDB 2.x's `TsFileNameGenerator` form; its `LOAD` orders the files of a
+//! directory by the first two parts). An open file is
 //! written as `<name>.tsfile.tmp`; only sealed files carry the final name.
 //!
 //! The `.resource` of a v4 file is IoTDB 2.x's (see [`resource_bytes_v4`]); a data
