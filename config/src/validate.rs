@@ -20,7 +20,8 @@ use crate::patterns::{
 };
 use crate::raw::*;
 use crate::schema::{
-    encoding_supported, encodings_for, Compression, DataType, Encoding, PathPattern,
+    encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4, Compression,
+    DataType, Encoding, PathPattern,
 };
 use crate::units::{format_duration, parse_duration, parse_size, ByteSize};
 
@@ -988,15 +989,22 @@ fn validate_pipeline(
         top_data_dir,
         http,
     );
-    let defaults = validate_schema_defaults(
+    let mut defaults = validate_schema_defaults(
         v,
         &rp.schema_defaults.clone().unwrap_or_default(),
         &pp.key("schema_defaults"),
     );
+    let v4 = storage.format_version == FormatVersion::V4;
+    if v4 {
+        fit_defaults_v4(v, &mut defaults, &pp.key("schema_defaults"));
+    }
     let mut rules: Vec<SchemaRule> = Vec::new();
     for (i, r) in rp.schema.clone().unwrap_or_default().iter().enumerate() {
         let rpath = pp.key("schema").index(i);
         if let Some(rule) = validate_rule(v, r, &rpath, &defaults) {
+            if v4 {
+                check_encoding_v4(v, rule.data_type, rule.encoding, &rpath.key("encoding"));
+            }
             if let Some(j) = rules.iter().position(|x| x.pattern == rule.pattern) {
                 v.err(
                     &rpath.key("pattern"),
@@ -1198,7 +1206,20 @@ fn validate_storage(
             0.05
         }
     };
+    let format_version = match rs.format_version {
+        None => FormatVersion::V2,
+        Some(n) => FormatVersion::from_number(n).unwrap_or_else(|| {
+            v.err(
+                &sp.key("format_version"),
+                format!(
+                    "unknown format version {n}; expected 2 (TsFile 000002, IoTDB 0.10) or 4 (TsFile v4, IoTDB 2.x)"
+                ),
+            );
+            FormatVersion::V2
+        }),
+    };
     StorageConfig {
+        format_version,
         data_dir,
         storage_group_level,
         time_precision,
@@ -1217,6 +1238,40 @@ fn validate_storage(
         max_points_per_page,
         max_index_degree,
         bloom_filter_error_rate,
+    }
+}
+
+/// With `format_version = 4`: an encoding the daemon does not write in v4 is an error where it
+/// is written, and a default not written becomes PLAIN.
+fn fit_defaults_v4(v: &mut V<'_>, d: &mut SchemaDefaults, dp: &KeyPath) {
+    let keys = [
+        ("boolean", DataType::Boolean, &mut d.boolean),
+        ("int32", DataType::Int32, &mut d.int32),
+        ("int64", DataType::Int64, &mut d.int64),
+        ("float", DataType::Float, &mut d.float),
+        ("double", DataType::Double, &mut d.double),
+        ("text", DataType::Text, &mut d.text),
+    ];
+    for (key, t, e) in keys {
+        let path = dp.key(key);
+        if v.written(&path) {
+            check_encoding_v4(v, t, *e, &path);
+        } else if !encoding_supported_v4(t, *e) {
+            *e = Encoding::Plain;
+        }
+    }
+}
+
+fn check_encoding_v4(v: &mut V<'_>, t: DataType, e: Encoding, path: &KeyPath) {
+    if !encoding_supported_v4(t, e) {
+        let ok: Vec<&str> = encodings_for_v4(t).iter().map(|e| e.as_str()).collect();
+        v.err(
+            path,
+            format!(
+                "{t} {e} is not written in TsFile v4 (storage.format_version = 4); {t} takes {}",
+                choices_text(&ok)
+            ),
+        );
     }
 }
 
