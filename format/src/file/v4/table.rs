@@ -5,7 +5,7 @@
 use super::metadata::DeviceId;
 use super::reader::TsFileReaderV4;
 use super::writer::{AlignedColumn, TsFileWriterV4};
-use super::{TIME_COLUMN_MASK, VALUE_COLUMN_MASK};
+use super::{TIME_COLUMN_MASK, VALUE_COLUMN_MASK, VECTOR_TYPE};
 use crate::basic::{Compression, DataType, Encoding, Value};
 use crate::errors::{Error, Result};
 use crate::file::properties::MeasurementSchema;
@@ -341,7 +341,7 @@ impl TsFileReaderV4 {
             let time_series = dev
                 .series
                 .iter()
-                .find(|s| s.mask() & TIME_COLUMN_MASK != 0)
+                .find(|s| s.type_code == VECTOR_TYPE || s.mask() & TIME_COLUMN_MASK != 0)
                 .ok_or_else(|| {
                     Error::format(
                         dev.series.first().map_or(0, |s| s.offset),
@@ -356,18 +356,19 @@ impl TsFileReaderV4 {
                     }
                 }
             }
-            for s in dev
-                .series
-                .iter()
-                .filter(|s| s.mask() & VALUE_COLUMN_MASK != 0)
-            {
+            for s in dev.series.iter().filter(|s| s.type_code != VECTOR_TYPE) {
                 let Some(i) = fields
                     .iter()
                     .position(|c| c.schema.measurement == s.measurement)
                 else {
                     continue; // a column not in the schema: not part of the table's rows
                 };
-                for (t, v) in self.series_points(s, Some(time_series))? {
+                // The C++ writer leaves the column mask out of the timeseries metadata
+                // type byte (its chunk headers carry it): every non-time series of a
+                // table device is an aligned value column.
+                let mut s = s.clone();
+                s.ts_type = (s.ts_type & !TIME_COLUMN_MASK) | VALUE_COLUMN_MASK;
+                for (t, v) in self.series_points(&s, Some(time_series))? {
                     if let Some(row) = rows.get_mut(&t) {
                         row[i] = Some(v);
                     }
@@ -389,4 +390,60 @@ impl TsFileReaderV4 {
         }
         Ok(out)
     }
+}
+
+/// Writes the canonical table dump of every table of `r` (by name): a line
+/// `#table NAME COL:CATEGORY:TYPE...` (TAG and FIELD columns in schema order), then one
+/// line per row `NAME TIME TAGS... FIELDS...`, tab-separated, values as the point dump
+/// writes them, null as `\N`, rows sorted by their bytes.
+pub fn dump_tables(r: &TsFileReaderV4, out: &mut impl Write) -> Result<()> {
+    use crate::tools::dump::value_text_v4;
+    use crate::tools::javafmt::escape_text;
+    let mut schemas: Vec<&TableSchema> = r.table_schemas().iter().collect();
+    schemas.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    for t in schemas {
+        let name = escape_text(t.name.as_bytes());
+        let mut head = format!("#table\t{name}");
+        for c in t
+            .columns
+            .iter()
+            .filter(|c| matches!(c.category, ColumnCategory::Tag | ColumnCategory::Field))
+        {
+            head.push_str(&format!(
+                "\t{}:{}:{}",
+                escape_text(c.schema.measurement.as_bytes()),
+                c.category.name(),
+                c.schema.data_type.name()
+            ));
+        }
+        writeln!(out, "{head}")?;
+        let types: Vec<DataType> = t.fields().map(|c| c.schema.data_type).collect();
+        let mut lines: Vec<String> = r
+            .table_rows(&t.name)?
+            .into_iter()
+            .map(|row| {
+                let mut l = format!("{name}\t{}", row.time);
+                for tag in &row.tags {
+                    l.push('\t');
+                    match tag {
+                        Some(s) => l.push_str(&escape_text(s.as_bytes())),
+                        None => l.push_str("\\N"),
+                    }
+                }
+                for (v, dt) in row.fields.iter().zip(&types) {
+                    l.push('\t');
+                    match v {
+                        Some(v) => l.push_str(&value_text_v4(*dt, v)),
+                        None => l.push_str("\\N"),
+                    }
+                }
+                l
+            })
+            .collect();
+        lines.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        for l in lines {
+            writeln!(out, "{l}")?;
+        }
+    }
+    Ok(())
 }
