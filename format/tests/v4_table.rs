@@ -462,3 +462,67 @@ fn table_writer_refuses_bad_input() {
     w.write_table_chunk_group("cpu", &[Some("a")], &[1], &col)
         .unwrap();
 }
+
+#[test]
+fn library_reads_a_table_whose_schema_grew() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("grown.tsfile");
+    let usage = MeasurementSchema::new(
+        "usage",
+        DataType::DOUBLE,
+        Encoding::PLAIN,
+        Compression::SNAPPY,
+    );
+    let load = MeasurementSchema::new("load", DataType::INT32, Encoding::RLE, Compression::ZSTD);
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = TsFileWriterV4::new(file, WriterProperties::default()).unwrap();
+    let first = vec![TableColumn::tag("host"), TableColumn::field(usage.clone())];
+    w.add_table(TableSchema::new("cpu", first.clone()).unwrap())
+        .unwrap();
+    let v1 = [Some(Value::Double(0.5)), Some(Value::Double(1.5))];
+    w.write_table_chunk_group(
+        "cpu",
+        &[Some("a")],
+        &[10, 20],
+        &[AlignedColumn {
+            schema: &usage,
+            values: &v1,
+        }],
+    )
+    .unwrap();
+    // a reordering is refused; appending a tag and a field is accepted
+    let swapped = vec![TableColumn::field(usage.clone()), TableColumn::tag("host")];
+    assert!(w
+        .add_table(TableSchema::new("cpu", swapped).unwrap())
+        .is_err());
+    let mut grown = first;
+    grown.push(TableColumn::tag("region"));
+    grown.push(TableColumn::field(load.clone()));
+    w.add_table(TableSchema::new("cpu", grown).unwrap())
+        .unwrap();
+    let v2 = [Some(Value::Double(2.5))];
+    let l2 = [Some(Value::Int32(7))];
+    w.write_table_chunk_group(
+        "cpu",
+        &[Some("a"), Some("eu")],
+        &[30],
+        &[
+            AlignedColumn {
+                schema: &usage,
+                values: &v2,
+            },
+            AlignedColumn {
+                schema: &load,
+                values: &l2,
+            },
+        ],
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let expected =
+        "#table\tcpu\thost:TAG:STRING\tusage:FIELD:DOUBLE\tregion:TAG:STRING\tload:FIELD:INT32\n\
+                    cpu\t10\ta\t\\N\t0.5\t\\N\n\
+                    cpu\t20\ta\t\\N\t1.5\t\\N\n\
+                    cpu\t30\ta\teu\t2.5\t7\n";
+    check(&path, expected);
+}

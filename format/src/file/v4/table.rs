@@ -261,14 +261,21 @@ pub struct TableRow {
 }
 
 impl<W: Write> TsFileWriterV4<W> {
-    /// Declares a table; its schema is stored in the file metadata. A table is declared
-    /// once, before its rows are written.
+    /// Declares a table, before its rows are written; its schema is stored in the file
+    /// metadata. Declaring it again may append columns (new tags or fields seen later):
+    /// the declared columns must stay a prefix of the new ones, unchanged. A device
+    /// written before a TAG column was appended reads that tag as null (its stored id is
+    /// shorter, which is the same device id as with trailing nulls).
     pub fn add_table(&mut self, schema: TableSchema) -> Result<()> {
-        if self.tables.contains_key(&schema.name) {
-            return Err(Error::invalid(format!(
-                "table {} is already declared",
-                schema.name
-            )));
+        if let Some(old) = self.tables.get(&schema.name) {
+            let kept = old.columns.len() <= schema.columns.len()
+                && old.columns.iter().zip(&schema.columns).all(|(a, b)| a == b);
+            if !kept {
+                return Err(Error::invalid(format!(
+                    "table {}: a new declaration may only append columns to the declared ones",
+                    schema.name
+                )));
+            }
         }
         self.tables.insert(schema.name.clone(), schema);
         Ok(())
