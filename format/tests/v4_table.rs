@@ -526,3 +526,43 @@ fn library_reads_a_table_whose_schema_grew() {
                     cpu\t30\ta\teu\t2.5\t7\n";
     check(&path, expected);
 }
+
+/// Reads everything a table file holds; errors are fine, panics are not.
+fn read_all_tables(bytes: Vec<u8>) {
+    if let Ok(r) = TsFileReaderV4::open(bytes) {
+        let names: Vec<String> = r.table_schemas().iter().map(|t| t.name.clone()).collect();
+        for n in names {
+            let _ = r.table_rows(&n);
+        }
+        let _ = dump_tables(&r, &mut Vec::new());
+    }
+}
+
+#[test]
+fn corrupt_table_files_never_panic() {
+    let path = manifest().join("tests/fixtures/v4/table/table_two_tables.tsfile");
+    let good = std::fs::read(path).unwrap();
+    let n = good.len();
+    // every prefix
+    for len in 0..n {
+        read_all_tables(good[..len].to_vec());
+    }
+    // every byte of the metadata section and tail replaced by a few values, and a
+    // stride of the data section
+    let meta_start = {
+        let r = TsFileReaderV4::open(good.clone()).unwrap();
+        r.metadata().meta_offset as usize
+    };
+    let positions: Vec<usize> = (7..meta_start).step_by(7).chain(meta_start..n).collect();
+    for &i in &positions {
+        for v in [0x00u8, 0x01, 0x7F, 0x80, 0xFF, good[i] ^ 0x04] {
+            if v == good[i] {
+                continue;
+            }
+            let mut b = good.clone();
+            b[i] = v;
+            read_all_tables(b);
+        }
+    }
+    assert!(positions.len() > 100, "{} positions", positions.len());
+}
