@@ -30,7 +30,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # The PyPI `tsfile` library (Apache TsFile's C++ reader/writer, format v4): the oracle of
-# format/tests/v4_pytsfile.rs. Pinned; installed for the `python3` on PATH (numpy comes with it).
+# format/tests/v4_pytsfile.rs and v4_table.rs. Pinned; installed for the `python3` on PATH (numpy comes with it).
 # The PyPI `pymodbus` (its Modbus TCP server simulator): the device of connectors/tests/modbus.rs.
 TSFILE_PY_VERSION=2.5.0
 PYMODBUS_VERSION=3.16.1
