@@ -3,7 +3,9 @@
 # promtool (Debian's `prometheus`), headless Chromium, systemd-analyze (`systemd`),
 # what the MQTT broker tests use: mosquitto (with mosquitto_passwd), mosquitto-clients
 # (mosquitto_pub) and openssl; curl runs the README's Quick start (tests/e2e/quick_start.rs);
-# and the PyPI `tsfile` library (TsFile v4 tests).
+# nats-server (JetStream) for the NATS source tests (connectors/tests/nats.rs); and the PyPI
+# `tsfile` library (TsFile v4 tests) and `pymodbus` (the Modbus TCP simulator of
+# connectors/tests/modbus.rs).
 # For .ci/run and fresh machines; needs root. Does not start any service.
 set -euo pipefail
 need=()
@@ -14,6 +16,7 @@ command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitt
 command -v openssl >/dev/null || need+=(openssl)
 command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
 command -v curl >/dev/null || need+=(curl)
+command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || need+=(nats-server)
 if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
@@ -27,15 +30,22 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # The PyPI `tsfile` library (Apache TsFile's C++ reader/writer, format v4): the oracle of
-# format/tests/v4_pytsfile.rs. Pinned; installed for the `python3` on PATH (numpy comes with it).
+# format/tests/v4_pytsfile.rs and v4_table.rs. Pinned; installed for the `python3` on PATH (numpy comes with it).
+# The PyPI `pymodbus` (its Modbus TCP server simulator): the device of connectors/tests/modbus.rs.
 TSFILE_PY_VERSION=2.5.0
-if ! python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('tsfile') != '$TSFILE_PY_VERSION')" 2>/dev/null; then
-  if ! command -v python3 >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q
-    apt-get install -y -q --no-install-recommends python3 python3-pip
+PYMODBUS_VERSION=3.16.1
+pip_need() {
+  ! python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('$1') != '$2')" 2>/dev/null
+}
+for spec in "tsfile==$TSFILE_PY_VERSION" "pymodbus==$PYMODBUS_VERSION"; do
+  if pip_need "${spec%%==*}" "${spec##*==}"; then
+    if ! command -v python3 >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; then
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -q
+      apt-get install -y -q --no-install-recommends python3 python3-pip
+    fi
+    # Debian's own python3 refuses global installs unless told (PEP 668); pyenv's does not.
+    python3 -m pip install -q "$spec" \
+      || python3 -m pip install -q --break-system-packages "$spec"
   fi
-  # Debian's own python3 refuses global installs unless told (PEP 668); pyenv's does not.
-  python3 -m pip install -q "tsfile==$TSFILE_PY_VERSION" \
-    || python3 -m pip install -q --break-system-packages "tsfile==$TSFILE_PY_VERSION"
-fi
+done

@@ -40,6 +40,8 @@ memtable_budget = "64MiB"
 seal_size = "256MiB"
 seal_age = "1h"
 seal_idle = "10m"
+# TsFile format 000002, which IoTDB 0.10 reads. For IoTDB 2.x (LOAD), set
+# format_version = 4 (TsFile v4; see the README, "Loading into IoTDB 2.x").
 
 # Types of new series are inferred on first sight (integers INT64, decimals DOUBLE) and
 # encoded INT64/INT32 TS_2DIFF, FLOAT/DOUBLE GORILLA, BOOLEAN RLE, TEXT PLAIN, all SNAPPY.

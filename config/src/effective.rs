@@ -119,6 +119,7 @@ fn pipeline_raw(pl: &PipelineConfig, secret: &dyn Fn(&str) -> String) -> RawPipe
             max_points_per_page: Some(i64::from(st.max_points_per_page)),
             max_index_degree: Some(i64::from(st.max_index_degree)),
             bloom_filter_error_rate: Some(st.bloom_filter_error_rate),
+            format_version: Some(st.format_version.number()),
         }),
         schema: (!pl.schema.rules.is_empty()).then(|| {
             pl.schema

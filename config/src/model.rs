@@ -290,6 +290,37 @@ pub struct StorageConfig {
     pub max_index_degree: u32,
     /// Bloom filter false-positive rate (0.01 to 0.1).
     pub bloom_filter_error_rate: f64,
+    /// TsFile format of sealed files.
+    pub format_version: FormatVersion,
+}
+
+/// `storage.format_version`: the TsFile format the daemon seals files in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FormatVersion {
+    /// Format 000002 (TsFile 0.10, IoTDB 0.10).
+    #[default]
+    V2,
+    /// TsFile v4 (Apache TsFile 2.x, IoTDB 2.x).
+    V4,
+}
+
+impl FormatVersion {
+    /// The number as written in the configuration: 2 or 4.
+    pub fn number(self) -> i64 {
+        match self {
+            FormatVersion::V2 => 2,
+            FormatVersion::V4 => 4,
+        }
+    }
+
+    /// Parses the configuration number.
+    pub fn from_number(n: i64) -> Option<Self> {
+        match n {
+            2 => Some(FormatVersion::V2),
+            4 => Some(FormatVersion::V4),
+            _ => None,
+        }
+    }
 }
 
 impl StorageConfig {

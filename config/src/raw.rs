@@ -225,6 +225,15 @@ config_table! {
         /// `bloom_filter_error_rate`), from 0.01 to 0.1.
         #[key("bloom_filter_error_rate", "float", "0.05")]
         bloom_filter_error_rate: Option<f64>,
+        /// TsFile format of sealed files: `2` (format 000002, read by IoTDB 0.10; names
+        /// `<time>-<version>-0.tsfile`) or `4` (TsFile v4 as Apache TsFile 2.x writes it, for
+        /// IoTDB 2.x's `LOAD`; names `<time>-<version>-0-0.tsfile`, `.resource` in IoTDB 2.x's
+        /// layout). With `4`, encodings are limited to those verified to round-trip (BOOLEAN,
+        /// FLOAT, DOUBLE, TEXT: PLAIN; INT32, INT64: PLAIN, RLE, TS_2DIFF) and the
+        /// `schema_defaults` not written become PLAIN for BOOLEAN, FLOAT and DOUBLE. The
+        /// default stays 2 until v4 files are verified by loading them into an IoTDB 2.x server.
+        #[key("format_version", "2 | 4", "2")]
+        format_version: Option<i64>,
     }
 }
 

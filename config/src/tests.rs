@@ -821,6 +821,55 @@ fn storage_rules() {
 }
 
 #[test]
+fn format_version_is_2_or_4_and_v4_limits_encodings() {
+    let st = |extra: &str| format!("{MIN}[pipeline.storage]\n{extra}\n");
+    assert_eq!(
+        ok(MIN).pipelines[0].storage.format_version,
+        FormatVersion::V2
+    );
+    err1(
+        &st("format_version = 3"),
+        "t.toml:6:18: pipeline[0].storage.format_version: unknown format version 3; expected 2 (TsFile 000002, IoTDB 0.10) or 4 (TsFile v4, IoTDB 2.x)",
+    );
+    // v4: defaults not written that v4 does not write become PLAIN; the others stay.
+    let c = ok(&st("format_version = 4"));
+    let p = &c.pipelines[0];
+    assert_eq!(p.storage.format_version, FormatVersion::V4);
+    let d = &p.schema.defaults;
+    assert_eq!(
+        (d.boolean, d.int32, d.int64, d.float, d.double, d.text),
+        (
+            Encoding::Plain,
+            Encoding::Ts2Diff,
+            Encoding::Ts2Diff,
+            Encoding::Plain,
+            Encoding::Plain,
+            Encoding::Plain
+        )
+    );
+    // the effective configuration keeps the version and the fitted defaults
+    let again = ok(&c.to_toml(Secrets::Show).unwrap());
+    assert_eq!(again.pipelines[0].storage.format_version, FormatVersion::V4);
+    assert_eq!(again.pipelines[0].schema.defaults, *d);
+    // written encodings v4 does not write are errors where they are written
+    err1(
+        &format!("{MIN}[pipeline.storage]\nformat_version = 4\n[pipeline.schema_defaults]\nfloat = \"GORILLA\"\n"),
+        "t.toml:8:9: pipeline[0].schema_defaults.float: FLOAT GORILLA is not written in TsFile v4 (storage.format_version = 4); FLOAT takes \"PLAIN\"",
+    );
+    err1(
+        &format!("{MIN}[pipeline.storage]\nformat_version = 4\n[[pipeline.schema]]\npattern = \"root.**\"\ntype = \"BOOLEAN\"\nencoding = \"RLE\"\n"),
+        "t.toml:10:12: pipeline[0].schema[0].encoding: BOOLEAN RLE is not written in TsFile v4 (storage.format_version = 4); BOOLEAN takes \"PLAIN\"",
+    );
+    // the same files are fine with format 2
+    ok(&format!(
+        "{MIN}[[pipeline.schema]]\npattern = \"root.**\"\ntype = \"BOOLEAN\"\nencoding = \"RLE\"\n"
+    ));
+    // v4 keeps what it writes: INT32 RLE in a rule
+    let c = ok(&format!("{MIN}[pipeline.storage]\nformat_version = 4\n[[pipeline.schema]]\npattern = \"root.**\"\ntype = \"INT32\"\nencoding = \"RLE\"\n"));
+    assert_eq!(c.pipelines[0].schema.rules[0].encoding, Encoding::Rle);
+}
+
+#[test]
 fn http_rules() {
     err1(
         &format!("[http]\nlisten = \"localhost:8080\"\n{MIN}"),

@@ -28,7 +28,8 @@ pub use patterns::{
 };
 pub use raw::{FieldDoc, Human};
 pub use schema::{
-    encoding_supported, encodings_for, Compression, DataType, Encoding, PathPattern, PatternNode,
+    encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4, Compression,
+    DataType, Encoding, PathPattern, PatternNode,
 };
 pub use time::TimeUnit;
 pub use units::{format_duration, parse_duration, parse_size, ByteSize, UnitError};

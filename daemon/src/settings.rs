@@ -97,6 +97,7 @@ impl Settings {
             o.engine.writer.max_points_per_page = st.max_points_per_page as usize;
             o.engine.writer.max_degree = st.max_index_degree as usize;
             o.engine.writer.bloom_error_rate = st.bloom_filter_error_rate;
+            o.engine.format = st.format_version;
             o.wal.dir = st.wal_dir.clone();
             o.wal.max_bytes = size(st.wal_max_size);
             o.wal.commit_bytes = size(st.wal_commit_size) as usize;

@@ -19,15 +19,18 @@
 //! refusal the daemon gave was a clear error.
 //!
 //! CI runs a sample of the call indices (every call index whose number is a multiple of a
-//! stride, chosen for a bounded run time). `TSFILED_FAULTS_FULL=1` runs every index.
+//! stride, chosen for a bounded run time). `TSFILED_FAULTS_FULL=1` runs every index. The
+//! two tests run again (`…_v4`) with the pipeline sealing TsFile v4.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use tsfile::file::reader::TsFileReader;
+use tsfile::file::v4::TsFileReaderV4;
 use tsfile::resource::TsFileResource;
 use tsfile::Value;
+use tsfiled::engine::files::{parse_resource_v4, FormatVersion};
 use tsfiled::engine::SealReason;
 use tsfiled::metrics::Metrics;
 use tsfiled::pipeline::{Pipeline, PipelineOptions};
@@ -83,8 +86,13 @@ fn batch(t0: i64, n: i64, step: i64) -> (Batch, Vec<Key>) {
 }
 
 fn options(fs: &SimFs) -> PipelineOptions {
+    options_in(fs, FormatVersion::V2)
+}
+
+fn options_in(fs: &SimFs, format: FormatVersion) -> PipelineOptions {
     let mut o = small_options(DATA);
     o.set_fs(FsRef::new(fs.clone()));
+    o.engine.format = format;
     o
 }
 
@@ -131,8 +139,8 @@ impl Seen {
         }
     }
 
-    fn open(&mut self, fs: &SimFs) -> Option<std::sync::Arc<Pipeline>> {
-        match Pipeline::open(options(fs), Metrics::new()) {
+    fn open(&mut self, fs: &SimFs, format: FormatVersion) -> Option<std::sync::Arc<Pipeline>> {
+        match Pipeline::open(options_in(fs, format), Metrics::new()) {
             Ok(p) => Some(p),
             Err(e) => {
                 self.errors.push(e.to_string());
@@ -145,10 +153,10 @@ impl Seen {
 
 /// Ingest with flushes and size seals, late points (unsequence), an explicit seal (WAL
 /// trim), a clean restart, more points, a crash-like stop (open files abandoned), replay.
-fn workload(fs: &SimFs) -> Seen {
+fn workload(fs: &SimFs, format: FormatVersion) -> Seen {
     let mut seen = Seen::default();
     let mut t = 1_000;
-    if let Some(p) = seen.open(fs) {
+    if let Some(p) = seen.open(fs, format) {
         for _ in 0..6 {
             seen.submit(&p, batch(t, 60, 1));
             t += 60;
@@ -163,7 +171,7 @@ fn workload(fs: &SimFs) -> Seen {
         p.shutdown_blocking();
     }
     t += 1_000;
-    if let Some(p) = seen.open(fs) {
+    if let Some(p) = seen.open(fs, format) {
         for _ in 0..4 {
             seen.submit(&p, batch(t, 60, 1));
             t += 60;
@@ -171,7 +179,7 @@ fn workload(fs: &SimFs) -> Seen {
         seen.submit(&p, batch(t - 200, 10, 2));
         p.abandon_blocking();
     }
-    if let Some(p) = seen.open(fs) {
+    if let Some(p) = seen.open(fs, format) {
         seen.submit(&p, batch(t, 40, 1));
         p.shutdown_blocking();
     }
@@ -179,9 +187,9 @@ fn workload(fs: &SimFs) -> Seen {
 }
 
 /// Starts the daemon on `fs` without faults and stops it cleanly (every file sealed).
-fn recover(fs: &SimFs) {
+fn recover(fs: &SimFs, format: FormatVersion) {
     fs.clear_faults();
-    let p = Pipeline::open(options(fs), Metrics::new())
+    let p = Pipeline::open(options_in(fs, format), Metrics::new())
         .unwrap_or_else(|e| panic!("recovery does not start: {e}"));
     p.shutdown_blocking();
 }
@@ -210,24 +218,24 @@ fn verify_files(
             continue;
         }
         sealed += 1;
-        let r = TsFileReader::open(bytes.clone())
-            .map_err(|e| format!("{name} is not a valid TsFile: {e}"))?;
+        let v4 = tsfile::file::v4::is_v4(bytes);
+        let points = if v4 {
+            read_v4(bytes).map_err(|e| format!("{name} is not a valid TsFile v4: {e}"))?
+        } else {
+            read_v2(bytes).map_err(|e| format!("{name} is not a valid TsFile: {e}"))?
+        };
         let mut ranges: BTreeMap<String, (i64, i64)> = BTreeMap::new();
-        for (dev, ts) in r.all_series().map_err(|e| format!("{name}: {e}"))? {
-            let sr = r
-                .series_reader_for(&dev, &ts)
-                .map_err(|e| format!("{name}: {e}"))?;
-            for pt in sr.points() {
-                let (t, v) = pt.map_err(|e| format!("{name}: {e}"))?;
+        {
+            for (dev, measurement, t, v) in points {
                 let e = ranges.entry(dev.clone()).or_insert((t, t));
                 e.0 = e.0.min(t);
                 e.1 = e.1.max(t);
-                let key = (dev.clone(), ts.measurement.clone(), t);
+                let key = (dev.clone(), measurement.clone(), t);
                 if !seen.submitted.contains(&key) {
                     return Err(format!("{name} holds a point never submitted: {key:?}"));
                 }
                 let d: i64 = dev.trim_start_matches("root.sg.d").parse().unwrap();
-                if v != expected(d, &ts.measurement, t) {
+                if v != expected(d, &measurement, t) {
                     return Err(format!("{name}: wrong value {v:?} for {key:?}"));
                 }
                 got.insert(key, v);
@@ -237,13 +245,20 @@ fn verify_files(
         let res = files
             .get(&res_path)
             .ok_or_else(|| format!("{name} has no .resource"))?;
-        let res = TsFileResource::deserialize(res)
-            .map_err(|e| format!("{name}.resource is invalid: {e}"))?;
-        let res_ranges: BTreeMap<String, (i64, i64)> = res
-            .devices
-            .iter()
-            .map(|d| (d.device.clone(), (d.start_time, d.end_time)))
-            .collect();
+        let res_ranges: BTreeMap<String, (i64, i64)> = if v4 {
+            parse_resource_v4(res)
+                .map_err(|e| format!("{name}.resource is invalid: {e}"))?
+                .into_iter()
+                .map(|d| (d.device, (d.start_time, d.end_time)))
+                .collect()
+        } else {
+            TsFileResource::deserialize(res)
+                .map_err(|e| format!("{name}.resource is invalid: {e}"))?
+                .devices
+                .iter()
+                .map(|d| (d.device.clone(), (d.start_time, d.end_time)))
+                .collect()
+        };
         if res_ranges != ranges {
             return Err(format!(
                 "{name}.resource says {res_ranges:?}, the file holds {ranges:?}"
@@ -271,6 +286,34 @@ fn verify_files(
     Ok(sealed)
 }
 
+/// Every (device, measurement, time, value) of a format 000002 file.
+fn read_v2(bytes: &[u8]) -> tsfile::Result<Vec<(String, String, i64, Value)>> {
+    let r = TsFileReader::open(bytes.to_vec())?;
+    let mut out = Vec::new();
+    for (dev, ts) in r.all_series()? {
+        for pt in r.series_reader_for(&dev, &ts)?.points() {
+            let (t, v) = pt?;
+            out.push((dev.clone(), ts.measurement.clone(), t, v));
+        }
+    }
+    Ok(out)
+}
+
+/// Every (device, measurement, time, value) of a v4 file.
+fn read_v4(bytes: &[u8]) -> tsfile::Result<Vec<(String, String, i64, Value)>> {
+    let r = TsFileReaderV4::open(bytes.to_vec())?;
+    let mut out = Vec::new();
+    for d in r.devices()? {
+        let dev = d.device.path();
+        for ts in &d.series {
+            for (t, v) in r.series_points(ts, None)? {
+                out.push((dev.clone(), ts.measurement.clone(), t, v));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Every `stride`-th index of `0..n` (all with `TSFILED_FAULTS_FULL=1`), always with
 /// the last one.
 fn indices(n: u64, stride: u64) -> Vec<u64> {
@@ -284,22 +327,37 @@ fn indices(n: u64, stride: u64) -> Vec<u64> {
 }
 
 /// The clean run: the workload's calls and what it acknowledged.
-fn reference() -> (Vec<tsfiled_fsio::sim::Call>, Seen) {
+fn reference(format: FormatVersion) -> (Vec<tsfiled_fsio::sim::Call>, Seen) {
     let fs = SimFs::new();
     fs.record(true);
-    let seen = workload(&fs);
+    let seen = workload(&fs, format);
     let log = fs.log();
     assert!(seen.errors.is_empty(), "{:?}", seen.errors);
-    recover(&fs);
+    recover(&fs, format);
     let sealed = check(&fs, &seen, "reference run");
     assert!(sealed >= 4, "the workload seals several files: {sealed}");
+    for (path, bytes) in fs.files() {
+        if path.to_string_lossy().ends_with(".tsfile") {
+            let v4 = tsfile::file::v4::is_v4(&bytes);
+            assert_eq!(v4, format == FormatVersion::V4, "{}", path.display());
+        }
+    }
     (log, seen)
 }
 
 #[test]
 fn every_single_io_failure_keeps_acknowledged_points() {
+    every_single_io_failure(FormatVersion::V2);
+}
+
+#[test]
+fn every_single_io_failure_keeps_acknowledged_points_v4() {
+    every_single_io_failure(FormatVersion::V4);
+}
+
+fn every_single_io_failure(format: FormatVersion) {
     let started = Instant::now();
-    let (log, reference) = reference();
+    let (log, reference) = reference(format);
     let n = log.len() as u64;
     let ops: BTreeSet<Op> = log.iter().map(|c| c.op).collect();
     let mut runs = 0;
@@ -311,9 +369,9 @@ fn every_single_io_failure_keeps_acknowledged_points() {
         for &fault in Fault::for_op(op) {
             let fs = SimFs::new();
             fs.fail_at(k, fault);
-            let seen = workload(&fs);
+            let seen = workload(&fs, format);
             let injected = fs.injected();
-            recover(&fs);
+            recover(&fs, format);
             if let Err(e) = verify(&fs, &seen) {
                 failures.push(format!("{fault:?} at call {k} ({injected:?}): {e}"));
             }
@@ -327,7 +385,7 @@ fn every_single_io_failure_keeps_acknowledged_points() {
         }
     }
     eprintln!(
-        "fault injection: {n} calls in the workload ({} acknowledged points, ops {ops:?}); \
+        "fault injection ({format:?}): {n} calls in the workload ({} acknowledged points, ops {ops:?}); \
          {runs} runs with one failing call, {} distinct (operation, file kind) sites hit, \
          {carried_on} runs carried on to the end, {} broke the invariant, {:.1?}",
         reference.acked.len(),
@@ -346,20 +404,29 @@ fn every_single_io_failure_keeps_acknowledged_points() {
 
 #[test]
 fn power_loss_at_every_call_keeps_acknowledged_points() {
+    power_loss_at_every_call(FormatVersion::V2);
+}
+
+#[test]
+fn power_loss_at_every_call_keeps_acknowledged_points_v4() {
+    power_loss_at_every_call(FormatVersion::V4);
+}
+
+fn power_loss_at_every_call(format: FormatVersion) {
     let started = Instant::now();
-    let (log, _) = reference();
+    let (log, _) = reference(format);
     let n = log.len() as u64;
     let mut points = 0;
     let mut images = 0;
     for k in indices(n, 3) {
         let fs = SimFs::new();
         fs.crash_at(k);
-        let seen = workload(&fs);
+        let seen = workload(&fs, format);
         assert!(fs.crashed() || k >= fs.calls(), "crash point {k} reached");
         let tears = [Tear::Drop, Tear::Keep, Tear::Torn(k)];
         for tear in tears {
             let img = fs.crash_image(tear);
-            recover(&img);
+            recover(&img, format);
             check(
                 &img,
                 &seen,
@@ -370,7 +437,7 @@ fn power_loss_at_every_call_keeps_acknowledged_points() {
         points += 1;
     }
     eprintln!(
-        "power loss: {n} calls in the workload; {points} crash points × 3 disk images \
+        "power loss ({format:?}): {n} calls in the workload; {points} crash points × 3 disk images \
          (unsynced bytes dropped, kept, torn) = {images} recoveries, all passed, {:.1?}",
         started.elapsed()
     );
@@ -398,7 +465,7 @@ fn site(p: &Path) -> String {
 fn sim_fs_is_the_only_file_system_the_pipeline_touches() {
     // Nothing of the workload lands on the real disk: `/data` does not exist here.
     let fs = SimFs::new();
-    let seen = workload(&fs);
+    let seen = workload(&fs, FormatVersion::V2);
     assert!(seen.errors.is_empty(), "{:?}", seen.errors);
     assert!(!Path::new(DATA).join("wal").exists());
     assert!(fs.exists(&Path::new(DATA).join("wal")));

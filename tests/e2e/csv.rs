@@ -1,5 +1,6 @@
 //! CSV directory sources in pipelines: a wide CSV dropped into a watched directory ends in
-//! `done/`, and every point is read back from the sealed files.
+//! `done/`, and every point is read back from the sealed files. The tests with a `_v4` twin
+//! run in both TsFile formats.
 
 use std::path::Path;
 
@@ -7,7 +8,7 @@ use tsfile::Value;
 
 use crate::harness::*;
 
-fn config(data: &Path, watch: &Path) -> String {
+fn config(data: &Path, watch: &Path, fmt: Fmt) -> String {
     format!(
         r#"
 data_dir = "{}"
@@ -21,7 +22,7 @@ name = "main"
 
 [pipeline.storage]
 storage_group_level = 1
-
+{storage}
 [[pipeline.source]]
 type = "csv"
 name = "drop"
@@ -30,7 +31,8 @@ settle = "100ms"
 rescan_interval = "1s"
 "#,
         data.display(),
-        watch.display()
+        watch.display(),
+        storage = fmt.storage_lines(),
     )
 }
 
@@ -62,12 +64,21 @@ pub fn check_wide(points: &PointMap, n: i64) {
 
 #[test]
 fn csv_dropped_in_watched_dir_ends_in_done_and_is_sealed() {
+    dropped_in_watched_dir(Fmt::V2);
+}
+
+#[test]
+fn csv_dropped_in_watched_dir_ends_in_done_and_is_sealed_v4() {
+    dropped_in_watched_dir(Fmt::V4);
+}
+
+fn dropped_in_watched_dir(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let watch = tmp.path().join("inbox");
     std::fs::create_dir_all(&watch).unwrap();
     let file = tmp.path().join("tsfiled.toml");
-    std::fs::write(&file, config(&data, &watch)).unwrap();
+    std::fs::write(&file, config(&data, &watch, fmt)).unwrap();
     let d = DaemonProc::start_with(&["run", "--config", file.to_str().unwrap()]);
     let n = 5_000;
     // Written under an ignored name, then renamed: the source sees only complete files.
@@ -97,24 +108,34 @@ fn csv_dropped_in_watched_dir_ends_in_done_and_is_sealed() {
     assert!(!watch.join("batch.csv").exists());
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (points, _) = read_all(&data);
+    let (points, _) = read_all_in(&data, fmt);
     check_wide(&points, n);
 }
 
 #[test]
 fn import_subcommand_writes_sealed_files() {
+    import_subcommand(Fmt::V2);
+}
+
+#[test]
+fn import_subcommand_writes_sealed_files_v4() {
+    import_subcommand(Fmt::V4);
+}
+
+fn import_subcommand(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let out_dir = tmp.path().join("out");
     let f = tmp.path().join("wide.csv");
     let n = 3_000;
     std::fs::write(&f, wide_csv(n)).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
-        .arg("import")
-        .arg(&f)
-        .arg("--to")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"));
+    cmd.arg("import").arg(&f).arg("--to").arg(&out_dir);
+    if fmt == Fmt::V4 {
+        let cfg = tmp.path().join("v4.toml");
+        std::fs::write(&cfg, fmt.default_config()).unwrap();
+        cmd.arg("--config").arg(&cfg);
+    }
+    let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -129,7 +150,7 @@ fn import_subcommand_writes_sealed_files() {
         "{stdout}"
     );
     assert!(temporaries(&out_dir).is_empty());
-    let (points, files) = read_all(&out_dir);
+    let (points, files) = read_all_in(&out_dir, fmt);
     assert!(!files.is_empty());
     check_wide(&points, n);
 
@@ -146,12 +167,21 @@ fn import_subcommand_writes_sealed_files() {
 
 #[test]
 fn sigkill_mid_file_then_restart_loses_and_doubles_no_row() {
+    sigkill_mid_file(Fmt::V2);
+}
+
+#[test]
+fn sigkill_mid_file_then_restart_loses_and_doubles_no_row_v4() {
+    sigkill_mid_file(Fmt::V4);
+}
+
+fn sigkill_mid_file(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let watch = tmp.path().join("inbox");
     std::fs::create_dir_all(&watch).unwrap();
     let file = tmp.path().join("tsfiled.toml");
-    std::fs::write(&file, config(&data, &watch)).unwrap();
+    std::fs::write(&file, config(&data, &watch, fmt)).unwrap();
     let args = ["run", "--config", file.to_str().unwrap()];
     let n = 400_000;
     let part = watch.join("big.csv.part");
@@ -182,6 +212,6 @@ fn sigkill_mid_file_then_restart_loses_and_doubles_no_row() {
     assert_eq!(code, 0, "{log}");
     assert!(temporaries(&data).is_empty());
     // Every row exactly once: check_wide requires one value per point and 3 n points.
-    let (points, _) = read_all(&data);
+    let (points, _) = read_all_in(&data, fmt);
     check_wide(&points, n);
 }

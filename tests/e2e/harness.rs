@@ -1,5 +1,9 @@
 //! Test harness: run the real `tsfiled` program (this package's `tsfiled-e2e` binary) on a
 //! temporary directory, a minimal HTTP/1.1 client, and a reader for every sealed file.
+//!
+//! Tests that run in both TsFile formats take a [`Fmt`]: `Fmt::V2` is the daemon's default
+//! (format 000002), `Fmt::V4` sets `storage.format_version = 4`. [`read_all`] reads either
+//! (by the file's version byte) and checks each `.resource` in the matching layout.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -10,7 +14,38 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tsfile::file::reader::TsFileReader;
+use tsfile::file::v4::TsFileReaderV4;
 use tsfile::Value;
+
+/// The TsFile format a test runs the daemon with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fmt {
+    /// Format 000002 (the default).
+    V2,
+    /// TsFile v4 (`storage.format_version = 4`).
+    V4,
+}
+
+impl Fmt {
+    /// Lines for a `[pipeline.storage]` table of a test's configuration.
+    pub fn storage_lines(self) -> &'static str {
+        match self {
+            Fmt::V2 => "",
+            Fmt::V4 => "format_version = 4\n",
+        }
+    }
+
+    /// The embedded default configuration in this format.
+    pub fn default_config(self) -> String {
+        let text = tsfiled_config::DEFAULT_CONFIG;
+        let table = "[pipeline.storage]\n";
+        assert!(
+            text.contains(table),
+            "the default configuration has {table}"
+        );
+        text.replacen(table, &format!("{table}{}", self.storage_lines()), 1)
+    }
+}
 
 /// A running daemon process.
 pub struct DaemonProc {
@@ -29,6 +64,19 @@ impl DaemonProc {
         let mut args = vec!["run", "--data-dir", data, "--http-listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
         DaemonProc::start_with(&args)
+    }
+
+    /// [`DaemonProc::start`] in format `fmt`: with `Fmt::V4`, the embedded default
+    /// configuration plus `storage.format_version = 4`, written next to `data`.
+    pub fn start_fmt(data: &Path, extra: &[&str], fmt: Fmt) -> DaemonProc {
+        if fmt == Fmt::V2 {
+            return DaemonProc::start(data, extra);
+        }
+        let file = data.with_extension("v4.toml");
+        std::fs::write(&file, fmt.default_config()).expect("write the v4 configuration");
+        let mut args = vec!["--config", file.to_str().expect("UTF-8 path")];
+        args.extend_from_slice(extra);
+        DaemonProc::start(data, &args)
     }
 
     /// Starts `tsfiled <args>` and waits for its bound address.
@@ -297,6 +345,57 @@ pub fn temporaries(data: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A device's time range in a `.resource`: (device, start, end).
+pub type DeviceRange = (String, i64, i64);
+
+/// Parses the `.resource` of a v4 file in IoTDB 2.x's layout (`TsFileResource.serializeTo`
+/// with an `ArrayDeviceTimeIndex`): (device, start, end). Panics (fails the test) on
+/// anything else.
+pub fn parse_resource_v4(b: &[u8]) -> Vec<DeviceRange> {
+    let mut p = 0usize;
+    let mut take = |n: usize| {
+        let s = &b[p..p + n];
+        p += n;
+        s
+    };
+    assert_eq!(
+        take(2),
+        [1, 3],
+        "resource version 1, array device time index"
+    );
+    let n = i32::from_be_bytes(take(4).try_into().unwrap()) as usize;
+    let times: Vec<(i64, i64)> = (0..n)
+        .map(|_| {
+            let s = i64::from_be_bytes(take(8).try_into().unwrap());
+            let e = i64::from_be_bytes(take(8).try_into().unwrap());
+            (s, e)
+        })
+        .collect();
+    let mut out = vec![None; n];
+    for _ in 0..n {
+        // device id: var-int segment count, segments as zigzag var-int length + UTF-8
+        // (every count and length here is below 64: one byte each)
+        let segs = take(1)[0] as usize;
+        assert!(segs < 0x80);
+        let parts: Vec<String> = (0..segs)
+            .map(|_| {
+                let z = take(1)[0];
+                assert!(z < 0x80 && z % 2 == 0, "a short non-null segment");
+                String::from_utf8(take(z as usize / 2).to_vec()).unwrap()
+            })
+            .collect();
+        let i = i32::from_be_bytes(take(4).try_into().unwrap()) as usize;
+        assert!(out[i].is_none(), "index {i} twice");
+        out[i] = Some((parts.join("."), times[i].0, times[i].1));
+    }
+    assert_eq!(i64::from_be_bytes(take(8).try_into().unwrap()), i64::MIN);
+    assert_eq!(i64::from_be_bytes(take(8).try_into().unwrap()), i64::MAX);
+    assert_eq!(take(4), [0xff; 4], "no modification file");
+    assert_eq!(take(1), [0], "an empty block");
+    assert_eq!(p, b.len(), "resource length");
+    out.into_iter().map(Option::unwrap).collect()
+}
+
 /// Parses a `.resource` file: (device, start, end).
 pub fn parse_resource(b: &[u8]) -> Vec<(String, i64, i64)> {
     let mut pos = 0;
@@ -339,9 +438,25 @@ pub fn read_all(data: &Path) -> (PointMap, Vec<PathBuf>) {
     let files = sealed_files(data);
     let mut map = PointMap::new();
     for f in &files {
-        let r = TsFileReader::open_path(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        let mut ranges: BTreeMap<String, (i64, i64)> = BTreeMap::new();
         let seq = f.to_string_lossy().contains("/sequence/");
+        let head = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let v4 = head.get(..7) == Some(b"TsFile\x04".as_slice());
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let parts = name.trim_end_matches(".tsfile").split('-').count();
+        assert_eq!(
+            parts,
+            if v4 { 4 } else { 3 },
+            "{}: IoTDB {} names",
+            f.display(),
+            if v4 { "2.x" } else { "0.10" }
+        );
+        let mut ranges: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+        if v4 {
+            read_v4(f, seq, &mut map, &mut ranges);
+            check_resource(f, &ranges, parse_resource_v4);
+            continue;
+        }
+        let r = TsFileReader::open_path(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         for (dev, ts) in r.all_series().unwrap() {
             let sr = r.series_reader_for(&dev, &ts).unwrap();
             let mut last = None;
@@ -364,22 +479,135 @@ pub fn read_all(data: &Path) -> (PointMap, Vec<PathBuf>) {
                     .push(v);
             }
         }
-        let mut res_path = f.as_os_str().to_owned();
-        res_path.push(".resource");
-        let res = std::fs::read(&res_path)
-            .unwrap_or_else(|e| panic!("{}: {e}", Path::new(&res_path).display()));
-        let got: BTreeMap<String, (i64, i64)> = parse_resource(&res)
-            .into_iter()
-            .map(|(d, s, e)| (d, (s, e)))
-            .collect();
-        assert_eq!(
-            got,
-            ranges,
-            "{}: .resource differs from the file's device time ranges",
-            f.display()
-        );
+        check_resource(f, &ranges, parse_resource);
     }
     (map, files)
+}
+
+/// [`read_all`], also checking that every sealed file is in format `fmt` (its version byte).
+pub fn read_all_in(data: &Path, fmt: Fmt) -> (PointMap, Vec<PathBuf>) {
+    let (points, files) = read_all(data);
+    let want = match fmt {
+        Fmt::V2 => b"TsFile000002".as_slice(),
+        Fmt::V4 => b"TsFile\x04".as_slice(),
+    };
+    for f in &files {
+        let head = std::fs::read(f).unwrap();
+        assert!(head.starts_with(want), "{}: not in {fmt:?}", f.display());
+    }
+    (points, files)
+}
+
+/// Reads a v4 file with our v4 reader into `map` and `ranges` (as [`read_all`]).
+fn read_v4(f: &Path, seq: bool, map: &mut PointMap, ranges: &mut BTreeMap<String, (i64, i64)>) {
+    let r = TsFileReaderV4::open_path(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    for d in r
+        .devices()
+        .unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+    {
+        let dev = d.device.path();
+        for ts in &d.series {
+            let points = r
+                .series_points(ts, None)
+                .unwrap_or_else(|e| panic!("{}: {dev}.{}: {e}", f.display(), ts.measurement));
+            let mut last = None;
+            for (t, v) in points {
+                if seq {
+                    assert!(
+                        last.is_none_or(|l| t > l),
+                        "{}: {dev}.{} not increasing at {t}",
+                        f.display(),
+                        ts.measurement
+                    );
+                }
+                last = Some(t);
+                let e = ranges.entry(dev.clone()).or_insert((t, t));
+                e.0 = e.0.min(t);
+                e.1 = e.1.max(t);
+                map.entry((dev.clone(), ts.measurement.clone(), t))
+                    .or_default()
+                    .push(v);
+            }
+        }
+    }
+}
+
+/// Checks that `f`'s `.resource`, parsed by `parse`, holds exactly `ranges`.
+fn check_resource(
+    f: &Path,
+    ranges: &BTreeMap<String, (i64, i64)>,
+    parse: fn(&[u8]) -> Vec<DeviceRange>,
+) {
+    let mut res_path = f.as_os_str().to_owned();
+    res_path.push(".resource");
+    let res = std::fs::read(&res_path)
+        .unwrap_or_else(|e| panic!("{}: {e}", Path::new(&res_path).display()));
+    let got: BTreeMap<String, (i64, i64)> = parse(&res)
+        .into_iter()
+        .map(|(d, s, e)| (d, (s, e)))
+        .collect();
+    assert_eq!(
+        &got,
+        ranges,
+        "{}: .resource differs from the file's device time ranges",
+        f.display()
+    );
+}
+
+/// The points of v4 files as the PyPI `tsfile` library (Apache TsFile's C++ reader) reads
+/// them, one canonical dump line `device TAB measurement TAB TYPE TAB time TAB value` each,
+/// sorted. Fails (never skips) when python3 or the library is missing
+/// (`ops/ci-deps.sh` installs it).
+pub fn pytsfile_lines(files: &[PathBuf]) -> Vec<String> {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../format/tests/v4/read_with_pytsfile.py");
+    let mut lines = Vec::new();
+    for f in files {
+        let out = Command::new("python3")
+            .arg(&script)
+            .arg(f)
+            .output()
+            .unwrap_or_else(|e| panic!("python3 is required (run ops/ci-deps.sh): {e}"));
+        assert!(
+            out.status.success(),
+            "the PyPI tsfile library cannot read {} ({}); is it installed (ops/ci-deps.sh)?\n{}",
+            f.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        lines.extend(
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .lines()
+                .map(str::to_string),
+        );
+    }
+    lines.sort();
+    lines
+}
+
+/// The canonical dump lines (as [`pytsfile_lines`]) of points given by a test, sorted.
+pub fn canonical_lines<'a>(
+    points: impl IntoIterator<Item = (&'a str, &'a str, i64, &'a Value)>,
+) -> Vec<String> {
+    use tsfile::tools::dump::value_text_v4;
+    use tsfile::DataType;
+    let mut lines: Vec<String> = points
+        .into_iter()
+        .map(|(d, m, t, v)| {
+            let ty = match v {
+                Value::Boolean(_) => DataType::BOOLEAN,
+                Value::Int32(_) => DataType::INT32,
+                Value::Int64(_) => DataType::INT64,
+                Value::Float(_) => DataType::FLOAT,
+                Value::Double(_) => DataType::DOUBLE,
+                Value::Text(_) => DataType::TEXT,
+            };
+            format!("{d}\t{m}\t{}\t{t}\t{}", ty.name(), value_text_v4(ty, v))
+        })
+        .collect();
+    lines.sort();
+    lines
 }
 
 /// Polls `f` every 50 ms until it holds; fails naming `what` after `secs` seconds.

@@ -149,7 +149,7 @@ fn try_publish(port: u16, topic: &str, lines: &[String]) -> (bool, String) {
     )
 }
 
-fn config(data: &Path, port: u16, client_id: &str) -> String {
+fn config(data: &Path, port: u16, client_id: &str, fmt: Fmt) -> String {
     format!(
         r#"
 data_dir = "{}"
@@ -163,7 +163,7 @@ name = "main"
 
 [pipeline.storage]
 storage_group_level = 1
-
+{storage}
 [[pipeline.source]]
 type = "mqtt"
 name = "broker"
@@ -175,7 +175,8 @@ filter = "plant/#"
 qos = 1
 payload = "iotdb-json"
 "#,
-        data.display()
+        data.display(),
+        storage = fmt.storage_lines(),
     )
 }
 
@@ -215,8 +216,8 @@ enum Duplicates {
     Allowed,
 }
 
-fn check_all(data: &Path, n: i64, dups: Duplicates) {
-    let (points, files) = read_all(data);
+fn check_all(data: &Path, n: i64, dups: Duplicates, fmt: Fmt) {
+    let (points, files) = read_all_in(data, fmt);
     assert!(!files.is_empty(), "no sealed file");
     for i in 0..n {
         let dev = format!("root.plant.d{}", i % 3);
@@ -244,13 +245,27 @@ fn check_all(data: &Path, n: i64, dups: Duplicates) {
 
 #[test]
 fn mqtt_qos1_every_point_sealed_after_sigterm() {
+    qos1_sealed_after_sigterm(Fmt::V2);
+}
+
+#[test]
+fn mqtt_qos1_every_point_sealed_after_sigterm_v4() {
+    qos1_sealed_after_sigterm(Fmt::V4);
+}
+
+fn qos1_sealed_after_sigterm(fmt: Fmt) {
     let broker = Broker::start();
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let file = tmp.path().join("tsfiled.toml");
     std::fs::write(
         &file,
-        config(&data, broker.port, &format!("e2e-{}", std::process::id())),
+        config(
+            &data,
+            broker.port,
+            &format!("e2e-{}-{fmt:?}", std::process::id()),
+            fmt,
+        ),
     )
     .unwrap();
     let d = DaemonProc::start_with(&["run", "--config", file.to_str().unwrap()]);
@@ -270,11 +285,20 @@ fn mqtt_qos1_every_point_sealed_after_sigterm() {
     );
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    check_all(&data, n, Duplicates::None);
+    check_all(&data, n, Duplicates::None, fmt);
 }
 
 #[test]
 fn mqtt_sigkill_mid_stream_then_restart_loses_nothing() {
+    sigkill_mid_stream(Fmt::V2);
+}
+
+#[test]
+fn mqtt_sigkill_mid_stream_then_restart_loses_nothing_v4() {
+    sigkill_mid_stream(Fmt::V4);
+}
+
+fn sigkill_mid_stream(fmt: Fmt) {
     let broker = Broker::start();
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
@@ -284,7 +308,8 @@ fn mqtt_sigkill_mid_stream_then_restart_loses_nothing() {
         config(
             &data,
             broker.port,
-            &format!("e2e-kill-{}", std::process::id()),
+            &format!("e2e-kill-{}-{fmt:?}", std::process::id()),
+            fmt,
         ),
     )
     .unwrap();
@@ -323,7 +348,7 @@ fn mqtt_sigkill_mid_stream_then_restart_loses_nothing() {
     });
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    check_all(&data, n, Duplicates::Allowed);
+    check_all(&data, n, Duplicates::Allowed, fmt);
 }
 
 #[test]
@@ -338,6 +363,7 @@ fn broker_restart_loses_no_qos1_message() {
             &data,
             broker.port,
             &format!("e2e-restart-{}", std::process::id()),
+            Fmt::V2,
         ),
     )
     .unwrap();
@@ -370,11 +396,11 @@ fn broker_restart_loses_no_qos1_message() {
     });
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    check_all(&data, n + m, Duplicates::Allowed);
+    check_all(&data, n + m, Duplicates::Allowed, Fmt::V2);
 }
 
 fn shared_config(data: &Path, port: u16, client_id: &str) -> String {
-    config(data, port, client_id).replace(
+    config(data, port, client_id, Fmt::V2).replace(
         "type = \"mqtt\"\n",
         "type = \"mqtt\"\nprotocol = \"v5\"\nshared_group = \"tsfiled\"\n",
     )

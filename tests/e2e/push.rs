@@ -1,4 +1,5 @@
-//! Push over HTTP, SIGTERM, read back point for point.
+//! Push over HTTP, SIGTERM, read back point for point. The first two tests run in both
+//! TsFile formats; in v4 the PyPI `tsfile` library reads the sealed files too.
 
 use std::io::Write;
 
@@ -14,9 +15,18 @@ fn gzip(b: &[u8]) -> Vec<u8> {
 
 #[test]
 fn push_every_format_then_sigterm_reads_back_point_for_point() {
+    push_every_format(Fmt::V2);
+}
+
+#[test]
+fn push_every_format_then_sigterm_reads_back_point_for_point_v4() {
+    push_every_format(Fmt::V4);
+}
+
+fn push_every_format(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let d = DaemonProc::start(&data, &[]);
+    let d = DaemonProc::start_fmt(&data, &[], fmt);
     let a = d.addr;
     // IoTDB JSON: single record.
     let r = post(a, "/ingest/iotdb-json", &[], br#"{"device":"root.sg.d1","timestamp":1000,"measurements":["i","f","b","t"],"values":[7,1.25,true,"hello"]}"#);
@@ -71,7 +81,7 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
     assert!(temporaries(&data).is_empty(), "{:?}", temporaries(&data));
-    let (points, files) = read_all(&data);
+    let (points, files) = read_all_in(&data, fmt);
     let flat: Vec<(String, String, i64, Value)> = points
         .into_iter()
         .map(|((d, m, t), v)| {
@@ -102,6 +112,15 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
         (s("root.sg.d2"), s("x"), 1500, Value::Int64(-3)),
     ];
     assert_eq!(flat, expected);
+    if fmt == Fmt::V4 {
+        // The Apache TsFile library reads the same points from the files.
+        let want = canonical_lines(
+            expected
+                .iter()
+                .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v)),
+        );
+        assert_eq!(pytsfile_lines(&files), want);
+    }
     // One sequence file per storage group.
     assert_eq!(files.len(), 2, "{files:?}");
     assert!(files
@@ -109,7 +128,7 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
         .all(|f| f.to_string_lossy().contains("/sequence/")));
     // Restart: nothing is replayed twice, and the frozen type of root.sg.d1.i
     // (INT64) refuses a float.
-    let d = DaemonProc::start(&data, &[]);
+    let d = DaemonProc::start_fmt(&data, &[], fmt);
     let r = post(
         d.addr,
         "/ingest/iotdb-json",
@@ -120,17 +139,27 @@ fn push_every_format_then_sigterm_reads_back_point_for_point() {
     assert_eq!(r.json()["errors"][0]["reason"], "type_mismatch");
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (points, files) = read_all(&data);
+    let (points, files) = read_all_in(&data, fmt);
     assert_eq!(points.len(), 14);
     assert_eq!(files.len(), 2);
 }
 
 #[test]
 fn late_points_after_a_flush_go_to_unsequence() {
+    late_points(Fmt::V2);
+}
+
+/// In v4 the restart finds the device's newest time in the IoTDB 2.x `.resource`.
+#[test]
+fn late_points_after_a_flush_go_to_unsequence_v4() {
+    late_points(Fmt::V4);
+}
+
+fn late_points(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     // First run: seal at shutdown (so the device's newest time is 200 in a sequence file).
-    let d = DaemonProc::start(&data, &[]);
+    let d = DaemonProc::start_fmt(&data, &[], fmt);
     let r = post(
         d.addr,
         "/ingest/iotdb-json",
@@ -140,7 +169,7 @@ fn late_points_after_a_flush_go_to_unsequence() {
     assert_eq!(r.status, 200);
     assert_eq!(d.stop().0, 0);
     // Second run: 150 is older than what the sequence space holds for the device.
-    let d = DaemonProc::start(&data, &[]);
+    let d = DaemonProc::start_fmt(&data, &[], fmt);
     let r = post(
         d.addr,
         "/ingest/iotdb-json",
@@ -149,7 +178,7 @@ fn late_points_after_a_flush_go_to_unsequence() {
     );
     assert_eq!(r.status, 200);
     assert_eq!(d.stop().0, 0);
-    let (points, files) = read_all(&data);
+    let (points, files) = read_all_in(&data, fmt);
     // Every point once, with the value posted for it.
     let want: Vec<_> = [(100, 1), (150, 15), (200, 2), (300, 3)]
         .map(|(t, v)| {
@@ -167,6 +196,14 @@ fn late_points_after_a_flush_go_to_unsequence() {
         .collect();
     assert_eq!(unseq.len(), 1, "{files:?}");
     assert_eq!(files.len(), 3);
+    if fmt == Fmt::V4 {
+        // The Apache TsFile library reads the sequence and unsequence files alike.
+        let want = canonical_lines(
+            want.iter()
+                .map(|((d, m, t), v)| (d.as_str(), m.as_str(), *t, &v[0])),
+        );
+        assert_eq!(pytsfile_lines(&files), want);
+    }
 }
 
 #[test]
@@ -217,4 +254,71 @@ fn status_page_and_api_status_show_open_and_sealed_files() {
     );
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
+}
+
+/// A data directory written in format 2, then by the daemon configured for v4: the 000002
+/// files stay, their `.resource` still tells which points are late, and series typed in
+/// format 2 with encodings v4 does not write (BOOLEAN RLE, DOUBLE GORILLA) go on in v4.
+#[test]
+fn switching_from_format_2_to_4_keeps_old_files_and_series() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let body = |times: &str, vals: &str| {
+        format!(
+            r#"{{"device":"root.sg.d1","timestamps":{times},"measurements":["b","f"],"values":{vals}}}"#
+        )
+    };
+    let d = DaemonProc::start_fmt(&data, &[], Fmt::V2);
+    let r = post(
+        d.addr,
+        "/ingest/iotdb-json",
+        &[],
+        body("[100,200]", "[[true,0.5],[false,1.5]]").as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(d.stop().0, 0);
+    let d = DaemonProc::start_fmt(&data, &[], Fmt::V4);
+    let r = post(
+        d.addr,
+        "/ingest/iotdb-json",
+        &[],
+        body("[150,300]", "[[true,2.5],[true,3.5]]").as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(
+        log.contains("is not written in TsFile v4; the series is written PLAIN"),
+        "{log}"
+    );
+    let (points, files) = read_all(&data);
+    let s = |x: &str| x.to_string();
+    let got: Vec<_> = points.into_iter().collect();
+    let want: Vec<_> = [
+        (100, Value::Boolean(true), Value::Double(0.5)),
+        (150, Value::Boolean(true), Value::Double(2.5)),
+        (200, Value::Boolean(false), Value::Double(1.5)),
+        (300, Value::Boolean(true), Value::Double(3.5)),
+    ]
+    .into_iter()
+    .flat_map(|(t, b, f)| {
+        [
+            ((s("root.sg.d1"), s("b"), t), vec![b]),
+            ((s("root.sg.d1"), s("f"), t), vec![f]),
+        ]
+    })
+    .collect::<std::collections::BTreeMap<_, _>>()
+    .into_iter()
+    .collect();
+    assert_eq!(got, want);
+    let head = |f: &std::path::PathBuf| std::fs::read(f).unwrap()[..7].to_vec();
+    let v2: Vec<_> = files.iter().filter(|f| head(f) == b"TsFile0").collect();
+    let v4: Vec<_> = files.iter().filter(|f| head(f) == b"TsFile\x04").collect();
+    assert_eq!((v2.len(), v4.len()), (1, 2), "{files:?}");
+    // 150 is older than the 200 sealed in format 2: the v4 run put it in unsequence.
+    assert!(
+        v4.iter()
+            .any(|f| f.to_string_lossy().contains("/unsequence/")),
+        "{files:?}"
+    );
 }

@@ -1,6 +1,9 @@
 //! `[[pipeline.schema]]` rules and `[pipeline.schema_defaults]`.
 
-use tsfiled_core::{choices_text, Compression, DataType, Encoding, PathPattern, Validator as V};
+use tsfiled_core::{
+    choices_text, encoding_supported_v4, encodings_for_v4, Compression, DataType, Encoding,
+    PathPattern, Validator as V,
+};
 
 use crate::error::KeyPath;
 use crate::model::{SchemaDefaults, SchemaRule};
@@ -102,4 +105,39 @@ pub(super) fn validate_rule(
         encoding: encoding?,
         compression,
     })
+}
+
+/// With `format_version = 4`: an encoding the daemon does not write in v4 is an error where it
+/// is written, and a default not written becomes PLAIN.
+pub(super) fn fit_defaults_v4(v: &mut V<'_>, d: &mut SchemaDefaults, dp: &KeyPath) {
+    let keys = [
+        ("boolean", DataType::Boolean, &mut d.boolean),
+        ("int32", DataType::Int32, &mut d.int32),
+        ("int64", DataType::Int64, &mut d.int64),
+        ("float", DataType::Float, &mut d.float),
+        ("double", DataType::Double, &mut d.double),
+        ("text", DataType::Text, &mut d.text),
+    ];
+    for (key, t, e) in keys {
+        let path = dp.key(key);
+        if v.written(&path) {
+            check_encoding_v4(v, t, *e, &path);
+        } else if !encoding_supported_v4(t, *e) {
+            *e = Encoding::Plain;
+        }
+    }
+}
+
+/// With `format_version = 4`: `e` must be an encoding the daemon writes in v4 for `t`.
+pub(super) fn check_encoding_v4(v: &mut V<'_>, t: DataType, e: Encoding, path: &KeyPath) {
+    if !encoding_supported_v4(t, e) {
+        let ok: Vec<&str> = encodings_for_v4(t).iter().map(|e| e.as_str()).collect();
+        v.err(
+            path,
+            format!(
+                "{t} {e} is not written in TsFile v4 (storage.format_version = 4); {t} takes {}",
+                choices_text(&ok)
+            ),
+        );
+    }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tsfiled_core::{format_duration, ByteSize, TimeUnit, Validator as V, PRECISIONS};
 
 use crate::error::KeyPath;
-use crate::model::{HttpConfig, StorageConfig};
+use crate::model::{FormatVersion, HttpConfig, StorageConfig};
 use crate::raw::RawStorage;
 
 pub(super) fn validate_storage(
@@ -160,7 +160,20 @@ pub(super) fn validate_storage(
             0.05
         }
     };
+    let format_version = match rs.format_version {
+        None => FormatVersion::V2,
+        Some(n) => FormatVersion::from_number(n).unwrap_or_else(|| {
+            v.err(
+                &sp.key("format_version"),
+                format!(
+                    "unknown format version {n}; expected 2 (TsFile 000002, IoTDB 0.10) or 4 (TsFile v4, IoTDB 2.x)"
+                ),
+            );
+            FormatVersion::V2
+        }),
+    };
     StorageConfig {
+        format_version,
         data_dir,
         storage_group_level,
         time_precision,

@@ -1,9 +1,16 @@
 //! The data directory: file naming, `.resource` files, the seal journal and
 //! start-up recovery.
 //!
-//! Layout: `<data>/{sequence,unsequence}/<sg>/<partition>/<createMillis>-<version>-0.tsfile`
-//! plus `.resource`. An open file is written as `<name>.tsfile.tmp`; only sealed files
-//! carry the final name.
+//! Layout: `<data>/{sequence,unsequence}/<sg>/<partition>/<name>.tsfile` plus `.resource`,
+//! where the name is `<createMillis>-<version>-0` for format 000002 (IoTDB 0.10) and
+//! `<createMillis>-<version>-0-0` (time, version, inner and cross compaction counts) for
+//! TsFile v4 (IoTDB 2.x's `TsFileNameGenerator` form; its `LOAD` orders the files of a
+//! directory by the first two parts). An open file is
+//! written as `<name>.tsfile.tmp`; only sealed files carry the final name.
+//!
+//! The `.resource` of a v4 file is IoTDB 2.x's (see [`resource_bytes_v4`]); a data
+//! directory may hold both kinds (the format version changed between runs), told apart
+//! by the file name.
 //!
 //! Sealing a storage group partition (its sequence and unsequence file together):
 //! 1. close each writer (tail written), `fsync` the `.tsfile.tmp`; write
@@ -19,8 +26,11 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use tsfile::file::v4::DeviceId;
 use tsfile::file::writer::DeviceTimeRange;
 use tsfile::resource::{DeviceTimeRange as ResourceRange, TsFileResource};
+use tsfile::util::io::{self as tio, ByteReader};
+pub use tsfiled_config::FormatVersion;
 pub use tsfiled_fsio::with_suffix;
 use tsfiled_fsio::{Fs, FsFile, FsRef};
 
@@ -45,7 +55,7 @@ impl Space {
     }
 }
 
-/// Final path of a TsFile.
+/// Final path of a TsFile in `format`.
 pub fn tsfile_path(
     data: &Path,
     space: Space,
@@ -53,11 +63,132 @@ pub fn tsfile_path(
     partition: i64,
     create_millis: i64,
     version: i64,
+    format: FormatVersion,
 ) -> PathBuf {
+    let name = match format {
+        FormatVersion::V2 => format!("{create_millis}-{version}-0.tsfile"),
+        FormatVersion::V4 => format!("{create_millis}-{version}-0-0.tsfile"),
+    };
     data.join(space.dir())
         .join(sg)
         .join(partition.to_string())
-        .join(format!("{create_millis}-{version}-0.tsfile"))
+        .join(name)
+}
+
+/// The format a sealed TsFile's name says it has: four `-`-separated parts are IoTDB 2.x's
+/// naming (v4), three are IoTDB 0.10's.
+pub fn format_of_name(file_name: &str) -> FormatVersion {
+    let stem = file_name.strip_suffix(".resource").unwrap_or(file_name);
+    let stem = stem.strip_suffix(".tsfile").unwrap_or(stem);
+    if stem.split('-').count() == 4 {
+        FormatVersion::V4
+    } else {
+        FormatVersion::V2
+    }
+}
+
+/// `TsFileResource.VERSION_NUMBER` of IoTDB 2.x.
+const RESOURCE_V4_VERSION: u8 = 1;
+/// `ITimeIndex.ARRAY_DEVICE_TIME_INDEX_TYPE`.
+const ARRAY_DEVICE_TIME_INDEX: u8 = 3;
+/// `TsFileResourceBlockType.EMPTY_BLOCK`.
+const EMPTY_BLOCK: u8 = 0;
+
+/// Serializes the `.resource` of a v4 file as IoTDB 2.x does (`TsFileResource.serializeTo`
+/// with an `ArrayDeviceTimeIndex`), all integers big-endian:
+///
+/// ```text
+/// u8 1                          resource version
+/// u8 3                          time index type: array device time index
+/// i32 n                         devices
+/// n × (i64 start, i64 end)      time range of the device with index i
+/// n × (device id, i32 index)    device id: var-int segment count, each segment a
+///                               zigzag var-int length and UTF-8 (as in the TsFile)
+/// i64 max plan index            i64::MIN (none: the file has no operation index range)
+/// i64 min plan index            i64::MAX
+/// i32 -1                        no shared modification file (a null string)
+/// u8 0                          an empty block (no progress index)
+/// ```
+pub fn resource_bytes_v4(devices: &[DeviceTimeRange]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32 + devices.len() * 48);
+    out.push(RESOURCE_V4_VERSION);
+    out.push(ARRAY_DEVICE_TIME_INDEX);
+    tio::put_i32(&mut out, devices.len() as i32);
+    for d in devices {
+        tio::put_i64(&mut out, d.start_time);
+        tio::put_i64(&mut out, d.end_time);
+    }
+    for (i, d) in devices.iter().enumerate() {
+        DeviceId::from_path(&d.device).serialize(&mut out);
+        tio::put_i32(&mut out, i as i32);
+    }
+    tio::put_i64(&mut out, i64::MIN);
+    tio::put_i64(&mut out, i64::MAX);
+    tio::put_i32(&mut out, -1);
+    out.push(EMPTY_BLOCK);
+    out
+}
+
+/// Parses a v4 file's `.resource` ([`resource_bytes_v4`]): its device ranges.
+pub fn parse_resource_v4(data: &[u8]) -> Result<Vec<DeviceTimeRange>, String> {
+    let mut r = ByteReader::new(data, 0);
+    let e = |e: tsfile::Error| e.to_string();
+    let version = r.read_u8("resource version").map_err(e)?;
+    let kind = r.read_u8("time index type").map_err(e)?;
+    if version != RESOURCE_V4_VERSION || kind != ARRAY_DEVICE_TIME_INDEX {
+        return Err(format!(
+            "not an IoTDB 2.x .resource with a device time index (version {version}, index type {kind})"
+        ));
+    }
+    let n = r.read_i32("device count").map_err(e)?;
+    if n < 0 || n as usize > r.remaining() / 16 {
+        return Err(format!("device count {n} does not fit the file"));
+    }
+    let n = n as usize;
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = r.read_i64("start time").map_err(e)?;
+        let end = r.read_i64("end time").map_err(e)?;
+        times.push((start, end));
+    }
+    let mut out: Vec<Option<DeviceTimeRange>> = vec![None; n];
+    for _ in 0..n {
+        let id = DeviceId::deserialize(&mut r).map_err(e)?;
+        let i = r.read_i32("device index").map_err(e)?;
+        let slot = usize::try_from(i)
+            .ok()
+            .and_then(|i| out.get_mut(i))
+            .ok_or_else(|| format!("device index {i} out of range"))?;
+        let (start_time, end_time) = times[i as usize];
+        *slot = Some(DeviceTimeRange {
+            device: id.path(),
+            start_time,
+            end_time,
+        });
+    }
+    r.read_i64("max plan index").map_err(e)?;
+    r.read_i64("min plan index").map_err(e)?;
+    let mods = r.read_i32("modification file name length").map_err(e)?;
+    if mods != -1 {
+        return Err(format!(
+            "a modification file name ({mods} bytes) is not expected here"
+        ));
+    }
+    r.read_u8("block type").map_err(e)?;
+    if r.remaining() != 0 {
+        return Err(format!("{} bytes after the last block", r.remaining()));
+    }
+    out.into_iter()
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| "two devices share an index".to_string())
+}
+
+/// The `.resource` bytes of a sealed file in `format`, with `version` its version.
+pub fn resource_for(devices: &[DeviceTimeRange], version: i64, format: FormatVersion) -> Vec<u8> {
+    match format {
+        FormatVersion::V2 => resource_bytes(devices, version),
+        FormatVersion::V4 => resource_bytes_v4(devices),
+    }
 }
 
 /// Serializes a `.resource` file (spec §9.2, via the format crate): start times, end
@@ -314,7 +445,11 @@ pub fn scan_data_dir(fs: &dyn Fs, data: &Path) -> io::Result<DataDirState> {
                     }
                     if space == Space::Sequence && name.ends_with(".tsfile.resource") {
                         let bytes = fs.read(&f.path)?;
-                        match parse_resource(&bytes) {
+                        let parsed = match format_of_name(&name) {
+                            FormatVersion::V2 => parse_resource(&bytes),
+                            FormatVersion::V4 => parse_resource_v4(&bytes),
+                        };
+                        match parsed {
                             Ok(devs) => {
                                 let m =
                                     st.latest_flushed.entry((sg_name.clone(), pid)).or_default();
@@ -397,10 +532,77 @@ mod tests {
         assert_eq!(es.len(), 2);
     }
 
+    /// The IoTDB 2.x layout written out by hand from `TsFileResource.serializeTo`,
+    /// `ArrayDeviceTimeIndex.serialize` and `StringArrayDeviceID.serialize`.
+    #[test]
+    fn resource_v4_layout() {
+        let devs = vec![
+            DeviceTimeRange {
+                device: "root.sg.d1".into(),
+                start_time: 1,
+                end_time: 10,
+            },
+            DeviceTimeRange {
+                device: "root.a.b.c.d".into(),
+                start_time: -5,
+                end_time: 7,
+            },
+        ];
+        let b = resource_bytes_v4(&devs);
+        let mut want: Vec<u8> = vec![1, 3, 0, 0, 0, 2];
+        for t in [1i64, 10, -5, 7] {
+            want.extend_from_slice(&t.to_be_bytes());
+        }
+        // root.sg.d1: 2 segments "root.sg" (7 bytes: zigzag 14) and "d1" (zigzag 4)
+        want.extend_from_slice(&[2, 14]);
+        want.extend_from_slice(b"root.sg");
+        want.extend_from_slice(&[4]);
+        want.extend_from_slice(b"d1");
+        want.extend_from_slice(&[0, 0, 0, 0]);
+        // root.a.b.c.d: "root.a.b" (zigzag 16), "c", "d" (zigzag 2)
+        want.extend_from_slice(&[3, 16]);
+        want.extend_from_slice(b"root.a.b");
+        want.extend_from_slice(&[2, b'c', 2, b'd']);
+        want.extend_from_slice(&[0, 0, 0, 1]);
+        want.extend_from_slice(&i64::MIN.to_be_bytes());
+        want.extend_from_slice(&i64::MAX.to_be_bytes());
+        want.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0]);
+        assert_eq!(b, want);
+        assert_eq!(parse_resource_v4(&b).unwrap(), devs);
+        for cut in 0..b.len() {
+            assert!(parse_resource_v4(&b[..cut]).is_err(), "cut at {cut}");
+        }
+        // the 0.10 layout is not taken for a v4 one
+        assert!(parse_resource_v4(&resource_bytes(&devs, 3)).is_err());
+    }
+
     #[test]
     fn names() {
-        let p = tsfile_path(Path::new("/d"), Space::Unsequence, "root.sg", 3, 100, 7);
+        let p = tsfile_path(
+            Path::new("/d"),
+            Space::Unsequence,
+            "root.sg",
+            3,
+            100,
+            7,
+            FormatVersion::V2,
+        );
         assert_eq!(p, Path::new("/d/unsequence/root.sg/3/100-7-0.tsfile"));
+        assert_eq!(format_of_name("100-7-0.tsfile"), FormatVersion::V2);
+        let p4 = tsfile_path(
+            Path::new("/d"),
+            Space::Sequence,
+            "root.sg",
+            0,
+            100,
+            7,
+            FormatVersion::V4,
+        );
+        assert_eq!(p4, Path::new("/d/sequence/root.sg/0/100-7-0-0.tsfile"));
+        assert_eq!(
+            format_of_name("100-7-0-0.tsfile.resource"),
+            FormatVersion::V4
+        );
         assert_eq!(
             with_suffix(&p, ".resource"),
             Path::new("/d/unsequence/root.sg/3/100-7-0.tsfile.resource")

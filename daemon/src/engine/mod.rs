@@ -14,7 +14,7 @@ pub mod files;
 pub mod schema;
 
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,14 +25,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::oneshot;
 use tsfile::basic::Column;
 use tsfile::file::properties::{MeasurementSchema, WriterProperties};
-use tsfile::file::writer::TsFileWriter;
+use tsfile::file::v4::{SeriesChunk, TsFileWriterV4};
+use tsfile::file::writer::{DeviceTimeRange, TsFileWriter};
+use tsfile::Encoding;
 use tsfiled_fsio::{Fs, FsFile, FsRef};
 
 use crate::health::{FaultKind, StorageHealth, StorageOp};
 use crate::metrics::Metrics;
 use crate::wal::{self, Lsn, WalStats};
 use batch::{SeriesData, WriteBatch};
-use files::{SealEntry, SealJournal, Space};
+use files::{FormatVersion, SealEntry, SealJournal, Space};
 use schema::{Registry, SeriesType};
 
 /// Engine settings.
@@ -60,6 +62,8 @@ pub struct EngineOptions {
     pub file_idle: Duration,
     /// TsFile writer settings.
     pub writer: WriterProperties,
+    /// The format sealed files are written in.
+    pub format: FormatVersion,
     /// How often time-based sealing is checked.
     pub tick: Duration,
     /// The file system (tests inject a simulated one).
@@ -111,6 +115,7 @@ impl EngineOptions {
             file_max_age: Duration::from_secs(3600),
             file_idle: Duration::from_secs(600),
             writer: WriterProperties::default(),
+            format: FormatVersion::V2,
             tick: Duration::from_millis(500),
             fs: tsfiled_fsio::std_fs(),
             clock: WallClock::system(),
@@ -252,8 +257,166 @@ fn footprint(b: &SeriesBuf) -> usize {
 
 type SeriesKey = (Arc<str>, Arc<str>);
 
+type FileOut = BufWriter<Box<dyn FsFile>>;
+
+/// One series of a flush: its key, type, strictly increasing times and values.
+type FlushSeries = (SeriesKey, SeriesType, Vec<i64>, Column);
+
+/// The writer of an open file, in the pipeline's format.
+enum FileWriter {
+    /// Format 000002.
+    V2(Box<TsFileWriter<FileOut>>),
+    /// TsFile v4.
+    V4 {
+        writer: TsFileWriterV4<FileOut>,
+        /// Per device, the smallest and largest time written (for the `.resource`).
+        ranges: BTreeMap<Arc<str>, (i64, i64)>,
+    },
+}
+
+/// The encoding a series is written with in v4: its own where the daemon writes it in v4
+/// ([`tsfiled_config::encoding_supported_v4`]), else PLAIN (a series typed while the
+/// pipeline wrote format 2, such as BOOLEAN RLE, kept in the schema journal).
+fn v4_encoding(ty: &SeriesType) -> Encoding {
+    let ok = match (
+        tsfiled_config::DataType::parse(ty.data_type.name()),
+        tsfiled_config::Encoding::parse(ty.encoding.name()),
+    ) {
+        (Some(t), Some(e)) => tsfiled_config::encoding_supported_v4(t, e),
+        _ => false,
+    };
+    if ok {
+        ty.encoding
+    } else {
+        Encoding::PLAIN
+    }
+}
+
+impl FileWriter {
+    fn new(out: FileOut, props: WriterProperties, format: FormatVersion) -> Result<Self, Fail> {
+        Ok(match format {
+            FormatVersion::V2 => {
+                FileWriter::V2(Box::new(TsFileWriter::new(out, props).map_err(ts_fail)?))
+            }
+            FormatVersion::V4 => FileWriter::V4 {
+                writer: TsFileWriterV4::new(out, props).map_err(ts_fail)?,
+                ranges: BTreeMap::new(),
+            },
+        })
+    }
+
+    /// Bytes written so far.
+    fn position(&self) -> u64 {
+        match self {
+            FileWriter::V2(w) => w.position(),
+            FileWriter::V4 { writer, .. } => writer.position(),
+        }
+    }
+
+    /// Writes one flush (`series` sorted by device, then measurement): format 000002 as
+    /// chunk groups followed by the version record `version`; v4 as one chunk group per
+    /// device. `registered` holds the series this file has seen.
+    fn write_flush(
+        &mut self,
+        series: &[FlushSeries],
+        registered: &mut HashSet<SeriesKey>,
+        version: i64,
+    ) -> Result<(), Fail> {
+        match self {
+            FileWriter::V2(w) => {
+                for ((device, measurement), ty, times, values) in series {
+                    let key = (device.clone(), measurement.clone());
+                    if !registered.contains(&key) {
+                        w.register(
+                            device,
+                            MeasurementSchema::new(
+                                &**measurement,
+                                ty.data_type,
+                                ty.encoding,
+                                ty.compression,
+                            ),
+                        )
+                        .map_err(ts_fail)?;
+                        registered.insert(key);
+                    }
+                    w.write_tablet(device, times, &[(measurement, values)])
+                        .map_err(ts_fail)?;
+                }
+                w.write_version(version).map_err(ts_fail)
+            }
+            FileWriter::V4 { writer, ranges } => {
+                let mut i = 0;
+                while i < series.len() {
+                    let device = &series[i].0 .0;
+                    let n = series[i..].iter().take_while(|s| &s.0 .0 == device).count();
+                    let group = &series[i..i + n];
+                    i += n;
+                    let schemas: Vec<MeasurementSchema> = group
+                        .iter()
+                        .map(|((_, m), ty, _, _)| {
+                            let enc = v4_encoding(ty);
+                            let key = (device.clone(), m.clone());
+                            if enc != ty.encoding && !registered.contains(&key) {
+                                tracing::warn!(
+                                    series = %format_args!("{device}.{m}"),
+                                    "{} {} is not written in TsFile v4; the series is written PLAIN",
+                                    ty.data_type.name(),
+                                    ty.encoding.name()
+                                );
+                            }
+                            registered.insert(key);
+                            MeasurementSchema::new(&**m, ty.data_type, enc, ty.compression)
+                        })
+                        .collect();
+                    let chunks: Vec<SeriesChunk<'_>> = group
+                        .iter()
+                        .zip(&schemas)
+                        .map(|((_, _, times, values), schema)| SeriesChunk {
+                            schema,
+                            times,
+                            values,
+                        })
+                        .collect();
+                    writer.write_chunk_group(device, &chunks).map_err(ts_fail)?;
+                    for (_, _, times, _) in group {
+                        if let (Some(&first), Some(&last)) = (times.first(), times.last()) {
+                            let r = ranges.entry(device.clone()).or_insert((first, last));
+                            r.0 = r.0.min(first);
+                            r.1 = r.1.max(last);
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes the file's tail; returns the output and each device's time range.
+    fn close(self) -> Result<(FileOut, Vec<DeviceTimeRange>), Fail> {
+        match self {
+            FileWriter::V2(w) => {
+                let (out, summary) = w.close().map_err(ts_fail)?;
+                Ok((out, summary.devices))
+            }
+            FileWriter::V4 { writer, ranges } => {
+                let (out, _) = writer.finish().map_err(ts_fail)?;
+                let devices = ranges
+                    .into_iter()
+                    .map(|(d, (start_time, end_time))| DeviceTimeRange {
+                        device: d.to_string(),
+                        start_time,
+                        end_time,
+                    })
+                    .collect();
+                Ok((out, devices))
+            }
+        }
+    }
+}
+
 struct OpenFile {
-    writer: TsFileWriter<BufWriter<Box<dyn FsFile>>>,
+    writer: FileWriter,
+    format: FormatVersion,
     final_path: PathBuf,
     tmp_path: PathBuf,
     version: i64,
@@ -832,6 +995,7 @@ impl Engine {
         let flush_version = self.next_version(&sg);
         let data_dir = self.opts.data_dir.clone();
         let props = self.opts.writer.clone();
+        let format = self.opts.format;
         let fs = self.opts.fs.clone();
         let Some(g) = self.groups.get_mut(key) else {
             return;
@@ -840,7 +1004,7 @@ impl Engine {
             let proc_ = g_proc(g, space);
             if let Some(v) = version_for_file {
                 proc_.file = Some(open_file(
-                    &*fs, &data_dir, space, &sg, partition, millis, v, props,
+                    &*fs, &data_dir, space, &sg, partition, millis, v, props, format,
                 )?);
             }
             let file = proc_
@@ -851,37 +1015,22 @@ impl Engine {
             series.sort_by(|a, b| a.0.cmp(&b.0));
             let mut points = 0u64;
             let mut device_max: HashMap<Arc<str>, i64> = HashMap::new();
-            for ((device, measurement), buf) in series {
+            let mut flushed: Vec<FlushSeries> = Vec::with_capacity(series.len());
+            for (key, buf) in series {
                 let (times, values) = if buf.sorted {
                     (buf.times, buf.values)
                 } else {
                     sort_dedup(buf.times, buf.values)
                 };
                 let Some(&last) = times.last() else { continue };
-                let key = (device.clone(), measurement.clone());
-                if !file.registered.contains(&key) {
-                    file.writer
-                        .register(
-                            &device,
-                            MeasurementSchema::new(
-                                &*measurement,
-                                buf.ty.data_type,
-                                buf.ty.encoding,
-                                buf.ty.compression,
-                            ),
-                        )
-                        .map_err(ts_fail)?;
-                    file.registered.insert(key);
-                }
-                file.writer
-                    .write_tablet(&device, &times, &[(&measurement, &values)])
-                    .map_err(ts_fail)?;
                 points += times.len() as u64;
-                file.chunks += 1;
-                let e = device_max.entry(device).or_insert(last);
+                let e = device_max.entry(key.0.clone()).or_insert(last);
                 *e = (*e).max(last);
+                flushed.push((key, buf.ty, times, values));
             }
-            file.writer.write_version(flush_version).map_err(ts_fail)?;
+            file.writer
+                .write_flush(&flushed, &mut file.registered, flush_version)?;
+            file.chunks += flushed.len() as u64;
             file.points += points;
             if space == Space::Sequence {
                 for (d, t) in device_max {
@@ -1712,8 +1861,9 @@ fn open_file(
     millis: i64,
     version: i64,
     props: WriterProperties,
+    format: FormatVersion,
 ) -> Result<OpenFile, Fail> {
-    let final_path = files::tsfile_path(data, space, sg, partition, millis, version);
+    let final_path = files::tsfile_path(data, space, sg, partition, millis, version, format);
     let tmp_path = files::with_suffix(&final_path, ".tmp");
     if let Some(dir) = final_path.parent() {
         tsfiled_fsio::create_dir_all_synced(fs, dir).map_err(|e| io_fail("creating", dir, e))?;
@@ -1721,10 +1871,10 @@ fn open_file(
     let f = fs
         .create(&tmp_path)
         .map_err(|e| io_fail("creating", &tmp_path, e))?;
-    let writer =
-        TsFileWriter::new(BufWriter::with_capacity(256 * 1024, f), props).map_err(ts_fail)?;
+    let writer = FileWriter::new(BufWriter::with_capacity(256 * 1024, f), props, format)?;
     Ok(OpenFile {
         writer,
+        format,
         final_path,
         tmp_path,
         version,
@@ -1766,7 +1916,7 @@ fn ts_fail(e: tsfile::Error) -> Fail {
 /// (final path, tmp path, points), or the error and the tmp path.
 fn finish_file(fs: &dyn Fs, f: OpenFile) -> Result<(PathBuf, PathBuf, u64), (Fail, PathBuf)> {
     let tmp = f.tmp_path.clone();
-    let (out, summary) = f.writer.close().map_err(|e| (ts_fail(e), tmp.clone()))?;
+    let (out, devices) = f.writer.close().map_err(|e| (e, tmp.clone()))?;
     let mut file = out
         .into_inner()
         .map_err(|e| (io_fail("writing", &tmp, e.into_error()), tmp.clone()))?;
@@ -1779,7 +1929,7 @@ fn finish_file(fs: &dyn Fs, f: OpenFile) -> Result<(PathBuf, PathBuf, u64), (Fai
     tsfiled_fsio::write_synced(
         fs,
         &res_tmp,
-        &files::resource_bytes(&summary.devices, f.version),
+        &files::resource_for(&devices, f.version, f.format),
     )
     .map_err(|e| (io_fail("writing", &res_tmp, e), tmp.clone()))?;
     Ok((f.final_path, f.tmp_path, f.points))
@@ -1790,3 +1940,144 @@ const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(10);
 
 static SEAL_DELAY: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+
+#[cfg(test)]
+mod tests {
+    use super::files::{format_of_name, parse_resource_v4};
+    use super::*;
+    use crate::pipeline::{Pipeline, PipelineOptions};
+    use std::collections::BTreeMap;
+    use tsfile::file::v4::TsFileReaderV4;
+    use tsfile::Value;
+    use tsfiled_connectors::{Batch, Field, FieldValue, Record};
+
+    type Points = BTreeMap<(String, String, i64), Vec<Value>>;
+
+    fn sealed(dir: &Path) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    if !p.ends_with("state") && !p.ends_with("wal") {
+                        stack.push(p);
+                    }
+                } else if p.extension().is_some_and(|x| x == "tsfile") {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    /// Every point of the sealed v4 files under `dir`; checks each file's name and that its
+    /// `.resource` holds exactly the device time ranges of its points.
+    fn read_v4(dir: &Path) -> (Points, Vec<PathBuf>) {
+        let files = sealed(dir);
+        let mut out = Points::new();
+        for f in &files {
+            let name = f.file_name().unwrap().to_str().unwrap();
+            assert_eq!(format_of_name(name), FormatVersion::V4, "{name}");
+            let r = TsFileReaderV4::open_path(f).unwrap();
+            let mut ranges: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+            for d in r.devices().unwrap() {
+                let dev = d.device.path();
+                for ts in &d.series {
+                    for (t, v) in r.series_points(ts, None).unwrap() {
+                        let e = ranges.entry(dev.clone()).or_insert((t, t));
+                        e.0 = e.0.min(t);
+                        e.1 = e.1.max(t);
+                        out.entry((dev.clone(), ts.measurement.clone(), t))
+                            .or_default()
+                            .push(v);
+                    }
+                }
+            }
+            let res = std::fs::read(files::with_suffix(f, ".resource")).unwrap();
+            let got: BTreeMap<String, (i64, i64)> = parse_resource_v4(&res)
+                .unwrap()
+                .into_iter()
+                .map(|d| (d.device, (d.start_time, d.end_time)))
+                .collect();
+            assert_eq!(got, ranges, "{}", f.display());
+        }
+        (out, files)
+    }
+
+    fn batch(device: &str, t: i64) -> Batch {
+        let fields = vec![
+            Field::new("i", FieldValue::Int(t * 7 - 3)),
+            Field::new("f", FieldValue::Float(t as f64 / 4.0)),
+            Field::new("b", FieldValue::Bool(t % 3 == 0)),
+            Field::new("s", FieldValue::Text(format!("v{t}"))),
+        ];
+        Batch {
+            records: vec![Record {
+                device: device.into(),
+                time: t,
+                fields,
+            }],
+            rejections: vec![],
+        }
+    }
+
+    fn expected(device: &str, t: i64) -> Vec<((String, String, i64), Vec<Value>)> {
+        let k = |m: &str| (device.to_string(), m.to_string(), t);
+        vec![
+            (k("i"), vec![Value::Int64(t * 7 - 3)]),
+            (k("f"), vec![Value::Double(t as f64 / 4.0)]),
+            (k("b"), vec![Value::Boolean(t % 3 == 0)]),
+            (k("s"), vec![Value::Text(format!("v{t}").into_bytes())]),
+        ]
+    }
+
+    /// Format v4 end to end inside the daemon: the default types (BOOLEAN RLE and DOUBLE
+    /// GORILLA are written PLAIN in v4), late points in unsequence files, a crash that leaves
+    /// open files behind (rebuilt from the WAL on restart), and IoTDB 2.x names and
+    /// `.resource` files.
+    #[test]
+    fn v4_files_seal_late_points_and_survive_a_crash() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.engine.format = FormatVersion::V4;
+        opts.engine.memtable_bytes = 1; // flush after every batch
+        let times = [100, 200, 150, 50, 300];
+        {
+            let p = Pipeline::open(opts.clone(), Metrics::new()).unwrap();
+            for t in times {
+                p.submit_blocking("test", batch("root.sg.d1", t), Instant::now())
+                    .unwrap();
+                p.submit_blocking("test", batch("root.sg.a.b.c", t + 1), Instant::now())
+                    .unwrap();
+            }
+            p.abandon_blocking();
+        }
+        let p = Pipeline::open(opts.clone(), Metrics::new()).unwrap();
+        p.submit_blocking("test", batch("root.sg.d1", 400), Instant::now())
+            .unwrap();
+        p.shutdown_blocking();
+        let (points, files) = read_v4(tmp.path());
+        let mut want = Points::new();
+        for t in times.iter().chain(&[400]) {
+            want.extend(expected("root.sg.d1", *t));
+        }
+        for t in times {
+            want.extend(expected("root.sg.a.b.c", t + 1));
+        }
+        assert_eq!(points, want);
+        assert!(
+            files
+                .iter()
+                .any(|f| f.to_string_lossy().contains("/unsequence/")),
+            "{files:?}"
+        );
+        // The data directory of a v4 pipeline holds no 0.10 names.
+        assert!(files.iter().all(|f| f
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .ends_with("-0-0.tsfile")));
+    }
+}

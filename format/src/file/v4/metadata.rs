@@ -14,10 +14,11 @@ pub const SEGMENTS_FOR_TABLE_NAME: usize = 3;
 /// A device id as v4 stores it (`StringArrayDeviceID`): segments, the first being the
 /// table name. A tree-model path `root.sg.d1` is `["root.sg", "d1"]`; a path of more
 /// levels keeps its first three levels in the first segment (`root.a.b`, `c`, `d`).
+/// A table-model device is the table name then its tag values, a null tag `None`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DeviceId {
-    /// Segments; the first is the table name.
-    pub segments: Vec<String>,
+    /// Segments; the first is the table name. `None` is a stored null (a null tag).
+    pub segments: Vec<Option<String>>,
 }
 
 impl DeviceId {
@@ -38,28 +39,52 @@ impl DeviceId {
             );
             s
         };
+        DeviceId {
+            segments: segments.into_iter().map(Some).collect(),
+        }
+    }
+
+    /// The device id of a table-model device: the table name, then its tag values in the
+    /// table's TAG column order; trailing nulls are dropped (Java `StringArrayDeviceID`).
+    pub fn from_table(table: &str, tags: &[Option<&str>]) -> Self {
+        let keep = tags.iter().rposition(|t| t.is_some()).map_or(0, |i| i + 1);
+        let mut segments = Vec::with_capacity(1 + keep);
+        segments.push(Some(table.to_string()));
+        segments.extend(tags[..keep].iter().map(|t| t.map(str::to_string)));
         DeviceId { segments }
     }
 
-    /// The table name (first segment).
+    /// The table name (first segment; `""` if null).
     pub fn table(&self) -> &str {
-        &self.segments[0]
+        self.segments[0].as_deref().unwrap_or("")
     }
 
-    /// The tree-model path (segments joined with `.`).
+    /// The tag values (segments after the table name), padded with nulls to `n`.
+    pub fn tags(&self, n: usize) -> Vec<Option<&str>> {
+        let mut t: Vec<Option<&str>> = self.segments[1..].iter().map(|s| s.as_deref()).collect();
+        t.resize(n.max(t.len()), None);
+        t
+    }
+
+    /// The tree-model path (segments joined with `.`, a null as `null` as Java prints it).
     pub fn path(&self) -> String {
-        self.segments.join(".")
+        let parts: Vec<&str> = self
+            .segments
+            .iter()
+            .map(|s| s.as_deref().unwrap_or("null"))
+            .collect();
+        parts.join(".")
     }
 
     /// Appends the stored form: var-int segment count, then each segment as a var string.
     pub fn serialize(&self, out: &mut Vec<u8>) {
         io::put_uvarint(out, self.segments.len() as u32);
         for s in &self.segments {
-            put_var_str(out, Some(s.as_bytes()));
+            put_var_str(out, s.as_deref().map(str::as_bytes));
         }
     }
 
-    /// Reads a device id. A null segment reads as the empty string.
+    /// Reads a device id. A null segment reads as `None`.
     pub fn deserialize(r: &mut ByteReader<'_>) -> Result<Self> {
         let at = r.offset();
         let n = r.read_uvarint("device id segment count")? as usize;
@@ -74,24 +99,32 @@ impl DeviceId {
         }
         let mut segments = Vec::with_capacity(n.max(1));
         for _ in 0..n {
-            let b = read_var_bytes(r, "device id segment")?.unwrap_or_default();
-            segments.push(
-                String::from_utf8(b.to_vec())
-                    .map_err(|_| Error::format(at, "a UTF-8 device id"))?,
-            );
+            let seg = match read_var_bytes(r, "device id segment")? {
+                None => None,
+                Some(b) => Some(
+                    String::from_utf8(b.to_vec())
+                        .map_err(|_| Error::format(at, "a UTF-8 device id"))?,
+                ),
+            };
+            segments.push(seg);
         }
         if segments.is_empty() {
-            segments.push(String::new());
+            segments.push(Some(String::new()));
         }
         Ok(DeviceId { segments })
     }
 }
 
 impl Ord for DeviceId {
-    /// Segment by segment (byte order), a prefix first: Java `StringArrayDeviceID.compareTo`.
+    /// Segment by segment (byte order, a null first), a prefix first: Java
+    /// `StringArrayDeviceID.compareTo`.
     fn cmp(&self, o: &Self) -> Ordering {
         for (a, b) in self.segments.iter().zip(&o.segments) {
-            match a.as_bytes().cmp(b.as_bytes()) {
+            match a
+                .as_deref()
+                .map(str::as_bytes)
+                .cmp(&b.as_deref().map(str::as_bytes))
+            {
                 Ordering::Equal => {}
                 c => return c,
             }
@@ -364,8 +397,8 @@ impl IndexNodeV4 {
 pub struct FileMetadataV4 {
     /// Per table name, the root of its device index.
     pub tables: Vec<(String, IndexNodeV4)>,
-    /// Number of table schemas (table model; 0 for tree-model files written here).
-    pub table_schema_count: u32,
+    /// Table schemas (table model), by table name; empty in a tree-model file.
+    pub table_schemas: Vec<super::table::TableSchema>,
     /// Offset of the SEPARATOR marker.
     pub meta_offset: u64,
     /// The bloom filter over series paths, if stored.
@@ -375,14 +408,18 @@ pub struct FileMetadataV4 {
 }
 
 impl FileMetadataV4 {
-    /// Appends the stored form (tree model: no table schemas).
+    /// Appends the stored form.
     pub fn serialize(&self, out: &mut Vec<u8>) {
         io::put_uvarint(out, self.tables.len() as u32);
         for (name, node) in &self.tables {
             put_var_str(out, Some(name.as_bytes()));
             node.serialize(out);
         }
-        io::put_uvarint(out, 0);
+        io::put_uvarint(out, self.table_schemas.len() as u32);
+        for t in &self.table_schemas {
+            put_var_str(out, Some(t.name.as_bytes()));
+            t.serialize(out);
+        }
         io::put_i64(out, self.meta_offset as i64);
         match &self.bloom {
             // An all-zero bit array is stored as its length 0 alone (Java `serializeBloomFilter`).
@@ -403,8 +440,7 @@ impl FileMetadataV4 {
         }
     }
 
-    /// Reads the file metadata. Table schemas (table model) are skipped over only when
-    /// there are none; a file with table schemas is refused by this tree-model reader.
+    /// Reads the file metadata.
     pub fn deserialize(r: &mut ByteReader<'_>) -> Result<Self> {
         let n = r.read_uvarint("table index count")? as usize;
         let mut tables = Vec::new();
@@ -414,11 +450,20 @@ impl FileMetadataV4 {
             tables.push((name, node));
         }
         let s_at = r.offset();
-        let table_schema_count = r.read_uvarint("table schema count")?;
-        if table_schema_count != 0 {
-            return Err(Error::unsupported(format!(
-                "v4 file with {table_schema_count} table schemas at byte {s_at} (table model; this reader reads the tree model)"
-            )));
+        let schema_count = r.read_uvarint("table schema count")? as usize;
+        if schema_count > r.remaining() {
+            return Err(Error::format(
+                s_at,
+                format_args!(
+                    "at most {} table schemas, found {schema_count}",
+                    r.remaining()
+                ),
+            ));
+        }
+        let mut table_schemas = Vec::with_capacity(schema_count);
+        for _ in 0..schema_count {
+            let name = read_var_string(r, "table schema name")?;
+            table_schemas.push(super::table::TableSchema::deserialize(r, name)?);
         }
         let meta_offset = r.read_i64("meta offset")?.max(0) as u64;
         let mut bloom = None;
@@ -446,7 +491,7 @@ impl FileMetadataV4 {
         }
         Ok(FileMetadataV4 {
             tables,
-            table_schema_count,
+            table_schemas,
             meta_offset,
             bloom,
             properties,

@@ -10,10 +10,12 @@ pub mod codec;
 pub mod metadata;
 pub mod reader;
 pub mod statistics;
+pub mod table;
 pub mod writer;
 
 pub use metadata::DeviceId;
 pub use reader::TsFileReaderV4;
+pub use table::{ColumnCategory, TableColumn, TableRow, TableSchema};
 pub use writer::{AlignedColumn, SeriesChunk, TsFileWriterV4};
 
 use crate::errors::{Error, Result};

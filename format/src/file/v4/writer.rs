@@ -58,6 +58,8 @@ pub struct TsFileWriterV4<W: Write> {
     props: WriterProperties,
     /// Per device, per measurement, the chunk metadata in file order.
     series: BTreeMap<DeviceId, BTreeMap<String, Vec<ChunkMetadataV4>>>,
+    /// Declared tables (table model), by name.
+    pub(super) tables: BTreeMap<String, super::table::TableSchema>,
     buf: Vec<u8>,
 }
 
@@ -118,6 +120,7 @@ impl<W: Write> TsFileWriterV4<W> {
             pos: super::HEADER_LEN,
             props,
             series: BTreeMap::new(),
+            tables: BTreeMap::new(),
             buf: Vec::new(),
         })
     }
@@ -298,6 +301,17 @@ impl<W: Write> TsFileWriterV4<W> {
         times: &[i64],
         columns: &[AlignedColumn<'_>],
     ) -> Result<()> {
+        self.write_aligned_device(DeviceId::from_path(device), times, columns)
+    }
+
+    /// [`Self::write_aligned_chunk_group`] of a device id (tree or table model).
+    pub(super) fn write_aligned_device(
+        &mut self,
+        dev: DeviceId,
+        times: &[i64],
+        columns: &[AlignedColumn<'_>],
+    ) -> Result<()> {
+        let device = &dev.path();
         if times.is_empty() {
             return Ok(());
         }
@@ -358,7 +372,6 @@ impl<W: Write> TsFileWriterV4<W> {
                 cuts.push(i + 1);
             }
         }
-        let dev = DeviceId::from_path(device);
         let mut group = vec![marker::CHUNK_GROUP_HEADER];
         dev.serialize(&mut group);
         self.emit(&group)?;
@@ -533,7 +546,7 @@ impl<W: Write> TsFileWriterV4<W> {
         }
         let meta = FileMetadataV4 {
             tables: roots,
-            table_schema_count: 0,
+            table_schemas: std::mem::take(&mut self.tables).into_values().collect(),
             meta_offset,
             bloom: Some(bloom),
             properties: vec![
