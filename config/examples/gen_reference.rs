@@ -55,7 +55,25 @@ pub fn document() -> String {
          ```toml\n",
     );
     out.push_str(tsfiled_config::DEFAULT_CONFIG.trim_end());
-    out.push_str("\n```\n\n## Every key\n\n");
+    out.push_str(
+        "\n```\n\n## Source types\n\n\
+         Each `[[pipeline.source]]` table names its type with `type`; the types are the plugins\n\
+         registered in `connectors/src/lib.rs` (see [plugins.md](plugins.md)). A minimal table of each:\n\n",
+    );
+    for p in tsfiled_connectors::registry::sources() {
+        let _ = write!(
+            out,
+            "- `{}`: {}.\n\n  ```toml\n  [[pipeline.source]]\n  type = \"{}\"\n",
+            p.type_name(),
+            p.summary(),
+            p.type_name()
+        );
+        for line in p.example().lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+        out.push_str("  ```\n\n");
+    }
+    out.push_str("## Every key\n\n");
     out.push_str(&tsfiled_config::reference_markdown());
     out
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::error::Result;
 use crate::model::*;
 use crate::raw::*;
-use crate::units::format_duration;
+use tsfiled_core::format_duration;
 
 /// Whether secrets (bearer tokens, HTTP and MQTT passwords) are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,29 +27,12 @@ fn d(v: std::time::Duration) -> Option<Human> {
     Some(Human::Text(format_duration(v)))
 }
 
-fn s(v: crate::units::ByteSize) -> Option<Human> {
+fn s(v: tsfiled_core::ByteSize) -> Option<Human> {
     Some(Human::Text(v.to_string()))
 }
 
 fn t(v: &str) -> Option<String> {
     Some(v.to_string())
-}
-
-fn col(c: &ColumnRef) -> RawColumn {
-    match c {
-        ColumnRef::Name(n) => RawColumn::Name(n.clone()),
-        ColumnRef::Index(i) => {
-            RawColumn::Index(i64::try_from(*i).unwrap_or(i64::MAX).saturating_add(1))
-        }
-    }
-}
-
-fn lp_keys(m: &LineProtocolMapping) -> (Option<String>, Option<String>, Option<String>) {
-    (
-        t(&m.path_prefix),
-        t(m.device_template.as_str()),
-        t(m.precision.as_str()),
-    )
 }
 
 impl Config {
@@ -166,139 +149,5 @@ fn pipeline_raw(pl: &PipelineConfig, secret: &dyn Fn(&str) -> String) -> RawPipe
 }
 
 fn source_raw(src: &SourceConfig, secret: &dyn Fn(&str) -> String) -> RawSource {
-    let name = t(&src.name);
-    match &src.kind {
-        SourceKind::Http(h) => {
-            let (path_prefix, device_template, precision) = lp_keys(&h.line_protocol);
-            RawSource::Http(RawHttpSource {
-                name,
-                base_path: t(&h.base_path),
-                endpoints: Some(h.endpoints.iter().map(|e| e.as_str().to_string()).collect()),
-                path_prefix,
-                device_template,
-                precision,
-            })
-        }
-        SourceKind::Mqtt(m) => {
-            let (password, password_file) = match &m.password {
-                None => (None, None),
-                Some(Password::Inline(pw)) => (Some(secret(pw)), None),
-                Some(Password::File(f)) => (None, p(f)),
-            };
-            let tls = m.tls.as_ref();
-            RawSource::Mqtt(RawMqttSource {
-                name,
-                url: t(&m.url),
-                protocol: t(match m.protocol {
-                    MqttProtocol::V311 => "v3",
-                    MqttProtocol::V5 => "v5",
-                }),
-                client_id: m.client_id.clone(),
-                username: m.username.clone(),
-                password,
-                password_file,
-                ca_file: tls.and_then(|t| t.ca_file.as_deref()).and_then(p),
-                client_cert_file: tls
-                    .and_then(|t| t.client_auth.as_ref())
-                    .and_then(|(c, _)| p(c)),
-                client_key_file: tls
-                    .and_then(|t| t.client_auth.as_ref())
-                    .and_then(|(_, k)| p(k)),
-                keep_alive: d(m.keep_alive),
-                clean_session: Some(m.clean_session),
-                session_expiry: match m.protocol {
-                    MqttProtocol::V5 => d(m.session_expiry),
-                    MqttProtocol::V311 => None,
-                },
-                shared_group: m.shared_group.clone(),
-                max_payload_size: s(m.max_payload_size),
-                max_inflight: Some(i64::from(m.max_inflight)),
-                reconnect_max_backoff: d(m.reconnect_max_backoff),
-                dead_letter_file: p(&m.dead_letter_file),
-                topic: Some(
-                    m.topics
-                        .iter()
-                        .map(|tc| {
-                            let mut r = RawTopic {
-                                filter: t(&tc.filter),
-                                qos: Some(tc.qos as i64),
-                                payload: t(tc.payload.as_str()),
-                                ..Default::default()
-                            };
-                            match &tc.payload {
-                                MqttPayload::IotdbJson => {}
-                                MqttPayload::Line(lm) => {
-                                    (r.path_prefix, r.device_template, r.precision) = lp_keys(lm);
-                                }
-                                MqttPayload::Value {
-                                    topic_template,
-                                    path_prefix,
-                                } => {
-                                    r.topic_template = t(topic_template.as_str());
-                                    r.path_prefix = t(path_prefix);
-                                }
-                            }
-                            r
-                        })
-                        .collect(),
-                ),
-            })
-        }
-        SourceKind::Csv(c) => {
-            let mut r = RawCsvSource {
-                name,
-                directories: Some(c.directories.iter().filter_map(|x| p(x)).collect()),
-                patterns: Some(c.patterns.iter().map(|g| g.as_str().to_string()).collect()),
-                ignore: Some(c.ignore.iter().map(|g| g.as_str().to_string()).collect()),
-                recursive: Some(c.recursive),
-                settle: d(c.settle),
-                format: t(match c.format {
-                    CsvFormat::IotdbWide => "iotdb-wide",
-                    CsvFormat::IotdbDevice => "iotdb-device",
-                    CsvFormat::Generic(_) => "generic",
-                }),
-                time_format: t(c.time_format.as_str()),
-                time_pattern: match &c.time_format {
-                    TimeFormat::Strftime(pat) => t(pat),
-                    _ => None,
-                },
-                timezone: t(&c.timezone),
-                ambiguous_time: t(match c.ambiguous_time {
-                    AmbiguousTime::Earliest => "earliest",
-                    AmbiguousTime::Latest => "latest",
-                    AmbiguousTime::Reject => "reject",
-                }),
-                delimiter: Some(char::from(c.delimiter).to_string()),
-                skip_rows: Some(i64::from(c.skip_rows)),
-                done_dir: match c.on_success {
-                    OnSuccess::Move => p(&c.done_dir),
-                    OnSuccess::Delete => None,
-                },
-                error_dir: p(&c.error_dir),
-                on_success: t(match c.on_success {
-                    OnSuccess::Move => "move",
-                    OnSuccess::Delete => "delete",
-                }),
-                max_concurrent_files: Some(i64::from(c.max_concurrent_files)),
-                rescan_interval: d(c.rescan_interval),
-                ..Default::default()
-            };
-            if let CsvFormat::Generic(g) = &c.format {
-                r.header_rows = Some(i64::from(g.header_rows));
-                r.time_column = Some(col(&g.time_column));
-                match &g.device {
-                    CsvDevice::Column {
-                        column,
-                        path_prefix,
-                    } => {
-                        r.device_column = Some(col(column));
-                        r.path_prefix = path_prefix.clone();
-                    }
-                    CsvDevice::Template(tpl) => r.device_template = t(tpl.as_str()),
-                }
-                r.value_columns = Some(g.value_columns.iter().map(col).collect());
-            }
-            RawSource::Csv(r)
-        }
-    }
+    RawSource(src.settings.to_raw(&src.name, secret))
 }

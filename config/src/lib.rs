@@ -15,43 +15,44 @@
 //!   ports free, files readable); [`Config::to_toml`] prints the effective configuration.
 //! - [`reference`]: every key with type, default and meaning.
 //!
-//! This crate knows neither tokio nor the `tsfile` crate: TsFile types, encodings and
-//! compressions are named by [`DataType`], [`Encoding`] and [`Compression`], whose
-//! `as_str()` gives the canonical TsFile names. `tsfiled-connectors` depends on this crate
-//! and uses its CSV option types, [`Glob`], [`Template`], [`check_topic_filter`] and its MQTT
-//! option types ([`BrokerAddress`], [`MqttProtocol`], [`Qos`], [`Password`], [`MqttTls`]) as
-//! they are.
+//! Sources are plugins: each `[[pipeline.source]]` table goes to the source type its `type`
+//! names in [`tsfiled_connectors::registry`], which declares, validates, documents and runs
+//! it. The shared machinery (diagnostics, the validator, units, path rules, templates, data
+//! types) is `tsfiled-core`'s, re-exported here.
 
 mod check;
 mod default;
 mod effective;
 mod error;
-mod locate;
 mod model;
-pub mod path;
-mod patterns;
 pub mod raw;
 mod reference;
-mod schema;
-pub mod units;
 mod validate;
+
+pub use tsfiled_core::{path, units};
 
 pub use check::{check, CheckItem, CheckLevel, CheckReport};
 pub use default::DEFAULT_CONFIG;
 pub use effective::Secrets;
 pub use error::{ConfigError, Diagnostic, Diagnostics, KeyPath, Result, Segment};
 pub use model::*;
-pub use path::PathError;
-pub use patterns::{
-    check_strftime, check_timezone, check_topic_filter, Glob, Template, TemplatePart, TopicLevel,
-    TopicTemplate,
-};
 pub use reference::{reference, reference_markdown, KeyDoc};
-pub use schema::{
-    encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4, Compression,
-    DataType, Encoding, PathPattern, PatternNode,
+pub use tsfiled_connectors::csv::config::{
+    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvSourceConfig, GenericCsv, OnSuccess,
+    TimeFormat,
 };
-pub use units::{format_duration, parse_duration, parse_size, ByteSize, UnitError};
+pub use tsfiled_connectors::http::{HttpEndpoint, HttpSourceConfig};
+pub use tsfiled_connectors::mqtt::config::{
+    BrokerAddress, MqttPayload, MqttProtocol, MqttSourceConfig, MqttTls, Password, Qos, TopicConfig,
+};
+pub use tsfiled_connectors::source::LineProtocolMapping;
+pub use tsfiled_core::{
+    check_strftime, check_timezone, check_topic_filter, encoding_supported, encoding_supported_v4,
+    encodings_for, encodings_for_v4,
+    format_duration, parse_duration, parse_size, ByteSize, Compression, DataType, Encoding, Glob,
+    PathError, PathPattern, PatternNode, Template, TemplatePart, TimeUnit, TopicLevel,
+    TopicTemplate, UnitError,
+};
 
 #[cfg(test)]
 mod tests;

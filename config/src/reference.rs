@@ -1,16 +1,12 @@
 //! The configuration reference: every key with its type, default and meaning, built from the
 //! declarations of the raw structures (see [`crate::raw`]), so it cannot drift from them.
 
-use crate::raw::*;
+use std::sync::OnceLock;
 
-/// Facts about one key, recorded next to its field by `config_table!`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct FieldDoc {
-    pub(crate) key: &'static str,
-    pub(crate) ty: &'static str,
-    pub(crate) default: &'static str,
-    pub(crate) doc: &'static str,
-}
+use tsfiled_connectors::registry;
+use tsfiled_core::FieldDoc;
+
+use crate::raw::*;
 
 /// One documented key of the configuration file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,31 +23,54 @@ pub struct KeyDoc {
     pub doc: String,
 }
 
-const SOURCE_TYPE: FieldDoc = FieldDoc {
-    key: "type",
-    ty: "\"http\" | \"mqtt\" | \"csv\"",
-    default: "required",
-    doc: " Kind of source; the other keys of the table depend on it.\n",
-};
+/// The `type` key of `[[pipeline.source]]`, whose values are the registry's.
+fn source_type() -> &'static [FieldDoc] {
+    static DOC: OnceLock<[FieldDoc; 1]> = OnceLock::new();
+    static TY: OnceLock<String> = OnceLock::new();
+    let ty = TY.get_or_init(|| {
+        registry::sources()
+            .iter()
+            .map(|p| format!("\"{}\"", p.type_name()))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    });
+    DOC.get_or_init(|| {
+        [FieldDoc {
+            key: "type",
+            ty,
+            default: "required",
+            doc: " Kind of source; the other keys of the table depend on it.\n",
+        }]
+    })
+}
 
-/// Table prefixes of the reference and the keys each holds.
-pub(crate) fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {
-    vec![
-        ("", RawConfig::KEYS),
-        ("http.", RawHttp::KEYS),
-        ("http.user[].", RawHttpUser::KEYS),
-        ("metrics.", RawMetrics::KEYS),
-        ("log.", RawLog::KEYS),
-        ("pipeline[].", RawPipeline::KEYS),
-        ("pipeline[].storage.", RawStorage::KEYS),
-        ("pipeline[].schema[].", RawSchemaRule::KEYS),
-        ("pipeline[].schema_defaults.", RawSchemaDefaults::KEYS),
-        ("pipeline[].source[].", std::slice::from_ref(&SOURCE_TYPE)),
-        ("pipeline[].source[type=http].", RawHttpSource::KEYS),
-        ("pipeline[].source[type=mqtt].", RawMqttSource::KEYS),
-        ("pipeline[].source[type=mqtt].topic[].", RawTopic::KEYS),
-        ("pipeline[].source[type=csv].", RawCsvSource::KEYS),
-    ]
+/// Table prefixes of the reference and the keys each holds; the sources' come from
+/// [`registry::sources`].
+pub(crate) fn tables() -> Vec<(String, &'static [FieldDoc])> {
+    let mut t: Vec<(String, &'static [FieldDoc])> = vec![
+        ("".into(), RawConfig::KEYS),
+        ("http.".into(), RawHttp::KEYS),
+        ("http.user[].".into(), RawHttpUser::KEYS),
+        ("metrics.".into(), RawMetrics::KEYS),
+        ("log.".into(), RawLog::KEYS),
+        ("pipeline[].".into(), RawPipeline::KEYS),
+        ("pipeline[].storage.".into(), RawStorage::KEYS),
+        ("pipeline[].schema[].".into(), RawSchemaRule::KEYS),
+        (
+            "pipeline[].schema_defaults.".into(),
+            RawSchemaDefaults::KEYS,
+        ),
+        ("pipeline[].source[].".into(), source_type()),
+    ];
+    for plugin in registry::sources() {
+        for (sub, keys) in plugin.tables() {
+            t.push((
+                format!("pipeline[].source[type={}].{sub}", plugin.type_name()),
+                keys,
+            ));
+        }
+    }
+    t
 }
 
 fn one_paragraph(doc: &str) -> String {

@@ -64,10 +64,10 @@ fn default_config_validates() {
     assert_eq!(p.name, "default");
     assert_eq!(p.storage.data_dir, PathBuf::from("./data"));
     assert_eq!(p.storage.wal_dir, PathBuf::from("./data/wal"));
-    assert_eq!(p.storage.time_precision, TimePrecision::Ms);
+    assert_eq!(p.storage.time_precision, TimeUnit::Millis);
     assert_eq!(p.storage.time_partition, None);
     assert_eq!(p.sources.len(), 1);
-    let SourceKind::Http(h) = &p.sources[0].kind else {
+    let Some(h) = p.sources[0].settings::<HttpSourceConfig>() else {
         panic!("the default source is http")
     };
     assert_eq!(
@@ -157,7 +157,7 @@ fn example_http_validates() {
         (DataType::Float, Encoding::Gorilla)
     );
     assert!(p.schema.rule_for("root.other.x").is_none());
-    let SourceKind::Http(h) = &p.sources[0].kind else {
+    let Some(h) = p.sources[0].settings::<HttpSourceConfig>() else {
         panic!()
     };
     assert_eq!(h.line_protocol.path_prefix, "root.telegraf");
@@ -178,7 +178,7 @@ fn example_mqtt_validates() {
     let p = &c.pipelines[0];
     assert_eq!(p.storage.time_partition, Some(Duration::from_secs(86400)));
     assert_eq!(p.schema.defaults.integer_type, DataType::Int32);
-    let SourceKind::Mqtt(m) = &p.sources[0].kind else {
+    let Some(m) = p.sources[0].settings::<MqttSourceConfig>() else {
         panic!()
     };
     assert_eq!(
@@ -220,7 +220,7 @@ fn example_mqtt_validates() {
     let MqttPayload::Line(lm) = &m.topics[2].payload else {
         panic!()
     };
-    assert_eq!(lm.precision, TimePrecision::Ms);
+    assert_eq!(lm.precision, TimeUnit::Millis);
     assert_eq!(
         m.dead_letter_file,
         PathBuf::from("/var/lib/tsfiled/dead-letter/broker.jsonl")
@@ -231,13 +231,13 @@ fn example_mqtt_validates() {
 fn example_csv_validates() {
     let c = ok(example("csv"));
     assert_eq!(c.pipelines.len(), 2);
-    let SourceKind::Csv(a) = &c.pipelines[0].sources[0].kind else {
+    let Some(a) = c.pipelines[0].sources[0].settings::<CsvSourceConfig>() else {
         panic!()
     };
     assert_eq!(a.format, CsvFormat::IotdbWide);
     assert!(a.accepts("export.csv") && a.accepts("x.csv.gz"));
     assert!(!a.accepts("export.csv.tmp") && !a.accepts(".export.csv"));
-    let SourceKind::Csv(b) = &c.pipelines[1].sources[0].kind else {
+    let Some(b) = c.pipelines[1].sources[0].settings::<CsvSourceConfig>() else {
         panic!()
     };
     assert_eq!(b.delimiter, b';');
@@ -320,7 +320,7 @@ fn data_dir_override() {
     assert_eq!(c.data_dir, PathBuf::from("/b"));
     assert_eq!(c.pipelines[0].storage.data_dir, PathBuf::from("/b"));
     assert_eq!(c.pipelines[0].storage.wal_dir, PathBuf::from("/b/wal"));
-    let SourceKind::Mqtt(m) = &c.pipelines[0].sources[0].kind else {
+    let Some(m) = c.pipelines[0].sources[0].settings::<MqttSourceConfig>() else {
         panic!()
     };
     assert_eq!(
@@ -469,7 +469,7 @@ fn bad_enum_values() {
     );
     err1(
         "[[pipeline]]\nname = \"p\"\n[[pipeline.source]]\ntype = \"kafka\"\n",
-        "t.toml:4:8: pipeline[0].source[0].type: unknown source type \"kafka\"; expected \"http\", \"mqtt\" or \"csv\"",
+        "t.toml:4:8: pipeline[0].source[0].type: unknown source type \"kafka\"; expected \"http\", \"mqtt\"",
     );
     err1(
         &mqtt("client_id = \"c\"", "payload = \"protobuf\""),
@@ -550,7 +550,7 @@ fn qos_needs_persistent_session() {
     );
     // QoS 0 with a clean session needs no client id.
     let c = ok(&mqtt("clean_session = true", "qos = 0"));
-    let SourceKind::Mqtt(m) = &c.pipelines[0].sources[0].kind else {
+    let Some(m) = c.pipelines[0].sources[0].settings::<MqttSourceConfig>() else {
         panic!()
     };
     assert!(!m.persistent_session() && m.client_id.is_none());
@@ -770,7 +770,7 @@ fn csv_rules() {
         "t.toml:6:18: pipeline[0].source[0].ambiguous_time: unknown value \"first\"; expected \"earliest\", \"latest\" or \"reject\"",
     );
     let c = ok(&csv("format = \"generic\"\ndevice_column = \"dev\"\npath_prefix = \"root.plant\"\ndelimiter = \"\\t\""));
-    let SourceKind::Csv(s) = &c.pipelines[0].sources[0].kind else {
+    let Some(s) = c.pipelines[0].sources[0].settings::<CsvSourceConfig>() else {
         panic!()
     };
     assert_eq!(s.delimiter, b'\t');
@@ -998,6 +998,42 @@ directories = ["/g"]
 device_column = 2
 "#;
 
+/// The example table of every registered source type is a valid source, and its effective
+/// configuration parses back to the same configuration.
+#[test]
+fn every_source_example_validates() {
+    for plugin in tsfiled_connectors::registry::sources() {
+        let t = plugin.type_name();
+        let text = format!(
+            "[[pipeline]]\nname = \"p\"\n[[pipeline.source]]\ntype = \"{t}\"\n{}",
+            plugin.example()
+        );
+        let c = ok(&text);
+        assert_eq!(c.pipelines[0].sources[0].type_name(), t);
+        assert_eq!(
+            c.pipelines[0].sources[0].name, t,
+            "the name defaults to the type"
+        );
+        let again = ok(&c.to_toml(Secrets::Show).unwrap());
+        assert_eq!(again, c, "{t}");
+    }
+}
+
+/// [`ALL_TABLES`] plus the example table of every registered source type it lacks.
+fn all_tables() -> String {
+    let mut text = ALL_TABLES.to_string();
+    for plugin in tsfiled_connectors::registry::sources() {
+        let t = plugin.type_name();
+        if !text.contains(&format!("type = \"{t}\"\n")) {
+            text.push_str(&format!(
+                "[[pipeline.source]]\ntype = \"{t}\"\n{}",
+                plugin.example()
+            ));
+        }
+    }
+    text
+}
+
 /// The table of `doc` that a reference prefix names (first matching element of arrays).
 fn table_at<'a>(doc: &'a mut toml::Table, prefix: &str) -> &'a mut toml::Table {
     let mut cur = doc;
@@ -1032,7 +1068,7 @@ fn table_at<'a>(doc: &'a mut toml::Table, prefix: &str) -> &'a mut toml::Table {
 
 /// The keys serde accepts in a table, read from the "unknown key" error for a probe key.
 fn accepted_keys(prefix: &str) -> BTreeSet<String> {
-    let mut doc: toml::Table = toml::from_str(ALL_TABLES).unwrap();
+    let mut doc: toml::Table = toml::from_str(&all_tables()).unwrap();
     table_at(&mut doc, prefix).insert("__probe__".into(), toml::Value::Integer(1));
     let text = toml::to_string(&doc).unwrap();
     let e = errs(&text);
@@ -1057,13 +1093,13 @@ fn reference_matches_the_serde_structures() {
         }
         let documented: BTreeSet<String> = reference
             .iter()
-            .filter_map(|k| k.path.strip_prefix(prefix))
+            .filter_map(|k| k.path.strip_prefix(prefix.as_str()))
             .filter(|rest| !rest.contains('.') && !rest.contains('['))
             .map(str::to_string)
             .collect();
-        let mut accepted = accepted_keys(prefix);
+        let mut accepted = accepted_keys(&prefix);
         // Keys taken out of the table before serde sees it.
-        match prefix {
+        match prefix.as_str() {
             "" => {
                 accepted.insert("pipeline".into());
             }
@@ -1116,7 +1152,7 @@ fn values_at<'a>(v: &'a toml::Value, path: &[&str], out: &mut Vec<&'a toml::Valu
 #[test]
 fn documented_defaults_are_the_real_defaults() {
     let effective: toml::Value =
-        toml::from_str(&ok(ALL_TABLES).to_toml(Secrets::Show).unwrap()).unwrap();
+        toml::from_str(&ok(&all_tables()).to_toml(Secrets::Show).unwrap()).unwrap();
     let mut checked = 0;
     for k in reference() {
         if k.ty.contains("table") {
@@ -1429,6 +1465,33 @@ fn path_rules_are_the_connectors() {
     err1(
         &format!("{MIN}[[pipeline.schema]]\npattern = \"root.*.1e5\"\ntype = \"INT32\"\n"),
         "t.toml:6:11: pipeline[0].schema[0].pattern: in pattern \"root.*.1e5\": level 2 \"1e5\" reads as a number with an exponent",
+    );
+}
+
+/// One topic-template grammar: what the MQTT source resolves (`{device+}`: one or more device
+/// levels), the configuration accepts, and the errors name the key.
+#[test]
+fn topic_templates_have_one_grammar() {
+    let c = ok(&mqtt(
+        "client_id = \"c\"",
+        "payload = \"value\"\ntopic_template = \"a/{device+}/{measurement}\"\npath_prefix = \"root\"",
+    ));
+    let m = c.pipelines[0].sources[0]
+        .settings::<MqttSourceConfig>()
+        .unwrap();
+    let MqttPayload::Value { topic_template, .. } = &m.topics[0].payload else {
+        panic!()
+    };
+    assert_eq!(
+        topic_template.apply("a/line1/press7/temp"),
+        Some((vec!["line1", "press7"], "temp"))
+    );
+    err1(
+        &mqtt(
+            "client_id = \"c\"",
+            "payload = \"value\"\ntopic_template = \"a/{device+}/{measurement}/#\"",
+        ),
+        "t.toml:10:18: pipeline[0].source[0].topic[0].topic_template: topic template \"a/{device+}/{measurement}/#\": {device+} cannot be combined with '#'",
     );
 }
 

@@ -6,25 +6,28 @@
 //! The parsers are pure and synchronous: bytes in, a [`Batch`] of records and rejections out.
 //! They never panic on any input.
 //!
-//! Option types that the configuration also has (CSV formats and columns, time formats,
-//! file-name globs, the CSV device template, MQTT topic-filter syntax, broker address,
-//! protocol, QoS, password and TLS settings) are those of `tsfiled-config`, used directly
-//! rather than mirrored.
+//! Each source is a folder (`http/`, `mqtt/`, `csv/`, `exec/`, …) holding its configuration
+//! table, its validation, its settings and its run, on the plugin API of [`source`], and is
+//! registered by one line of the `sources!` list at the end of this file; [`registry`] finds
+//! them by `type`. The configuration crate and the daemon know sources only through it
+//! (see `docs/plugins.md`).
 
 #![warn(missing_docs)]
 
-pub mod csv;
+#[macro_use]
+pub mod registry;
+
 pub mod error;
 pub mod iotdb_json;
 pub mod iotdb_rest;
 pub mod line_protocol;
 pub mod modbus;
 pub mod model;
-pub mod mqtt;
 pub mod nats;
 pub mod path;
 pub mod reject;
 pub mod sink;
+pub mod source;
 pub mod topic_value;
 
 pub use error::Error;
@@ -34,3 +37,11 @@ pub use line_protocol::{parse_line_protocol, LineProtocolOptions};
 pub use model::{Batch, Field, FieldValue, Record, RejectReason, Rejection, TimeUnit, TypeHint};
 pub use path::{DeviceTemplate, PathError};
 pub use topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
+
+// The source types: one line each, `<folder>::<its SourceTable>`, in reference order.
+sources! {
+    http::HttpTable,
+    mqtt::MqttTable,
+    csv::CsvTable,
+    exec::ExecTable,
+}

@@ -1,5 +1,5 @@
 //! IoTDB 0.10 path rules as the sources apply them: validation of device paths and
-//! measurement names (the rules of [`tsfiled_config::path`], re-exported here, so that the
+//! measurement names (the rules of [`tsfiled_core::path`], re-exported here, so that the
 //! configuration refuses exactly the prefixes and template nodes the sources would), sanitizing
 //! of free-form strings (tag values, topic levels) into path nodes, and device-path templates.
 //!
@@ -13,8 +13,8 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use tsfiled_config::path::{check_node, is_exponent_shaped, is_reserved};
-pub use tsfiled_config::path::{
+use tsfiled_core::path::{check_node, is_exponent_shaped, is_reserved};
+pub use tsfiled_core::path::{
     is_node_char, validate_device, validate_measurement, validate_node, PathError,
     MAX_DEVICE_BYTES, MAX_NODE_BYTES,
 };
@@ -582,8 +582,8 @@ mod tests {
         ) {
             let prefix = if below.is_empty() { "root".to_string() } else { format!("root.{below}") };
             let first_level = prefix.split('.').count();
-            let config = tsfiled_config::path::check_prefix(&prefix, true).is_ok()
-                && tsfiled_config::Template::parse_at(&template, first_level, None, &["tags"]).is_ok();
+            let config = tsfiled_core::path::check_prefix(&prefix, true).is_ok()
+                && tsfiled_core::Template::parse_at(&template, first_level, None, &["tags"]).is_ok();
             let connector = DeviceTemplate::with_prefix(&prefix, &template);
             prop_assert_eq!(config, connector.is_ok(), "{} {}: {:?}", prefix, template, connector);
         }
@@ -596,12 +596,12 @@ mod tests {
         ) {
             let prefix = if below.is_empty() { "root".to_string() } else { format!("root.{below}") };
             prop_assert_eq!(
-                tsfiled_config::path::check_prefix(&prefix, false).is_ok(),
+                tsfiled_core::path::check_prefix(&prefix, false).is_ok(),
                 validate_device(&prefix).is_ok()
             );
             // A template of fixed nodes renders to itself, which the parser validates.
             let template = format!("root.{fixed}.{{file_stem}}");
-            let config = tsfiled_config::Template::parse_csv_device(&template).is_ok();
+            let config = tsfiled_core::Template::parse_csv_device(&template).is_ok();
             prop_assert_eq!(config, validate_device(&format!("root.{fixed}.f")).is_ok(), "{}", template);
         }
 

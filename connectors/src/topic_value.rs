@@ -3,7 +3,8 @@
 //!
 //! # Topic templates
 //!
-//! A template is a `/`-separated list of topic levels, each one of:
+//! The grammar is `tsfiled_core::TopicTemplate`'s (one parser for the configuration and the
+//! source). A template is a `/`-separated list of topic levels, each one of:
 //! - a literal (must equal the topic level);
 //! - `+`: any one level, ignored; `#` (last level only): any number of levels, ignored;
 //! - `{device}`: one level, appended to the device path as one node;
@@ -30,6 +31,8 @@
 //! - anything else → Text (the trimmed payload).
 //!
 //! Without `ts`, the time is [`TopicValueOptions::now`] (the caller's clock, stored unit).
+
+use tsfiled_core::TopicLevel;
 
 use crate::error::Error;
 use crate::model::{Batch, Field, FieldValue, Record, RejectReason, TimeUnit};
@@ -58,44 +61,26 @@ impl TopicTemplate {
     /// Parses `template` with the device-path `prefix` (`root`, or a valid device path; a bare
     /// `root` needs a `{device}` level).
     pub fn parse(template: &str, prefix: &str) -> Result<TopicTemplate, Error> {
-        let terr = |level: usize, message: &str| Error::TopicTemplate {
-            template: template.to_owned(),
-            level,
-            message: message.to_owned(),
-        };
-        let mut levels = Vec::new();
-        let parts: Vec<&str> = template.split('/').collect();
-        for (i, part) in parts.iter().enumerate() {
-            let level = match *part {
-                "+" => Level::Any,
-                "#" if i + 1 == parts.len() => Level::Rest,
-                "#" => return Err(terr(i, "`#` is only allowed as the last level")),
-                "{device}" => Level::Device,
-                "{device+}" => Level::DeviceMulti,
-                "{measurement}" => Level::Measurement,
-                lit => {
-                    if lit.contains(['+', '#', '{', '}']) {
-                        return Err(terr(
-                            i,
-                            "expected a literal level, `+`, `#`, {device}, {device+} or {measurement}",
-                        ));
-                    }
-                    Level::Lit(lit.to_owned())
-                }
-            };
-            levels.push(level);
-        }
-        let count = |l: &Level| levels.iter().filter(|x| *x == l).count();
-        if count(&Level::Measurement) != 1 {
-            return Err(terr(0, "expected exactly one {measurement} level"));
-        }
-        if count(&Level::DeviceMulti) > 1 {
-            return Err(terr(0, "at most one {device+} level"));
-        }
-        if count(&Level::DeviceMulti) == 1 && count(&Level::Rest) == 1 {
-            return Err(terr(0, "{device+} cannot be combined with `#`"));
-        }
-        let has_device = count(&Level::Device) + count(&Level::DeviceMulti) > 0;
+        // The one grammar of topic templates (the configuration validates with it too).
+        let levels: Vec<Level> = tsfiled_core::TopicTemplate::parse_levels(template)
+            .map_err(|(level, message)| Error::TopicTemplate {
+                template: template.to_owned(),
+                level,
+                message,
+            })?
+            .into_iter()
+            .map(|l| match l {
+                TopicLevel::Literal(s) => Level::Lit(s),
+                TopicLevel::Skip => Level::Any,
+                TopicLevel::Rest => Level::Rest,
+                TopicLevel::Device => Level::Device,
+                TopicLevel::DeviceMulti => Level::DeviceMulti,
+                TopicLevel::Measurement => Level::Measurement,
+            })
+            .collect();
+        let has_device = levels
+            .iter()
+            .any(|l| matches!(l, Level::Device | Level::DeviceMulti));
         if prefix != "root" || !has_device {
             validate_device(prefix).map_err(|reason| Error::Path {
                 path: prefix.to_owned(),

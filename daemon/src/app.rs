@@ -1,6 +1,7 @@
 //! The running daemon: opens the pipelines, serves HTTP, reloads, and shuts down in
 //! order (stop intake → make durable → seal → exit) within the deadline.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -8,12 +9,11 @@ use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{self, HttpState, SourceRoute};
-use tsfiled_connectors::csv::CsvMetrics;
-use tsfiled_connectors::mqtt::MqttMetrics;
-use tsfiled_connectors::sink::BatchSink;
+use crate::http::{self, HttpState, SourceRoute, SourceStatus};
+use tsfiled_connectors::source::{DynSettings, SourceContext, StatusReporter};
+use tsfiled_connectors::TimeUnit;
 
-use crate::metrics::{CsvSourceMetrics, Metrics, MqttSourceMetrics};
+use crate::metrics::{Metrics, SourceMetricsHandle};
 use crate::notify::{self, Notifier, ProgressTracker, Watchdog};
 use crate::parse::{ConnectorParsers, Parsers};
 use crate::pipeline::Pipeline;
@@ -40,64 +40,28 @@ pub struct Daemon {
     http_token: CancellationToken,
     watchdog: Option<Watchdog>,
     sources: Vec<RunningSource>,
-    /// (pipeline, name) of the HTTP sources served (their routes are fixed at start).
-    http_sources: Vec<(String, String)>,
     starter: SourceStarter,
 }
 
-/// (pipeline, source, kind, state) of every source, for the status page.
-fn status_sources(
-    http: &[(String, String)],
-    running: &[RunningSource],
-) -> Vec<(String, String, &'static str, &'static str)> {
-    let http = http
+/// The status-page entry of every source: (pipeline, source, type, state).
+fn status_sources(running: &[RunningSource]) -> Vec<SourceStatus> {
+    running
         .iter()
-        .map(|(p, n)| (p.clone(), n.clone(), "http", "listening"));
-    let others = running.iter().map(|s| {
-        let state = match s.spec {
-            SourceSpec::Mqtt(_) => "connecting",
-            SourceSpec::Csv(_) => "watching",
-        };
-        (s.pipeline.clone(), s.name.clone(), s.spec.kind(), state)
-    });
-    http.chain(others).collect()
+        .map(|s| SourceStatus {
+            pipeline: s.pipeline.clone(),
+            name: s.name.clone(),
+            type_name: s.settings.type_name(),
+            state: s.status.clone(),
+        })
+        .collect()
 }
 
-/// What an MQTT or CSV source runs with; a reload restarts a source whose spec changed.
-#[derive(Debug, Clone, PartialEq)]
-enum SourceSpec {
-    Mqtt(tsfiled_connectors::mqtt::MqttSourceOptions),
-    Csv(tsfiled_connectors::csv::CsvSourceOptions),
-}
-
-impl SourceSpec {
-    /// The source kind, as on the status page.
-    fn kind(&self) -> &'static str {
-        match self {
-            SourceSpec::Mqtt(_) => "mqtt",
-            SourceSpec::Csv(_) => "csv",
-        }
-    }
-
-    /// The MQTT and CSV sources of a pipeline's settings, as (name, spec).
-    fn of(ps: &crate::settings::PipelineSettings) -> Vec<(String, SourceSpec)> {
-        let mqtt = ps
-            .mqtt_sources
-            .iter()
-            .map(|s| (s.name.clone(), SourceSpec::Mqtt(s.clone())));
-        let csv = ps
-            .csv_sources
-            .iter()
-            .map(|s| (s.name.clone(), SourceSpec::Csv(s.options.clone())));
-        mqtt.chain(csv).collect()
-    }
-}
-
-/// A running MQTT or CSV source task.
+/// A running source (a task of its plugin); a reload restarts it when its settings changed.
 struct RunningSource {
     pipeline: String,
     name: String,
-    spec: SourceSpec,
+    settings: Arc<dyn DynSettings>,
+    status: StatusReporter,
     /// Cancels this source only (a child of the daemon's source token).
     token: CancellationToken,
     task: tokio::task::JoinHandle<std::result::Result<(), String>>,
@@ -109,7 +73,7 @@ impl RunningSource {
     }
 }
 
-/// Starts MQTT and CSV sources, at start-up and on reload.
+/// Starts sources through their plugins, at start-up and on reload.
 struct SourceStarter {
     metrics: Arc<Metrics>,
     tracker: ProgressTracker,
@@ -119,36 +83,43 @@ struct SourceStarter {
 }
 
 impl SourceStarter {
-    fn start(&self, pipeline: &Arc<Pipeline>, name: &str, spec: SourceSpec) -> RunningSource {
+    fn start(
+        &self,
+        pipeline: &Arc<Pipeline>,
+        (stored_unit, state_dir): &(TimeUnit, PathBuf),
+        source: &tsfiled_config::SourceConfig,
+    ) -> RunningSource {
         let pl = pipeline.name().to_string();
+        let name = source.name.as_str();
         self.metrics
             .points_received
             .with_label_values(&[pl.as_str(), name]);
         let label = format!("{pl}/{name}");
-        let sink: Arc<dyn BatchSink> = Arc::new(PipelineSink::new(pipeline.clone(), name));
-        let progress = self.tracker.register(format!("source/{label}"), self.stall);
+        let settings = source.settings.clone();
+        // Push sources are served by the HTTP listener: their liveness is its, not a task's.
+        let progress = settings
+            .http_push()
+            .is_none()
+            .then(|| self.tracker.register(format!("source/{label}"), self.stall));
         let token = self.token.child_token();
-        let run: std::pin::Pin<
-            Box<dyn std::future::Future<Output = std::result::Result<(), String>> + Send>,
-        > = match &spec {
-            SourceSpec::Mqtt(o) => {
-                let m: Arc<dyn MqttMetrics> = Arc::new(
-                    MqttSourceMetrics::new(self.metrics.clone(), &pl, name).with_progress(progress),
-                );
-                tracing::info!(source = %label, url = %o.url, "MQTT source starting");
-                let run = tsfiled_connectors::mqtt::run(o.clone(), sink, token.clone(), m);
-                Box::pin(async move { run.await.map_err(|e| e.to_string()) })
-            }
-            SourceSpec::Csv(o) => {
-                let m: Arc<dyn CsvMetrics> = Arc::new(
-                    CsvSourceMetrics::new(&self.metrics, &pl, name).with_progress(progress),
-                );
-                tracing::info!(source = %label, dirs = ?o.directories, "CSV source starting");
-                let run = tsfiled_connectors::csv::run(o.clone(), sink, token.clone(), m);
-                Box::pin(async move { run.await.map_err(|e| e.to_string()) })
-            }
+        let status = StatusReporter::new(settings.initial_state());
+        let cx = SourceContext {
+            pipeline: pl.clone(),
+            name: name.to_string(),
+            sink: Arc::new(PipelineSink::new(pipeline.clone(), name)),
+            shutdown: token.clone(),
+            metrics: Arc::new(SourceMetricsHandle::new(
+                self.metrics.clone(),
+                &pl,
+                name,
+                progress,
+            )),
+            state_dir: state_dir.clone(),
+            status: status.clone(),
+            stored_unit: *stored_unit,
         };
-        let kind = spec.kind();
+        let run = settings.start(cx);
+        let kind = settings.type_name();
         let l = label.clone();
         let task = tokio::spawn(async move {
             let r = run.await;
@@ -160,7 +131,8 @@ impl SourceStarter {
         RunningSource {
             pipeline: pl,
             name: name.to_string(),
-            spec,
+            settings,
+            status,
             token,
             task,
         }
@@ -197,15 +169,6 @@ impl Daemon {
             token: CancellationToken::new(),
         };
         let mut sources = Vec::new();
-        let http_sources: Vec<(String, String)> = settings
-            .pipelines
-            .iter()
-            .flat_map(|p| {
-                p.http_sources
-                    .iter()
-                    .map(|s| (p.options.engine.pipeline.clone(), s.name.clone()))
-            })
-            .collect();
         for ps in &settings.pipelines {
             let opts = ps.options.clone();
             let m = metrics.clone();
@@ -220,18 +183,16 @@ impl Daemon {
                         source: std::io::Error::other(e),
                     })??;
             tracing::info!(pipeline = %name, data_dir = %ps.options.engine.data_dir.display(), elapsed_ms = started.elapsed().as_millis() as u64, "pipeline ready");
-            for src in &ps.http_sources {
-                metrics
-                    .points_received
-                    .with_label_values(&[name.as_str(), src.name.as_str()]);
-                routes.push(SourceRoute {
-                    pipeline: p.clone(),
-                    stored: ps.time_precision,
-                    source: src.clone(),
-                });
-            }
-            for (src_name, spec) in SourceSpec::of(ps) {
-                sources.push(starter.start(&p, &src_name, spec));
+            for src in &ps.sources {
+                if let Some(push) = src.settings.http_push() {
+                    routes.push(SourceRoute::new(
+                        p.clone(),
+                        ps.time_precision,
+                        &src.name,
+                        push,
+                    )?);
+                }
+                sources.push(starter.start(&p, &ps.source_env(), src));
             }
             pipelines.push(p);
         }
@@ -241,13 +202,13 @@ impl Daemon {
         };
         let listener = match listener {
             Some(l) => l,
-            None => TcpListener::bind(&settings.http.listen)
+            None => TcpListener::bind(settings.http.listen)
                 .await
-                .map_err(|e| listen_err(&settings.http.listen, e))?,
+                .map_err(|e| listen_err(&settings.http.listen.to_string(), e))?,
         };
         let http_addr = listener
             .local_addr()
-            .map_err(|e| listen_err(&settings.http.listen, e))?;
+            .map_err(|e| listen_err(&settings.http.listen.to_string(), e))?;
         let credentials = http::Credentials::load(&settings.http)?;
         let parsers: Arc<dyn Parsers> = Arc::new(ConnectorParsers);
         let separate_metrics = settings.metrics.enabled && settings.metrics.listen.is_some();
@@ -264,16 +225,18 @@ impl Daemon {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_millis() as i64)
                 .unwrap_or(0),
-            sources: RwLock::new(status_sources(&http_sources, &sources)),
+            sources: RwLock::new(status_sources(&sources)),
         });
         let http_token = CancellationToken::new();
-        let grace = settings.http.shutdown_grace;
+        let grace = settings.http_shutdown_grace();
         let mut http_tasks = Vec::new();
         if let (true, Some(addr)) = (separate_metrics, &settings.metrics.listen) {
             let ml = TcpListener::bind(addr)
                 .await
-                .map_err(|e| listen_err(addr, e))?;
-            let maddr = ml.local_addr().map_err(|e| listen_err(addr, e))?;
+                .map_err(|e| listen_err(&addr.to_string(), e))?;
+            let maddr = ml
+                .local_addr()
+                .map_err(|e| listen_err(&addr.to_string(), e))?;
             let app = http::metrics_router(state.clone(), &settings.metrics.path);
             http_tasks.push(tokio::spawn(http::run(ml, app, http_token.clone(), grace)));
             tracing::info!(addr = %maddr, "metrics listening on http://{maddr}{}", settings.metrics.path);
@@ -321,7 +284,6 @@ impl Daemon {
             http_token,
             watchdog,
             sources,
-            http_sources,
             starter,
         })
     }
@@ -342,14 +304,22 @@ impl Daemon {
     /// the changed and added ones. Sources of pipelines that `new` does not have keep
     /// running (pipelines change with a restart).
     async fn reload_sources(&mut self, new: &Settings) {
-        let wanted: Vec<(String, String, SourceSpec)> = new
+        // Push sources keep their routes until a restart (the router is built once).
+        let wanted: Vec<(String, (TimeUnit, PathBuf), tsfiled_config::SourceConfig)> = new
             .pipelines
             .iter()
             .filter(|ps| self.pipeline(&ps.options.engine.pipeline).is_some())
             .flat_map(|ps| {
-                SourceSpec::of(ps)
-                    .into_iter()
-                    .map(|(n, spec)| (ps.options.engine.pipeline.clone(), n, spec))
+                ps.sources
+                    .iter()
+                    .filter(|s| s.settings.http_push().is_none())
+                    .map(|s| {
+                        (
+                            ps.options.engine.pipeline.clone(),
+                            ps.source_env(),
+                            s.clone(),
+                        )
+                    })
             })
             .collect();
         let (mut keep, mut stop) = (Vec::new(), Vec::new());
@@ -358,10 +328,10 @@ impl Daemon {
                 .pipelines
                 .iter()
                 .any(|ps| ps.options.engine.pipeline == s.pipeline);
-            let unchanged = wanted
-                .iter()
-                .any(|(p, n, spec)| *p == s.pipeline && *n == s.name && *spec == s.spec);
-            if unchanged || !pipeline_stays {
+            let unchanged = wanted.iter().any(|(p, _, src)| {
+                *p == s.pipeline && src.name == s.name && src.settings.same(s.settings.as_ref())
+            });
+            if unchanged || !pipeline_stays || s.settings.http_push().is_some() {
                 keep.push(s);
             } else {
                 stop.push(s);
@@ -375,7 +345,7 @@ impl Daemon {
             let label = s.label();
             let still_wanted = wanted
                 .iter()
-                .any(|(p, n, _)| *p == s.pipeline && *n == s.name);
+                .any(|(p, _, src)| *p == s.pipeline && src.name == s.name);
             match tokio::time::timeout(deadline, s.task).await {
                 Ok(Ok(Err(e))) => {
                     tracing::warn!(source = %label, error = %e, "reload: source ended with an error")
@@ -393,21 +363,20 @@ impl Daemon {
                 tracing::info!(source = %label, "reload: source settings changed; restarting it");
             } else {
                 tracing::info!(source = %label, "reload: source removed");
-                self.metrics
-                    .forget_source(&s.pipeline, &s.name, s.spec.kind());
+                self.metrics.forget_source(&s.pipeline, &s.name);
             }
         }
-        for (pl, name, spec) in wanted {
-            if keep.iter().any(|s| s.pipeline == pl && s.name == name) {
+        for (pl, env, src) in wanted {
+            if keep.iter().any(|s| s.pipeline == pl && s.name == src.name) {
                 continue;
             }
             if let Some(p) = self.pipeline(&pl).cloned() {
-                keep.push(self.starter.start(&p, &name, spec));
+                keep.push(self.starter.start(&p, &env, &src));
             }
         }
         self.sources = keep;
         if let Ok(mut list) = self.http.sources.write() {
-            *list = status_sources(&self.http_sources, &self.sources);
+            *list = status_sources(&self.sources);
         }
     }
 
@@ -419,7 +388,7 @@ impl Daemon {
         if new.http.listen != self.settings.http.listen {
             tracing::warn!("reload: a new HTTP listen address takes effect after a restart");
         }
-        if new.http.max_body_bytes > self.settings.http.max_body_bytes {
+        if new.http.max_body_size > self.settings.http.max_body_size {
             tracing::warn!("reload: a larger HTTP body limit takes effect after a restart");
         }
         match http::Credentials::load(&new.http) {
@@ -433,7 +402,7 @@ impl Daemon {
             }
         }
         if let Ok(mut s) = self.http.settings.write() {
-            let listen = s.listen.clone();
+            let listen = s.listen;
             *s = new.http.clone();
             s.listen = listen;
         }

@@ -77,8 +77,12 @@ pub fn import(files: &[PathBuf], to: &Path, config: Option<&Path>) -> crate::Res
         .into_iter()
         .next()
         .ok_or_else(|| Error::Config("the configuration has no pipeline".into()))?;
-    let parse: CsvParseOptions = match ps.csv_sources.first() {
-        Some(c) => c.options.parse.clone(),
+    let csv = ps
+        .sources
+        .iter()
+        .find_map(|s| s.settings::<tsfiled_connectors::csv::CsvSourceConfig>());
+    let parse: CsvParseOptions = match csv {
+        Some(c) => c.parse_options(ps.time_precision),
         None => CsvParseOptions {
             precision: ps.time_precision,
             ..CsvParseOptions::default()

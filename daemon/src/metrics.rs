@@ -1,14 +1,14 @@
 //! Prometheus metrics, prefix `tsfiled_`. Labels are bounded: `pipeline`, `source`,
 //! `reason`, `code`, `op`, `kind` — never device or file names.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use prometheus::{
     exponential_buckets, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
-use tsfiled_connectors::csv::{CsvMetrics, FileResult};
-use tsfiled_connectors::mqtt::{MessageError, MqttMetrics};
+use tsfiled_connectors::source::{Counter, Gauge, SourceMetrics};
 
 type Refresher = Box<dyn Fn() + Send + Sync>;
 
@@ -16,6 +16,8 @@ type Refresher = Box<dyn Fn() + Send + Sync>;
 pub struct Metrics {
     registry: Registry,
     refreshers: Mutex<Vec<Refresher>>,
+    /// Families registered by sources through [`SourceMetricsHandle`], by name.
+    source_families: Mutex<SourceFamilies>,
     /// Points received (accepted or not), by pipeline and source.
     pub points_received: IntCounterVec,
     /// Points rejected, by pipeline, source and reason.
@@ -52,30 +54,6 @@ pub struct Metrics {
     pub backpressure: IntCounterVec,
     /// HTTP requests by status code.
     pub http_requests: IntCounterVec,
-    /// MQTT connection state (1 connected), by pipeline and source.
-    pub mqtt_connected: IntGaugeVec,
-    /// MQTT reconnections.
-    pub mqtt_reconnects: IntCounterVec,
-    /// MQTT messages received.
-    pub mqtt_messages: IntCounterVec,
-    /// MQTT payload bytes received.
-    pub mqtt_bytes: IntCounterVec,
-    /// MQTT messages (or points) not ingested, by reason.
-    pub mqtt_message_errors: IntCounterVec,
-    /// MQTT messages received and not yet durable.
-    pub mqtt_inflight: IntGaugeVec,
-    /// CSV files finished, by result (done, deleted, error, stuck).
-    pub csv_files: IntCounterVec,
-    /// CSV rows, by result (accepted, rejected).
-    pub csv_rows: IntCounterVec,
-    /// CSV points, by result (accepted, rejected).
-    pub csv_points: IntCounterVec,
-    /// CSV bytes read.
-    pub csv_bytes: IntCounterVec,
-    /// CSV files waiting.
-    pub csv_queue: IntGaugeVec,
-    /// Full CSV directory rescans, by reason (scheduled, event_loss).
-    pub csv_rescans: IntCounterVec,
     /// Failed storage operations, by operation and kind (see [`crate::health`]).
     pub storage_errors: IntCounterVec,
     /// 1 while a storage operation of the pipeline is failing.
@@ -222,66 +200,6 @@ impl Metrics {
                 "HTTP requests, by status code.",
                 &["code"],
             ),
-            mqtt_connected: gauge(
-                "tsfiled_mqtt_connected",
-                "1 while the MQTT source is connected to its broker.",
-                &["pipeline", "source"],
-            ),
-            mqtt_reconnects: counter(
-                "tsfiled_mqtt_reconnects_total",
-                "MQTT connections established after the first one.",
-                &["pipeline", "source"],
-            ),
-            mqtt_messages: counter(
-                "tsfiled_mqtt_messages_total",
-                "MQTT messages received.",
-                &["pipeline", "source"],
-            ),
-            mqtt_bytes: counter(
-                "tsfiled_mqtt_bytes_total",
-                "MQTT payload bytes received.",
-                &["pipeline", "source"],
-            ),
-            mqtt_message_errors: counter(
-                "tsfiled_mqtt_message_errors_total",
-                "MQTT messages (or points of them) not ingested, by reason.",
-                &["pipeline", "source", "reason"],
-            ),
-            mqtt_inflight: gauge(
-                "tsfiled_mqtt_inflight_messages",
-                "MQTT messages received and not yet durable.",
-                &["pipeline", "source"],
-            ),
-            csv_files: counter(
-                "tsfiled_csv_files_total",
-                "CSV files finished, by result (done, deleted, error, stuck).",
-                &["pipeline", "source", "result"],
-            ),
-            csv_rows: counter(
-                "tsfiled_csv_rows_total",
-                "CSV rows, by result (accepted, rejected).",
-                &["pipeline", "source", "result"],
-            ),
-            csv_points: counter(
-                "tsfiled_csv_points_total",
-                "CSV points, by result (accepted, rejected).",
-                &["pipeline", "source", "result"],
-            ),
-            csv_bytes: counter(
-                "tsfiled_csv_bytes_read_total",
-                "CSV bytes read.",
-                &["pipeline", "source"],
-            ),
-            csv_queue: gauge(
-                "tsfiled_csv_queue_length",
-                "CSV files waiting to be ingested.",
-                &["pipeline", "source"],
-            ),
-            csv_rescans: counter(
-                "tsfiled_csv_rescans_total",
-                "Full CSV directory rescans, by reason (scheduled: at start and every rescan_interval; event_loss: the file watcher lost events).",
-                &["pipeline", "source", "reason"],
-            ),
             storage_errors: counter(
                 "tsfiled_storage_errors_total",
                 "Failed storage operations, by op (wal, flush, seal, rebuild, journal) and kind (no_space, read_only, io).",
@@ -294,24 +212,68 @@ impl Metrics {
             ),
             registry,
             refreshers: Mutex::new(Vec::new()),
+            source_families: Mutex::new(SourceFamilies::default()),
         })
     }
 
-    /// Drops the gauge series of a source that a reload removed (`kind`: "mqtt" or "csv"),
-    /// so dashboards do not show a removed source as disconnected or its last queue length.
-    /// Counters stay: their totals remain true.
-    pub fn forget_source(&self, pipeline: &str, source: &str, kind: &str) {
-        let l = [pipeline, source];
-        match kind {
-            "mqtt" => {
-                let _ = self.mqtt_connected.remove_label_values(&l);
-                let _ = self.mqtt_inflight.remove_label_values(&l);
-            }
-            "csv" => {
-                let _ = self.csv_queue.remove_label_values(&l);
-            }
-            _ => {}
+    /// Drops the gauge series of a source that a reload removed, so dashboards do not show a
+    /// removed source as disconnected or its last queue length. Counters stay: their totals
+    /// remain true.
+    pub fn forget_source(&self, pipeline: &str, source: &str) {
+        let families = self
+            .source_families
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for g in families.gauges.values() {
+            let _ = g.remove_label_values(&[pipeline, source]);
         }
+    }
+
+    /// The counter family `name` with labels pipeline, source and `extra`, registered on first
+    /// use (sources declare their own metrics).
+    fn source_counter(&self, name: &str, help: &str, extra: Option<&str>) -> IntCounterVec {
+        let mut families = self
+            .source_families
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let key = (name.to_string(), extra.map(str::to_string));
+        if let Some(c) = families.counters.get(&key) {
+            return c.clone();
+        }
+        let mut labels = vec!["pipeline", "source"];
+        labels.extend(extra);
+        debug_assert!(
+            name.starts_with("tsfiled_") && name.ends_with("_total"),
+            "counter {name} must start with tsfiled_ and end in _total"
+        );
+        let c = IntCounterVec::new(Opts::new(name, help), &labels).expect("valid metric");
+        if let Err(e) = self.registry.register(Box::new(c.clone())) {
+            tracing::error!(metric = name, error = %e, "cannot register a source metric");
+        }
+        families.counters.insert(key, c.clone());
+        c
+    }
+
+    /// The gauge family `name` with labels pipeline and source, registered on first use.
+    fn source_gauge(&self, name: &str, help: &str) -> IntGaugeVec {
+        let mut families = self
+            .source_families
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(g) = families.gauges.get(name) {
+            return g.clone();
+        }
+        debug_assert!(
+            name.starts_with("tsfiled_") && !name.ends_with("_total"),
+            "gauge {name} must start with tsfiled_ and not end in _total"
+        );
+        let g =
+            IntGaugeVec::new(Opts::new(name, help), &["pipeline", "source"]).expect("valid metric");
+        if let Err(e) = self.registry.register(Box::new(g.clone())) {
+            tracing::error!(metric = name, error = %e, "cannot register a source metric");
+        }
+        families.gauges.insert(name.to_string(), g.clone());
+        g
     }
 
     /// Adds a function that updates gauges just before each scrape.
@@ -351,169 +313,69 @@ impl Metrics {
     }
 }
 
-/// The MQTT source's telemetry on the Prometheus metrics of one (pipeline, source).
-pub struct MqttSourceMetrics {
+/// Metric families registered by sources.
+#[derive(Default)]
+struct SourceFamilies {
+    counters: HashMap<(String, Option<String>), IntCounterVec>,
+    gauges: HashMap<String, IntGaugeVec>,
+}
+
+/// The metrics handle given to one source: its series carry its pipeline and source labels,
+/// and its progress feeds the watchdog.
+pub struct SourceMetricsHandle {
     metrics: Arc<Metrics>,
     pipeline: String,
     source: String,
-    connected: IntGauge,
-    reconnects: IntCounter,
-    messages: IntCounter,
-    bytes: IntCounter,
-    inflight: IntGauge,
     progress: Option<crate::notify::Progress>,
 }
 
-impl MqttSourceMetrics {
-    /// Resolves (and so exports at 0) the series of `source` in `pipeline`.
-    pub fn new(metrics: Arc<Metrics>, pipeline: &str, source: &str) -> MqttSourceMetrics {
-        let l = [pipeline, source];
-        MqttSourceMetrics {
-            connected: metrics.mqtt_connected.with_label_values(&l),
-            reconnects: metrics.mqtt_reconnects.with_label_values(&l),
-            messages: metrics.mqtt_messages.with_label_values(&l),
-            bytes: metrics.mqtt_bytes.with_label_values(&l),
-            inflight: metrics.mqtt_inflight.with_label_values(&l),
-            progress: None,
+impl SourceMetricsHandle {
+    /// The handle of `source` in `pipeline`; `progress` reports liveness to the watchdog.
+    pub fn new(
+        metrics: Arc<Metrics>,
+        pipeline: &str,
+        source: &str,
+        progress: Option<crate::notify::Progress>,
+    ) -> SourceMetricsHandle {
+        SourceMetricsHandle {
+            metrics,
             pipeline: pipeline.to_string(),
             source: source.to_string(),
-            metrics,
+            progress,
         }
     }
 }
 
-impl MqttSourceMetrics {
-    /// Also reports liveness to the watchdog: in-flight messages are pending work, durable
-    /// points are progress.
-    pub fn with_progress(mut self, p: crate::notify::Progress) -> Self {
-        self.progress = Some(p);
-        self
+impl SourceMetrics for SourceMetricsHandle {
+    fn counter(&self, name: &str, help: &str, extra: Option<(&str, &str)>) -> Counter {
+        let family = self
+            .metrics
+            .source_counter(name, help, extra.map(|(k, _)| k));
+        let c: IntCounter = match extra {
+            Some((_, v)) => family.with_label_values(&[self.pipeline.as_str(), &self.source, v]),
+            None => family.with_label_values(&[self.pipeline.as_str(), &self.source]),
+        };
+        Arc::new(move |n| c.inc_by(n))
     }
-}
 
-impl MqttMetrics for MqttSourceMetrics {
-    fn points_durable(&self, _points: u64) {
+    fn gauge(&self, name: &str, help: &str) -> Gauge {
+        let g: IntGauge = self
+            .metrics
+            .source_gauge(name, help)
+            .with_label_values(&[self.pipeline.as_str(), &self.source]);
+        Arc::new(move |v| g.set(v))
+    }
+
+    fn progress(&self) {
         if let Some(p) = &self.progress {
             p.progress();
         }
     }
-    fn connected(&self, up: bool) {
-        self.connected.set(i64::from(up));
-    }
-    fn reconnect(&self) {
-        self.reconnects.inc();
-    }
-    fn received(&self, bytes: u64) {
-        self.messages.inc();
-        self.bytes.inc_by(bytes);
-    }
-    fn message_error(&self, reason: MessageError, count: u64) {
-        self.metrics
-            .mqtt_message_errors
-            .with_label_values(&[&self.pipeline, &self.source, reason.label()])
-            .inc_by(count);
-    }
-    fn in_flight(&self, messages: u64) {
-        self.inflight
-            .set(i64::try_from(messages).unwrap_or(i64::MAX));
+
+    fn pending(&self, items: u64) {
         if let Some(p) = &self.progress {
-            p.set_pending(messages);
+            p.set_pending(items);
         }
-    }
-}
-
-/// The CSV source's telemetry on the Prometheus metrics of one (pipeline, source).
-pub struct CsvSourceMetrics {
-    files: [IntCounter; 4],
-    rows: [IntCounter; 2],
-    points: [IntCounter; 2],
-    bytes: IntCounter,
-    queue: IntGauge,
-    rescans: [IntCounter; 2],
-    progress: Option<crate::notify::Progress>,
-}
-
-impl CsvSourceMetrics {
-    /// Also reports liveness to the watchdog: queued files are pending work, ingested points
-    /// and finished files are progress.
-    pub fn with_progress(mut self, p: crate::notify::Progress) -> Self {
-        self.progress = Some(p);
-        self
-    }
-
-    fn tick(&self) {
-        if let Some(p) = &self.progress {
-            p.progress();
-        }
-    }
-}
-
-impl CsvSourceMetrics {
-    /// Resolves (and so exports at 0) the series of `source` in `pipeline`.
-    pub fn new(metrics: &Metrics, pipeline: &str, source: &str) -> CsvSourceMetrics {
-        let f = |r: FileResult| {
-            metrics
-                .csv_files
-                .with_label_values(&[pipeline, source, r.label()])
-        };
-        let two = |v: &IntCounterVec| {
-            [
-                v.with_label_values(&[pipeline, source, "accepted"]),
-                v.with_label_values(&[pipeline, source, "rejected"]),
-            ]
-        };
-        CsvSourceMetrics {
-            files: [
-                f(FileResult::Done),
-                f(FileResult::Deleted),
-                f(FileResult::Error),
-                f(FileResult::Stuck),
-            ],
-            rows: two(&metrics.csv_rows),
-            points: two(&metrics.csv_points),
-            bytes: metrics.csv_bytes.with_label_values(&[pipeline, source]),
-            queue: metrics.csv_queue.with_label_values(&[pipeline, source]),
-            rescans: ["scheduled", "event_loss"].map(|r| {
-                metrics
-                    .csv_rescans
-                    .with_label_values(&[pipeline, source, r])
-            }),
-            progress: None,
-        }
-    }
-}
-
-impl CsvMetrics for CsvSourceMetrics {
-    fn file_finished(&self, result: FileResult) {
-        let i = match result {
-            FileResult::Done => 0,
-            FileResult::Deleted => 1,
-            FileResult::Error => 2,
-            FileResult::Stuck => 3,
-        };
-        self.files[i].inc();
-        self.tick();
-    }
-    fn rows(&self, accepted: u64, rejected: u64) {
-        self.rows[0].inc_by(accepted);
-        self.rows[1].inc_by(rejected);
-    }
-    fn points(&self, accepted: u64, rejected: u64) {
-        self.points[0].inc_by(accepted);
-        self.points[1].inc_by(rejected);
-        self.tick();
-    }
-    fn bytes_read(&self, bytes: u64) {
-        self.bytes.inc_by(bytes);
-    }
-    fn queue_length(&self, files: usize) {
-        self.queue.set(i64::try_from(files).unwrap_or(i64::MAX));
-        if let Some(p) = &self.progress {
-            p.set_pending(files as u64);
-        }
-    }
-    fn rescan(&self, event_loss: bool) {
-        self.rescans[usize::from(event_loss)].inc();
     }
 }
 
@@ -539,6 +401,48 @@ mod tests {
         assert!(text.contains("reason=\"type_mismatch\""));
         assert!(text.contains("tsfiled_wal_bytes{pipeline=\"p\"} 42"));
         assert!(text.contains("tsfiled_build_info{version="));
+    }
+
+    /// A source's metrics handle labels its series with pipeline and source (and the extra
+    /// label), and a removed source's gauges go while its counters stay.
+    #[test]
+    fn source_handles_label_their_series() {
+        let m = Metrics::new();
+        let h = SourceMetricsHandle::new(m.clone(), "p", "s1", None);
+        h.counter("tsfiled_x_events_total", "Events.", None)(3);
+        h.counter(
+            "tsfiled_x_errors_total",
+            "Errors.",
+            Some(("reason", "parse")),
+        )(2);
+        h.gauge("tsfiled_x_queue", "Queue.")(7);
+        // A second source shares the families.
+        SourceMetricsHandle::new(m.clone(), "p", "s2", None).gauge("tsfiled_x_queue", "Queue.")(1);
+        let text = m.render();
+        for line in [
+            "tsfiled_x_events_total{pipeline=\"p\",source=\"s1\"} 3",
+            "tsfiled_x_errors_total{pipeline=\"p\",reason=\"parse\",source=\"s1\"} 2",
+            "tsfiled_x_queue{pipeline=\"p\",source=\"s1\"} 7",
+            "tsfiled_x_queue{pipeline=\"p\",source=\"s2\"} 1",
+            "# TYPE tsfiled_x_events_total counter",
+            "# TYPE tsfiled_x_queue gauge",
+        ] {
+            assert!(text.contains(line), "{line} not in\n{text}");
+        }
+        m.forget_source("p", "s1");
+        let text = m.render();
+        assert!(
+            !text.contains("tsfiled_x_queue{pipeline=\"p\",source=\"s1\"}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("tsfiled_x_queue{pipeline=\"p\",source=\"s2\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("tsfiled_x_events_total{pipeline=\"p\",source=\"s1\"} 3"),
+            "{text}"
+        );
     }
 
     /// Prometheus naming (checked as every metric is registered): a counter's name ends in

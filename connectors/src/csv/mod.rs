@@ -9,19 +9,22 @@
 //!   [`metrics`] hooks.
 
 pub mod checkpoint;
+pub mod config;
 pub mod files;
 pub mod metrics;
 pub mod options;
 pub mod parser;
+mod plugin;
 pub mod records;
 pub mod source;
 pub mod time;
 pub mod value;
 
+pub use config::{CsvTable, RawColumn};
 pub use metrics::{CountingMetrics, CsvMetrics, FileResult, NoMetrics};
 pub use options::{
-    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, CsvSourceOptions, GenericCsv,
-    Glob, OnSuccess, Template, TimeFormat,
+    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, CsvSourceConfig,
+    CsvSourceOptions, GenericCsv, Glob, OnSuccess, Template, TimeFormat,
 };
 pub use parser::{
     is_gzip, parse_path, parse_reader, Chunk, CsvParser, FileContext, ParseSummary, ResumePoint,

@@ -1,7 +1,7 @@
 //! Runtime options of the CSV parser and the CSV watch-directory source.
 //!
-//! The option types (formats, columns, time formats, globs, device templates) are those of the
-//! configuration (`tsfiled-config`), re-exported here; the structs carry the values of the
+//! The option types (formats, columns, time formats) are those of the source's configuration
+//! ([`super::config`]); globs and device templates are `tsfiled-core`'s. The structs carry the values of the
 //! `[[pipeline.source]] type = "csv"` table field by field. Only
 //! [`CsvSourceOptions::state_dir`], [`CsvParseOptions::precision`],
 //! [`CsvParseOptions::max_batch_points`], [`CsvParseOptions::max_record_bytes`] and
@@ -10,11 +10,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tsfiled_config::CsvSourceConfig;
-pub use tsfiled_config::{
-    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, GenericCsv, Glob, OnSuccess, Template,
+pub use super::config::{
+    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvSourceConfig, GenericCsv, OnSuccess,
     TimeFormat,
 };
+pub use tsfiled_core::{Glob, Template};
 
 use crate::model::TimeUnit;
 

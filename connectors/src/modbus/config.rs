@@ -217,10 +217,10 @@ fn default_max_bits() -> u16 {
     MAX_BITS_PER_READ
 }
 
-/// Reads a duration such as `"250ms"` or `"1h30m"` ([`tsfiled_config::parse_duration`]).
+/// Reads a duration such as `"250ms"` or `"1h30m"` ([`tsfiled_core::parse_duration`]).
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let s = String::deserialize(d)?;
-    tsfiled_config::parse_duration(&s).map_err(serde::de::Error::custom)
+    tsfiled_core::parse_duration(&s).map_err(serde::de::Error::custom)
 }
 
 /// Splits `host:port` (port 502 when absent; `[v6]:port` for IPv6 literals).

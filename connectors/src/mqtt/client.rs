@@ -9,7 +9,7 @@ use rumqttc::v5;
 use rumqttc::v5::mqttbytes::v5 as p5;
 use rumqttc::{Outgoing, TlsConfiguration, Transport};
 
-use tsfiled_config::{BrokerAddress, MqttProtocol, Qos};
+use super::config::{BrokerAddress, MqttProtocol, Qos};
 
 use super::options::MqttSourceOptions;
 

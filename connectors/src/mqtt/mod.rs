@@ -25,15 +25,21 @@
 
 mod backoff;
 mod client;
+pub mod config;
 mod dead_letter;
 mod error;
 mod metrics;
 mod options;
 mod parse;
+mod plugin;
 mod session;
 mod source;
 mod tls;
 
+pub use config::{
+    BrokerAddress, MqttPayload, MqttProtocol, MqttSourceConfig, MqttTable, MqttTls, Password, Qos,
+    TopicConfig, TopicTable,
+};
 pub use error::MqttError;
 pub use metrics::{CountingMetrics, MessageError, MqttMetrics, NoMetrics};
 pub use options::{
@@ -42,5 +48,3 @@ pub use options::{
 };
 pub use source::run;
 pub use tls::SYSTEM_CA_BUNDLE;
-/// The option types the configuration also has, used as they are.
-pub use tsfiled_config::{BrokerAddress, MqttProtocol, MqttTls, Password, Qos};

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tsfiled_config::{BrokerAddress, MqttProtocol, MqttTls, Password, Qos};
+use super::config::{BrokerAddress, MqttProtocol, MqttTls, Password, Qos};
 
 use crate::model::TimeUnit;
 
@@ -277,7 +277,7 @@ impl MqttSourceOptions {
             } else {
                 f.filter.as_str()
             };
-            tsfiled_config::check_topic_filter(plain).map_err(|m| {
+            tsfiled_core::check_topic_filter(plain).map_err(|m| {
                 MqttError::invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
             })?;
             super::parse::build_parser(&f.format, self.stored_unit).map_err(|m| {

@@ -133,7 +133,7 @@ impl Parsers {
 mod tests {
     use super::*;
     use crate::model::{FieldValue, RejectReason};
-    use tsfiled_config::Qos;
+    use crate::mqtt::Qos;
 
     fn parsers() -> Parsers {
         let o = MqttSourceOptions::new("mqtt://h", "c")

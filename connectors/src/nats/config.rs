@@ -176,7 +176,7 @@ fn default_drain() -> Duration {
 
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let s = String::deserialize(d)?;
-    tsfiled_config::parse_duration(&s).map_err(serde::de::Error::custom)
+    tsfiled_core::parse_duration(&s).map_err(serde::de::Error::custom)
 }
 
 fn time_unit<'de, D: Deserializer<'de>>(d: D) -> Result<TimeUnit, D::Error> {

@@ -122,8 +122,12 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     let settings = load(&args)?;
     init_logging(
         &settings.log.level,
-        settings.log.json || args.log_json,
-        settings.log.color,
+        settings.log.format == tsfiled_config::LogFormat::Json || args.log_json,
+        match settings.log.color {
+            tsfiled_config::ColorMode::Auto => None,
+            tsfiled_config::ColorMode::Never => Some(false),
+            tsfiled_config::ColorMode::Always => Some(true),
+        },
     );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -35,14 +35,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use tokio_util::sync::CancellationToken;
-use tsfiled_config::HttpUser;
+use tsfiled_config::{HttpConfig, HttpUser};
+use tsfiled_connectors::http::{HttpEndpoint, HttpSourceConfig};
 use tsfiled_connectors::iotdb_rest::{rejection_status, status, Status};
-use tsfiled_connectors::{Batch, RejectReason, RestRequest, TabletNames, TimeUnit};
+use tsfiled_connectors::source::StatusReporter;
+use tsfiled_connectors::{Batch, DeviceTemplate, RejectReason, RestRequest, TabletNames, TimeUnit};
 
 use crate::metrics::Metrics;
 use crate::parse::Parsers;
 use crate::pipeline::{Pipeline, SubmitOutcome};
-use crate::settings::{HttpSettings, HttpSourceSettings};
 use crate::{Error, Refusal};
 
 /// Shared state of the HTTP server.
@@ -50,7 +51,7 @@ pub struct HttpState {
     /// All pipelines (for readiness).
     pub pipelines: Vec<Arc<Pipeline>>,
     /// Settings (replaced on reload).
-    pub settings: RwLock<HttpSettings>,
+    pub settings: RwLock<HttpConfig>,
     /// Accepted tokens and users: the configured ones plus their files' (replaced on reload).
     pub credentials: RwLock<Credentials>,
     /// Payload parsers.
@@ -63,12 +64,29 @@ pub struct HttpState {
     pub ready: AtomicBool,
     /// Unix ms of the daemon's start (status page).
     pub started_at_ms: i64,
-    /// (pipeline, source name, type, state) of every source (status page).
-    pub sources: RwLock<Vec<(String, String, &'static str, &'static str)>>,
+    /// Every source (status page), replaced on reload.
+    pub sources: RwLock<Vec<SourceStatus>>,
 }
+
+/// Unit of IoTDB JSON and IoTDB REST timestamps unless `?precision=` says otherwise (IoTDB's:
+/// milliseconds).
+const JSON_TIME_UNIT: TimeUnit = TimeUnit::Millis;
 
 /// The status page, served at `/`.
 pub const STATUS_PAGE: &str = include_str!("../../assets/status.html");
+
+/// A source as the status page shows it.
+#[derive(Debug, Clone)]
+pub struct SourceStatus {
+    /// Its pipeline.
+    pub pipeline: String,
+    /// Its name.
+    pub name: String,
+    /// Its `type`.
+    pub type_name: &'static str,
+    /// Its state, as the source reports it.
+    pub state: StatusReporter,
+}
 
 /// One HTTP push source's routes.
 #[derive(Clone)]
@@ -77,8 +95,39 @@ pub struct SourceRoute {
     pub pipeline: Arc<Pipeline>,
     /// The pipeline's stored precision.
     pub stored: TimeUnit,
-    /// The source settings.
-    pub source: HttpSourceSettings,
+    /// The source's name (metric label).
+    pub name: String,
+    /// Its settings.
+    pub config: HttpSourceConfig,
+    /// Line-protocol device naming (`path_prefix` + `device_template`, compiled).
+    pub device_template: DeviceTemplate,
+}
+
+impl SourceRoute {
+    /// The routes of push source `name` feeding `pipeline`; fails with [`Error::Config`] if
+    /// its device template does not compile.
+    pub fn new(
+        pipeline: Arc<Pipeline>,
+        stored: TimeUnit,
+        name: &str,
+        config: &HttpSourceConfig,
+    ) -> crate::Result<SourceRoute> {
+        let lp = &config.line_protocol;
+        let device_template =
+            DeviceTemplate::with_prefix(&lp.path_prefix, lp.device_template.as_str())
+                .map_err(|e| Error::Config(format!("source {name}: {e}")))?;
+        Ok(SourceRoute {
+            pipeline,
+            stored,
+            name: name.to_string(),
+            config: config.clone(),
+            device_template,
+        })
+    }
+
+    fn serves(&self, endpoint: HttpEndpoint) -> bool {
+        self.config.endpoints.contains(&endpoint)
+    }
 }
 
 struct RouteState {
@@ -101,7 +150,7 @@ pub struct Credentials {
 impl Credentials {
     /// The configured tokens and users plus those of `token_file` and `user_file`. Fails with
     /// [`Error::TokenFile`] or [`Error::UserFile`].
-    pub fn load(settings: &HttpSettings) -> crate::Result<Credentials> {
+    pub fn load(settings: &HttpConfig) -> crate::Result<Credentials> {
         Ok(Credentials {
             tokens: load_tokens(settings)?,
             users: load_users(settings)?,
@@ -111,7 +160,7 @@ impl Credentials {
 
 /// The configured users plus the user file's ([`tsfiled_config::parse_user_file`]); a user
 /// of the file replaces a configured one of the same name. Fails with [`Error::UserFile`].
-pub fn load_users(settings: &HttpSettings) -> crate::Result<Vec<HttpUser>> {
+pub fn load_users(settings: &HttpConfig) -> crate::Result<Vec<HttpUser>> {
     let mut users = settings.users.clone();
     if let Some(f) = &settings.user_file {
         let err = |message: String| Error::UserFile {
@@ -129,7 +178,7 @@ pub fn load_users(settings: &HttpSettings) -> crate::Result<Vec<HttpUser>> {
 
 /// The configured tokens plus the token file's (one token per line, `#` comments and blank
 /// lines ignored). Fails with [`Error::TokenFile`].
-pub fn load_tokens(settings: &HttpSettings) -> crate::Result<Vec<String>> {
+pub fn load_tokens(settings: &HttpConfig) -> crate::Result<Vec<String>> {
     let mut tokens = settings.tokens.clone();
     if let Some(f) = &settings.token_file {
         let text = std::fs::read_to_string(f).map_err(|source| Error::TokenFile {
@@ -151,7 +200,7 @@ pub fn router(state: Shared, sources: Vec<SourceRoute>) -> Router {
     let limit = state
         .settings
         .read()
-        .map(|s| s.max_body_bytes)
+        .map(|s| usize::try_from(s.max_body_size.0).unwrap_or(usize::MAX))
         .unwrap_or(16 << 20);
     let mut app = Router::new()
         .route("/", get(status_page))
@@ -159,7 +208,7 @@ pub fn router(state: Shared, sources: Vec<SourceRoute>) -> Router {
         .route("/health", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
         .route("/query", post(query).get(query));
-    app = if sources.iter().any(|r| r.source.iotdb_rest) {
+    app = if sources.iter().any(|r| r.serves(HttpEndpoint::IotdbRest)) {
         app.route("/ping", get(iotdb_ping).head(ping))
     } else {
         app.route("/ping", get(ping).head(ping))
@@ -169,21 +218,21 @@ pub fn router(state: Shared, sources: Vec<SourceRoute>) -> Router {
     }
     let mut app = app.with_state(state.clone());
     for route in sources {
-        let base = route.source.base_path.clone();
+        let base = route.config.base_path.trim_end_matches('/').to_string();
         let rs = Arc::new(RouteState {
             shared: state.clone(),
             route: route.clone(),
         });
         let mut r = Router::new();
-        if route.source.iotdb_json {
+        if route.serves(HttpEndpoint::IotdbJson) {
             r = r.route(&format!("{base}/ingest/iotdb-json"), post(ingest_json));
         }
-        if route.source.line_protocol {
+        if route.serves(HttpEndpoint::LineProtocol) {
             r = r
                 .route(&format!("{base}/write"), post(write_v1))
                 .route(&format!("{base}/api/v2/write"), post(write_v2));
         }
-        if route.source.iotdb_rest {
+        if route.serves(HttpEndpoint::IotdbRest) {
             r = r
                 .route(
                     &format!("{base}/rest/v2/insertTablet"),
@@ -417,15 +466,15 @@ enum BodyError {
 
 /// The request body, gunzipped if `Content-Encoding: gzip`, within the limits.
 fn body_bytes(
-    settings: &HttpSettings,
+    settings: &HttpConfig,
     headers: &HeaderMap,
     body: Bytes,
 ) -> Result<Vec<u8>, BodyError> {
-    if body.len() > settings.max_body_bytes {
+    if body.len() as u64 > settings.max_body_size.0 {
         return Err(BodyError::TooLarge(format!(
             "request body of {} bytes exceeds the limit of {} bytes",
             body.len(),
-            settings.max_body_bytes
+            settings.max_body_size.0
         )));
     }
     let enc = headers
@@ -437,7 +486,7 @@ fn body_bytes(
     match enc.as_str() {
         "" | "identity" => Ok(body.to_vec()),
         "gzip" | "x-gzip" => {
-            let limit = settings.max_decompressed_bytes;
+            let limit = usize::try_from(settings.max_decompressed_size.0).unwrap_or(usize::MAX);
             let mut out = Vec::with_capacity((body.len() * 4).min(limit));
             let mut dec = flate2::read::MultiGzDecoder::new(&body[..]).take(limit as u64 + 1);
             dec.read_to_end(&mut out)
@@ -489,7 +538,7 @@ async fn ingest(
     query: HashMap<String, String>,
     body: Bytes,
     style: Style,
-    parse: impl FnOnce(&HttpState, &HttpSettings, &[u8], TimeUnit) -> Result<Batch, String>,
+    parse: impl FnOnce(&HttpState, &[u8], TimeUnit) -> Result<Batch, String>,
 ) -> Response {
     let received = Instant::now();
     let state = &*rs.shared;
@@ -509,7 +558,7 @@ async fn ingest(
         return refused;
     }
     let pipeline = &rs.route.pipeline;
-    let source = rs.route.source.name.as_str();
+    let source = rs.route.name.as_str();
     let data = match body_bytes(&settings, &headers, body) {
         Ok(d) => d,
         Err(BodyError::TooLarge(m)) => {
@@ -526,7 +575,7 @@ async fn ingest(
             return fail(state, style, StatusCode::BAD_REQUEST, bad, &m);
         }
     };
-    let batch = match parse(state, &settings, &data, rs.route.stored) {
+    let batch = match parse(state, &data, rs.route.stored) {
         Ok(b) => b,
         Err(m) => {
             let bad = status::ILLEGAL_PARAMETER;
@@ -699,8 +748,8 @@ async fn ingest_json(
         query,
         body,
         Style::Json,
-        move |st, settings, data, stored| {
-            let unit = precision_param(&q, settings.json_time_unit)?;
+        move |st, data, stored| {
+            let unit = precision_param(&q, JSON_TIME_UNIT)?;
             Ok(st.parsers.iotdb_json(data, unit, stored))
         },
     )
@@ -714,15 +763,15 @@ async fn write_line(
     body: Bytes,
 ) -> Response {
     let q = query.clone();
-    let template = rs.route.source.device_template.clone();
-    let default_precision = rs.route.source.line_precision;
+    let template = rs.route.device_template.clone();
+    let default_precision = rs.route.config.line_protocol.precision;
     ingest(
         rs,
         headers,
         query,
         body,
         Style::Influx,
-        move |st, _settings, data, stored| {
+        move |st, data, stored| {
             let precision = precision_param(&q, default_precision)?;
             let now = TimeUnit::Nanos.convert(now_nanos(), stored).unwrap_or(0);
             Ok(st
@@ -767,7 +816,7 @@ async fn rest(rs: RouteRef, headers: HeaderMap, body: RestBody, request: RestReq
             let code = rejection.status();
             let iotdb = if code == StatusCode::PAYLOAD_TOO_LARGE {
                 let pipeline = rs.route.pipeline.name();
-                let source = rs.route.source.name.as_str();
+                let source = rs.route.name.as_str();
                 state
                     .metrics
                     .points_rejected
@@ -786,11 +835,7 @@ async fn rest(rs: RouteRef, headers: HeaderMap, body: RestBody, request: RestReq
         HashMap::new(),
         body,
         Style::Rest,
-        move |st, settings, data, stored| {
-            Ok(st
-                .parsers
-                .iotdb_rest(data, request, settings.json_time_unit, stored))
-        },
+        move |st, data, stored| Ok(st.parsers.iotdb_rest(data, request, JSON_TIME_UNIT, stored)),
     )
     .await
 }
@@ -899,22 +944,8 @@ async fn api_status(State(state): State<Shared>) -> Response {
             let all = state.sources.read().unwrap_or_else(|e| e.into_inner());
             let sources: Vec<(String, &'static str, &'static str)> = all
                 .iter()
-                .filter(|s| s.0 == p.name())
-                .map(|s| {
-                    let st = match s.2 {
-                        "mqtt" => match state
-                            .metrics
-                            .mqtt_connected
-                            .with_label_values(&[s.0.as_str(), s.1.as_str()])
-                            .get()
-                        {
-                            1 => "connected",
-                            _ => "disconnected",
-                        },
-                        _ => s.3,
-                    };
-                    (s.1.clone(), s.2, st)
-                })
+                .filter(|s| s.pipeline == p.name())
+                .map(|s| (s.name.clone(), s.type_name, s.state.get()))
                 .collect();
             p.status_json(&sources)
         })
@@ -952,6 +983,14 @@ async fn query() -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[http]` with every key at its default.
+    fn defaults() -> HttpConfig {
+        let text = "[[pipeline]]\nname = \"p\"\n[[pipeline.source]]\ntype = \"http\"\n";
+        tsfiled_config::Config::from_toml_str(text, "t.toml")
+            .unwrap()
+            .http
+    }
 
     #[test]
     fn basic_auth_decoding() {
@@ -995,13 +1034,13 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("users");
         std::fs::write(&path, "# users\nroot:n3w\nops:pw\n").unwrap();
-        let mut settings = HttpSettings {
+        let mut settings = HttpConfig {
             users: vec![HttpUser {
                 name: "root".into(),
                 password: "old".into(),
             }],
             user_file: Some(path.clone()),
-            ..HttpSettings::default()
+            ..defaults()
         };
         let users = load_users(&settings).unwrap();
         let pairs: Vec<(&str, &str)> = users
@@ -1028,10 +1067,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("tokens");
         std::fs::write(&path, "# comment\n\n  t2  \nt3\n").unwrap();
-        let mut settings = HttpSettings {
+        let mut settings = HttpConfig {
             tokens: vec!["t1".into()],
             token_file: Some(path.clone()),
-            ..HttpSettings::default()
+            ..defaults()
         };
         assert_eq!(load_tokens(&settings).unwrap(), ["t1", "t2", "t3"]);
         settings.token_file = Some(tmp.path().join("absent"));

@@ -8,7 +8,7 @@ use std::ops::Range;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use crate::error::{Diagnostic, KeyPath};
+use crate::diag::{Diagnostic, KeyPath};
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -19,7 +19,7 @@ struct Entry {
 
 /// Positions of every key and value of one TOML document.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SpanIndex {
+pub struct SpanIndex {
     entries: Vec<Entry>,
     by_path: HashMap<KeyPath, usize>,
     line_starts: Vec<usize>,
@@ -28,7 +28,7 @@ pub(crate) struct SpanIndex {
 
 impl SpanIndex {
     /// Indexes a parsed document; `text` is the document's source.
-    pub(crate) fn new(text: &str, root: &Spanned<DeTable<'_>>) -> Self {
+    pub fn new(text: &str, root: &Spanned<DeTable<'_>>) -> Self {
         let mut index = SpanIndex {
             line_starts: std::iter::once(0)
                 .chain(text.match_indices('\n').map(|(i, _)| i + 1))
@@ -68,7 +68,7 @@ impl SpanIndex {
     }
 
     /// Whether the document has this exact key.
-    pub(crate) fn contains(&self, path: &KeyPath) -> bool {
+    pub fn contains(&self, path: &KeyPath) -> bool {
         self.by_path.contains_key(path)
     }
 
@@ -97,7 +97,7 @@ impl SpanIndex {
     }
 
     /// 1-based line and column (in characters) of a byte offset.
-    pub(crate) fn line_col(&self, offset: usize) -> (usize, usize) {
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let line = match self.line_starts.binary_search(&offset) {
             Ok(i) => i,
             Err(i) => i.saturating_sub(1),
@@ -111,7 +111,7 @@ impl SpanIndex {
     }
 
     /// The key path of the innermost key or value whose span holds `offset`.
-    pub(crate) fn path_at(&self, span: &Range<usize>) -> KeyPath {
+    pub fn path_at(&self, span: &Range<usize>) -> KeyPath {
         let mut best: Option<(usize, &Entry)> = None;
         for e in &self.entries {
             for r in e.key.iter().chain(std::iter::once(&e.value)) {
@@ -132,12 +132,12 @@ impl SpanIndex {
     }
 
     /// The source text of a span (empty if out of range).
-    pub(crate) fn snippet(&self, span: &Range<usize>) -> &str {
+    pub fn snippet(&self, span: &Range<usize>) -> &str {
         self.text.get(span.clone()).unwrap_or("")
     }
 
     /// A diagnostic pointing at the value of `path`.
-    pub(crate) fn at_value(&self, path: &KeyPath, message: String) -> Diagnostic {
+    pub fn at_value(&self, path: &KeyPath, message: String) -> Diagnostic {
         let (line, column) = self.line_col(self.value_offset(path));
         Diagnostic {
             path: path.clone(),
@@ -148,7 +148,7 @@ impl SpanIndex {
     }
 
     /// A diagnostic pointing at the key of `path`.
-    pub(crate) fn at_key(&self, path: &KeyPath, message: String) -> Diagnostic {
+    pub fn at_key(&self, path: &KeyPath, message: String) -> Diagnostic {
         let (line, column) = self.line_col(self.key_offset(path));
         Diagnostic {
             path: path.clone(),
@@ -159,12 +159,7 @@ impl SpanIndex {
     }
 
     /// A diagnostic at a byte span (for errors reported by the TOML parser or serde).
-    pub(crate) fn at_span(
-        &self,
-        path: KeyPath,
-        span: &Range<usize>,
-        message: String,
-    ) -> Diagnostic {
+    pub fn at_span(&self, path: KeyPath, span: &Range<usize>, message: String) -> Diagnostic {
         let (line, column) = self.line_col(span.start);
         Diagnostic {
             path,

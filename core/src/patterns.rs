@@ -336,7 +336,7 @@ impl Template {
     pub const CSV_DEVICE_PLACEHOLDERS: &'static [&'static str] = &["file_stem", "dir"];
 
     /// A stand-in used after an error has been recorded: the literal node `x`.
-    pub(crate) fn fallback() -> Self {
+    pub fn fallback() -> Self {
         Template {
             text: "x".into(),
             parts: vec![TemplatePart::Literal("x".into())],
@@ -422,6 +422,9 @@ pub enum TopicLevel {
     Literal(String),
     /// `{device}`: one node of the device path (several such levels join with `.`).
     Device,
+    /// `{device+}`: one or more levels (as many as the rest of the template leaves), each a
+    /// node of the device path; at most once, not together with `#`.
+    DeviceMulti,
     /// `{measurement}`: the measurement name.
     Measurement,
     /// `+`: any one level, ignored.
@@ -440,50 +443,70 @@ pub struct TopicTemplate {
 }
 
 impl TopicTemplate {
-    /// Parses a topic template: `{measurement}` exactly once; `{device}` any number of times.
+    /// Parses a topic template (the one grammar of topic templates, used by the configuration
+    /// and by the MQTT source): levels separated by `/`, each a literal, `+` (any one level),
+    /// `#` (the rest, last level only), `{device}` (one device node, any number of times),
+    /// `{device+}` (one or more device nodes, at most once, not with `#`) or `{measurement}`
+    /// (exactly once).
     pub fn parse(text: &str) -> Result<Self, String> {
+        Self::parse_levels(text)
+            .map(|levels| TopicTemplate {
+                text: text.to_string(),
+                levels,
+            })
+            .map_err(|(_, m)| format!("topic template \"{text}\": {m}"))
+    }
+
+    /// The levels of `text`, or the 0-based level of the first problem (0 for the template as
+    /// a whole) and what it is.
+    pub fn parse_levels(text: &str) -> Result<Vec<TopicLevel>, (usize, String)> {
         if text.is_empty() {
-            return Err("empty topic template".into());
+            return Err((0, "empty topic template".into()));
         }
         let parts: Vec<&str> = text.split('/').collect();
         let mut levels = Vec::new();
         for (i, l) in parts.iter().enumerate() {
             levels.push(match *l {
                 "{device}" => TopicLevel::Device,
+                "{device+}" => TopicLevel::DeviceMulti,
                 "{measurement}" => TopicLevel::Measurement,
                 "+" => TopicLevel::Skip,
                 "#" if i + 1 == parts.len() => TopicLevel::Rest,
-                "#" => {
-                    return Err(format!(
-                        "topic template \"{text}\": '#' must be the last level"
-                    ))
-                }
+                "#" => return Err((i, "'#' must be the last level".into())),
                 l if l.contains('{') || l.contains('}') => {
-                    return Err(format!(
-                        "topic template \"{text}\": level \"{l}\": placeholders are {{device}} and {{measurement}}, each a whole level"
+                    return Err((
+                        i,
+                        format!("level \"{l}\": placeholders are {{device}}, {{device+}} and {{measurement}}, each a whole level"),
                     ))
                 }
                 l if l.contains('+') || l.contains('#') => {
-                    return Err(format!(
-                        "topic template \"{text}\": '+' and '#' must be whole levels"
-                    ))
+                    return Err((i, "'+' and '#' must be whole levels".into()))
                 }
                 l => TopicLevel::Literal(l.to_string()),
             });
         }
-        let m = levels
-            .iter()
-            .filter(|l| **l == TopicLevel::Measurement)
-            .count();
+        let count = |x: &TopicLevel| levels.iter().filter(|l| *l == x).count();
+        let m = count(&TopicLevel::Measurement);
         if m != 1 {
-            return Err(format!(
-                "topic template \"{text}\" must contain {{measurement}} exactly once (found {m})"
+            return Err((
+                0,
+                format!("must contain {{measurement}} exactly once (found {m})"),
             ));
         }
-        Ok(TopicTemplate {
-            text: text.to_string(),
-            levels,
-        })
+        if count(&TopicLevel::DeviceMulti) > 1 {
+            return Err((0, "at most one {device+} level".into()));
+        }
+        if count(&TopicLevel::DeviceMulti) == 1 && count(&TopicLevel::Rest) == 1 {
+            return Err((0, "{device+} cannot be combined with '#'".into()));
+        }
+        Ok(levels)
+    }
+
+    /// Whether the template names device levels (`{device}` or `{device+}`).
+    pub fn has_device(&self) -> bool {
+        self.levels
+            .iter()
+            .any(|l| matches!(l, TopicLevel::Device | TopicLevel::DeviceMulti))
     }
 
     /// The template as written.
@@ -499,13 +522,30 @@ impl TopicTemplate {
     /// Splits a topic into (device levels, measurement), or `None` if it does not fit.
     pub fn apply<'t>(&self, topic: &'t str) -> Option<(Vec<&'t str>, &'t str)> {
         let parts: Vec<&str> = topic.split('/').collect();
+        // Levels `{device+}` takes: all but those the other levels need (at least one).
+        let multi = if self.levels.contains(&TopicLevel::DeviceMulti) {
+            let n = parts.len().checked_sub(self.levels.len() - 1)?;
+            if n == 0 {
+                return None;
+            }
+            n
+        } else {
+            1
+        };
         let mut device = Vec::new();
         let mut measurement = None;
-        for (i, level) in self.levels.iter().enumerate() {
+        let mut i = 0;
+        for level in &self.levels {
             if *level == TopicLevel::Rest {
                 return measurement.map(|m| (device, m));
             }
+            if *level == TopicLevel::DeviceMulti {
+                device.extend(parts.get(i..i + multi)?);
+                i += multi;
+                continue;
+            }
             let p = *parts.get(i)?;
+            i += 1;
             match level {
                 TopicLevel::Literal(l) if l != p => return None,
                 TopicLevel::Device => device.push(p),
@@ -513,7 +553,7 @@ impl TopicTemplate {
                 _ => {}
             }
         }
-        if parts.len() != self.levels.len() {
+        if i != parts.len() {
             return None;
         }
         measurement.map(|m| (device, m))
@@ -740,6 +780,15 @@ mod tests {
         assert!(TopicTemplate::parse("a/{measurement}/{measurement}").is_err());
         assert!(TopicTemplate::parse("a/dev{device}/{measurement}").is_err());
         assert!(TopicTemplate::parse("#/{measurement}").is_err());
+        let t = TopicTemplate::parse("site/{device+}/{measurement}").unwrap();
+        assert_eq!(
+            t.apply("site/a/b/c/temp"),
+            Some((vec!["a", "b", "c"], "temp"))
+        );
+        assert_eq!(t.apply("site/a/temp"), Some((vec!["a"], "temp")));
+        assert_eq!(t.apply("site/temp"), None);
+        assert!(TopicTemplate::parse("{device+}/{device+}/{measurement}").is_err());
+        assert!(TopicTemplate::parse("{device+}/{measurement}/#").is_err());
     }
 
     #[test]

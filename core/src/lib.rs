@@ -1,0 +1,39 @@
+//! What config, connectors and daemon share, defined once: configuration diagnostics
+//! ([`KeyPath`], [`Diagnostic`]), the positions of a TOML document ([`SpanIndex`]), the
+//! stage-two [`Validator`] with its typed readers, the [`config_table!`] declaration of raw
+//! tables, units (sizes, durations, [`TimeUnit`]), IoTDB path rules ([`path`]), the
+//! template grammars ([`Template`], [`TopicTemplate`], [`Glob`]), TsFile data types, encodings
+//! and compressions by name ([`schema`]), and the machine checks of `check-config`
+//! ([`probe`]).
+//!
+//! No tokio, no TsFile bytes.
+
+mod diag;
+pub mod locate;
+pub mod path;
+mod patterns;
+pub mod probe;
+mod raw;
+pub mod schema;
+mod time;
+pub mod units;
+mod validate;
+
+pub use diag::{Diagnostic, Diagnostics, KeyPath, Segment};
+pub use locate::SpanIndex;
+pub use path::PathError;
+pub use patterns::{
+    check_strftime, check_timezone, check_topic_filter, Glob, Template, TemplatePart, TopicLevel,
+    TopicTemplate,
+};
+pub use raw::{FieldDoc, Human};
+pub use schema::{
+    encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4, Compression,
+    DataType, Encoding, PathPattern, PatternNode,
+};
+pub use time::TimeUnit;
+pub use units::{format_duration, parse_duration, parse_size, ByteSize, UnitError};
+pub use validate::{choices_text, same_path, Validator, PRECISIONS};
+
+#[doc(hidden)]
+pub use serde;

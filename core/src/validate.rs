@@ -1,0 +1,373 @@
+//! Stage-two helpers shared by every part of the configuration (top-level sections and
+//! source plugins): typed values out of raw ones, with every problem collected as a
+//! [`Diagnostic`] naming its key path, line and column.
+
+use std::net::SocketAddr;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use crate::diag::{Diagnostic, KeyPath};
+use crate::locate::SpanIndex;
+use crate::raw::Human;
+use crate::schema::{encoding_supported, encodings_for, Compression, DataType, Encoding};
+use crate::time::TimeUnit;
+use crate::units::{format_duration, parse_duration, parse_size, ByteSize};
+
+/// Collects problems while turning raw values into typed ones; on a problem it returns a
+/// default so that validation goes on and finds the rest.
+pub struct Validator<'a> {
+    /// Positions of the document's keys.
+    pub spans: &'a SpanIndex,
+    /// Problems found so far.
+    pub diags: Vec<Diagnostic>,
+}
+
+/// `"a", "b" or "c"`.
+pub fn choices_text(choices: &[&str]) -> String {
+    let quoted: Vec<String> = choices.iter().map(|c| format!("\"{c}\"")).collect();
+    match quoted.len() {
+        0 => String::new(),
+        1 => quoted[0].clone(),
+        n => format!("{} or {}", quoted[..n - 1].join(", "), quoted[n - 1]),
+    }
+}
+
+/// Whether two paths name the same place (ignoring `.` components).
+pub fn same_path(a: &Path, b: &Path) -> bool {
+    let norm = |p: &Path| -> PathBuf {
+        p.components()
+            .filter(|c| !matches!(c, Component::CurDir))
+            .collect()
+    };
+    norm(a) == norm(b)
+}
+
+impl Validator<'_> {
+    /// Reports a problem with the value at `path` (positioned at the value).
+    pub fn err(&mut self, path: &KeyPath, msg: impl Into<String>) {
+        self.diags.push(self.spans.at_value(path, msg.into()));
+    }
+
+    /// Reports a problem with the key at `path` itself (positioned at the key), e.g. a key
+    /// that must not be written.
+    pub fn err_key(&mut self, path: &KeyPath, msg: impl Into<String>) {
+        self.diags.push(self.spans.at_key(path, msg.into()));
+    }
+
+    /// Whether the document writes the key at `path`.
+    pub fn written(&self, path: &KeyPath) -> bool {
+        self.spans.contains(path)
+    }
+
+    /// A size (`"64MiB"` or a number of bytes); `default` when not written or invalid.
+    pub fn size(&mut self, v: &Option<Human>, path: &KeyPath, default: ByteSize) -> ByteSize {
+        match v {
+            None => default,
+            Some(Human::Int(n)) => match u64::try_from(*n) {
+                Ok(b) => ByteSize(b),
+                Err(_) => {
+                    self.err(path, format!("negative size {n}"));
+                    default
+                }
+            },
+            Some(Human::Text(s)) => match parse_size(s) {
+                Ok(b) => b,
+                Err(e) => {
+                    self.err(path, e.0);
+                    default
+                }
+            },
+        }
+    }
+
+    /// A size of at least `min`; `default` when not written or invalid.
+    pub fn size_min(
+        &mut self,
+        v: &Option<Human>,
+        path: &KeyPath,
+        default: ByteSize,
+        min: ByteSize,
+    ) -> ByteSize {
+        let s = self.size(v, path, default);
+        if s < min {
+            self.err(path, format!("{s} is too small; at least {min}"));
+            return default;
+        }
+        s
+    }
+
+    /// A duration with a unit (`"30s"`); `default` when not written or invalid.
+    pub fn duration(&mut self, v: &Option<Human>, path: &KeyPath, default: Duration) -> Duration {
+        match v {
+            None => default,
+            Some(Human::Int(n)) => {
+                self.err(
+                    path,
+                    format!("a duration needs a unit: write e.g. \"{n}s\" or \"{n}ms\""),
+                );
+                default
+            }
+            Some(Human::Text(s)) => match parse_duration(s) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.err(path, e.0);
+                    default
+                }
+            },
+        }
+    }
+
+    /// A duration above zero; `default` when not written or invalid.
+    pub fn positive_duration(
+        &mut self,
+        v: &Option<Human>,
+        path: &KeyPath,
+        default: Duration,
+    ) -> Duration {
+        let d = self.duration(v, path, default);
+        if d.is_zero() {
+            self.err(path, "must be more than 0s");
+            return default;
+        }
+        d
+    }
+
+    /// A whole number of seconds from `min_s` to `max_s`; `default` when not written or
+    /// invalid.
+    pub fn whole_seconds(
+        &mut self,
+        v: &Option<Human>,
+        path: &KeyPath,
+        default: Duration,
+        min_s: u64,
+        max_s: u64,
+    ) -> Duration {
+        let d = self.duration(v, path, default);
+        if d.subsec_nanos() != 0 {
+            self.err(
+                path,
+                format!("{} is not a whole number of seconds", format_duration(d)),
+            );
+            return default;
+        }
+        if d.as_secs() < min_s || d.as_secs() > max_s {
+            self.err(
+                path,
+                format!(
+                    "{} is out of range; expected {} to {}",
+                    format_duration(d),
+                    format_duration(Duration::from_secs(min_s)),
+                    format_duration(Duration::from_secs(max_s))
+                ),
+            );
+            return default;
+        }
+        d
+    }
+
+    /// One of the named `choices`; `default` when not written or unknown.
+    pub fn choice<T: Copy>(
+        &mut self,
+        v: &Option<String>,
+        path: &KeyPath,
+        default: T,
+        choices: &[(&str, T)],
+    ) -> T {
+        let Some(s) = v else { return default };
+        match choices.iter().find(|(name, _)| name == s) {
+            Some((_, t)) => *t,
+            None => {
+                let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+                self.err(
+                    path,
+                    format!("unknown value \"{s}\"; expected {}", choices_text(&names)),
+                );
+                default
+            }
+        }
+    }
+
+    /// An integer from `min` to `max`; `default` when not written or out of range.
+    pub fn int(
+        &mut self,
+        v: &Option<i64>,
+        path: &KeyPath,
+        default: i64,
+        min: i64,
+        max: i64,
+    ) -> i64 {
+        match v {
+            None => default,
+            Some(n) if *n >= min && *n <= max => *n,
+            Some(n) => {
+                self.err(
+                    path,
+                    format!("{n} is out of range; expected {min} to {max}"),
+                );
+                default
+            }
+        }
+    }
+
+    /// The string unless it is blank (reported); `None` when not written.
+    pub fn nonempty(&mut self, v: &Option<String>, path: &KeyPath) -> Option<String> {
+        match v {
+            Some(s) if s.trim().is_empty() => {
+                self.err(path, "must not be empty");
+                None
+            }
+            Some(s) => Some(s.clone()),
+            None => None,
+        }
+    }
+
+    /// The string at `parent.key`, reported when missing or blank.
+    pub fn required<'s>(
+        &mut self,
+        v: &'s Option<String>,
+        parent: &KeyPath,
+        key: &str,
+    ) -> Option<&'s str> {
+        match v {
+            None => {
+                self.err(&parent.key(key), format!("missing required key `{key}`"));
+                None
+            }
+            Some(s) if s.trim().is_empty() => {
+                self.err(&parent.key(key), "must not be empty");
+                None
+            }
+            Some(s) => Some(s.as_str()),
+        }
+    }
+
+    /// A path; `default` when not written or blank.
+    pub fn path_or(&mut self, v: &Option<String>, path: &KeyPath, default: PathBuf) -> PathBuf {
+        self.nonempty(v, path).map_or(default, PathBuf::from)
+    }
+
+    /// An IP address and port (`"127.0.0.1:8080"`), with a hint for the usual mistakes.
+    pub fn socket_addr(&mut self, s: &str, path: &KeyPath) -> Option<SocketAddr> {
+        match s.parse::<SocketAddr>() {
+            Ok(a) => Some(a),
+            Err(_) => {
+                let hint = if s.starts_with("localhost") {
+                    "; use 127.0.0.1 instead of localhost"
+                } else if !s.contains(':') {
+                    "; a port is required"
+                } else {
+                    ""
+                };
+                self.err(
+                    path,
+                    format!(
+                        "\"{s}\" is not an IP address and port such as \"127.0.0.1:8080\", \"0.0.0.0:8080\" or \"[::]:8080\"{hint}"
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// Whether `s` is a name (letters, digits, `_`, `-`); reported when not.
+    pub fn name(&mut self, s: &str, path: &KeyPath) -> bool {
+        if s.is_empty()
+            || !s
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            self.err(
+                path,
+                format!(
+                    "name \"{s}\" may only use letters, digits, '_' and '-' (and not be empty)"
+                ),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// Reports the key at `path` as unused (`why`) when it is `set`.
+    pub fn not_with(&mut self, set: bool, path: &KeyPath, why: &str) {
+        if set {
+            self.err_key(path, format!("not used {why}; remove it"));
+        }
+    }
+
+    /// A TsFile data type by name.
+    pub fn data_type(&mut self, s: &str, path: &KeyPath) -> Option<DataType> {
+        let t = DataType::parse(s);
+        if t.is_none() {
+            self.err(
+                path,
+                format!(
+                    "unknown data type \"{s}\"; expected one of {}",
+                    DataType::choices()
+                ),
+            );
+        }
+        t
+    }
+
+    /// A TsFile encoding by name.
+    pub fn encoding(&mut self, s: &str, path: &KeyPath) -> Option<Encoding> {
+        let e = Encoding::parse(s);
+        if e.is_none() {
+            self.err(
+                path,
+                format!(
+                    "unknown encoding \"{s}\"; expected one of {}",
+                    Encoding::choices()
+                ),
+            );
+        }
+        e
+    }
+
+    /// A TsFile compression by name; `default` when not written or unknown.
+    pub fn compression(
+        &mut self,
+        v: &Option<String>,
+        path: &KeyPath,
+        default: Compression,
+    ) -> Compression {
+        let Some(s) = v else { return default };
+        match Compression::parse(s) {
+            Some(c) => c,
+            None => {
+                self.err(
+                    path,
+                    format!(
+                        "unknown compression \"{s}\"; expected {} (TsFile 0.10 as written by tsfiled)",
+                        Compression::choices()
+                    ),
+                );
+                default
+            }
+        }
+    }
+
+    /// Whether TsFile 0.10 can write type `t` with encoding `e`; reported when not.
+    pub fn check_encoding(&mut self, t: DataType, e: Encoding, path: &KeyPath) -> bool {
+        if encoding_supported(t, e) {
+            return true;
+        }
+        let ok: Vec<&str> = encodings_for(t).iter().map(|e| e.as_str()).collect();
+        self.err(
+            path,
+            format!(
+                "TsFile 0.10 cannot encode {t} with {e}; {t} takes {}",
+                choices_text(&ok)
+            ),
+        );
+        false
+    }
+}
+
+/// The configuration's names of [`TimeUnit`]s.
+pub const PRECISIONS: &[(&str, TimeUnit)] = &[
+    ("ms", TimeUnit::Millis),
+    ("us", TimeUnit::Micros),
+    ("ns", TimeUnit::Nanos),
+    ("s", TimeUnit::Seconds),
+];
