@@ -28,6 +28,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -652,12 +653,13 @@ impl<'de> Ctx<'de> {
                     .sum(),
             }
         };
-        // Columns: a valid measurement name (else the column is rejected).
-        let mut names: Vec<Option<&str>> = Vec::with_capacity(width);
+        // Columns: a valid measurement name (else the column is rejected), shared by the
+        // column's fields.
+        let mut names: Vec<Option<Arc<str>>> = Vec::with_capacity(width);
         for (k, m) in measurements.iter().enumerate() {
             match m {
                 J::Str(name) => match validate_measurement(name) {
-                    Ok(()) => names.push(Some(name.as_ref())),
+                    Ok(()) => names.push(Some(Arc::from(name.as_ref()))),
                     Err(e) => {
                         names.push(None);
                         reject(
@@ -720,7 +722,7 @@ impl<'de> Ctx<'de> {
         index: Option<usize>,
         device: &str,
         t: &J<'_>,
-        names: &[Option<&str>],
+        names: &[Option<Arc<str>>],
         row: &[J<'_>],
         arena: &Arena<'_>,
     ) {
@@ -753,7 +755,7 @@ impl<'de> Ctx<'de> {
         for (k, (name, v)) in names.iter().zip(row.iter()).enumerate() {
             let Some(name) = name else { continue };
             match value_of(v) {
-                Value::Point(value) => fields.push(Field::new(*name, value)),
+                Value::Point(value) => fields.push(Field::new(name.clone(), value)),
                 Value::Absent => {}
                 Value::Bad(m) => reject(
                     &mut self.batch,

@@ -555,7 +555,7 @@ impl Points<'_> {
     ) -> Option<Field> {
         match value(v, ty, self.rules) {
             Ok(Some(value)) => Some(Field {
-                measurement: name.to_owned(),
+                measurement: name.into(),
                 value,
                 type_hint: Some(ty),
             }),

@@ -28,7 +28,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::model::{Batch, Field, FieldValue, Record, RejectReason, TimeUnit, TypeHint};
 use crate::path::{has_duplicate_keys, is_clean_measurement, sanitize_measurement, DeviceTemplate};
@@ -590,12 +590,12 @@ impl<'a> Parser<'a, '_> {
         };
         let measurement = if !raw_key.contains(&b'\\') {
             match std::str::from_utf8(raw_key) {
-                Ok(s) if is_clean_measurement(s) => s.to_owned(),
-                Ok(s) => sanitize_measurement(s),
+                Ok(s) if is_clean_measurement(s) => Arc::from(s),
+                Ok(s) => sanitize_measurement(s).into(),
                 Err(e) => return err(i + e.valid_up_to(), "invalid UTF-8 in a field key"),
             }
         } else {
-            sanitize_measurement(&utf8(unescape(raw_key, KEY_ESCAPES), i, "a field key")?)
+            sanitize_measurement(&utf8(unescape(raw_key, KEY_ESCAPES), i, "a field key")?).into()
         };
         match value {
             Ok(value) => {

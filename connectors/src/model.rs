@@ -161,7 +161,7 @@ impl fmt::Display for TypeHint {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Field {
     /// Measurement name (the last path component).
-    pub measurement: String,
+    pub measurement: std::sync::Arc<str>,
     /// Its value.
     pub value: FieldValue,
     /// The type the input declared for this series, if any (see [`TypeHint`]); `None` for
@@ -172,7 +172,7 @@ pub struct Field {
 
 impl Field {
     /// A field without a type hint.
-    pub fn new(measurement: impl Into<String>, value: FieldValue) -> Field {
+    pub fn new(measurement: impl Into<std::sync::Arc<str>>, value: FieldValue) -> Field {
         Field {
             measurement: measurement.into(),
             value,

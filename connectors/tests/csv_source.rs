@@ -106,7 +106,7 @@ fn points(records: &[Record]) -> Vec<Point> {
                 (
                     r.device.clone(),
                     r.time,
-                    f.measurement.clone(),
+                    f.measurement.to_string(),
                     f.value.clone(),
                     f.type_hint,
                 )

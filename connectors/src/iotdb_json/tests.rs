@@ -593,7 +593,7 @@ proptest! {
         let json: Vec<serde_json::Value> = records.iter().map(|r| serde_json::json!({
             "device": r.device,
             "timestamp": r.time,
-            "measurements": r.fields.iter().map(|f| f.measurement.as_str()).collect::<Vec<_>>(),
+            "measurements": r.fields.iter().map(|f| &*f.measurement).collect::<Vec<_>>(),
             "values": r.fields.iter().map(|f| to_json(Some(&f.value))).collect::<Vec<_>>(),
         })).collect();
         let b = parse(&serde_json::to_string(&json).unwrap());

@@ -21,7 +21,7 @@ fn fields(b: &Batch, i: usize) -> Vec<(&str, FieldValue)> {
     b.records[i]
         .fields
         .iter()
-        .map(|f| (f.measurement.as_str(), f.value.clone()))
+        .map(|f| (&*f.measurement, f.value.clone()))
         .collect()
 }
 
@@ -483,7 +483,7 @@ fn expected_record(l: &Line, now: i64) -> Record {
             .fields
             .iter()
             .map(|(k, v)| Field {
-                measurement: node(k),
+                measurement: node(k).into(),
                 value: v.clone(),
                 // Line protocol declares every type but a plain number's: `i` integers,
                 // quoted strings and booleans.
@@ -553,7 +553,7 @@ fn suffixes_declare_types() {
     let got: Vec<(&str, &FieldValue, Option<TypeHint>)> = b.records[0]
         .fields
         .iter()
-        .map(|f| (f.measurement.as_str(), &f.value, f.type_hint))
+        .map(|f| (&*f.measurement, &f.value, f.type_hint))
         .collect();
     assert_eq!(
         got,

@@ -183,7 +183,7 @@ mod tests {
         let b = parse("plant/line-1/x/temp", " 21.5\n");
         assert_eq!(b.records[0].device, "root.plant.line_1");
         assert_eq!(b.records[0].time, 77);
-        assert_eq!(b.records[0].fields[0].measurement, "temp");
+        assert_eq!(&*b.records[0].fields[0].measurement, "temp");
         assert_eq!(b.records[0].fields[0].value, FieldValue::Float(21.5));
         assert_eq!(
             parse("plant/d/x/m", "42").records[0].fields[0].value,

@@ -329,7 +329,7 @@ pub fn keys(records: &[Record]) -> Vec<Key> {
             out.push((
                 r.device.clone(),
                 r.time,
-                f.measurement.clone(),
+                f.measurement.to_string(),
                 value_text(&f.value),
             ));
         }
