@@ -637,6 +637,8 @@ impl<'de> Ctx<'de> {
             );
             return;
         }
+        // Shared by the record's rows.
+        let device: Arc<str> = Arc::from(device.as_ref());
 
         // Points of measurement `k`: its value (one record) or its value in every row of the
         // right length (batch form; other rows are rejected whole).
@@ -681,14 +683,14 @@ impl<'de> Ctx<'de> {
         }
 
         match timestamps {
-            Err(t) => self.row(base, None, device, t, &names, values, arena),
+            Err(t) => self.row(base, None, &device, t, &names, values, arena),
             Ok(ts) => {
                 self.batch.records.reserve(ts.len());
                 for (i, (t, row)) in ts.iter().zip(values).enumerate() {
                     match row {
                         J::Arr(row) if row.len == width => {
                             let row = arena.get(*row);
-                            self.row(base, Some(i), device, t, &names, row, arena);
+                            self.row(base, Some(i), &device, t, &names, row, arena);
                         }
                         J::Arr(row) => {
                             let row = arena.get(*row);
@@ -720,7 +722,7 @@ impl<'de> Ctx<'de> {
         &mut self,
         base: Base,
         index: Option<usize>,
-        device: &str,
+        device: &Arc<str>,
         t: &J<'_>,
         names: &[Option<Arc<str>>],
         row: &[J<'_>],
@@ -771,7 +773,7 @@ impl<'de> Ctx<'de> {
         }
         if !fields.is_empty() {
             self.batch.records.push(Record {
-                device: device.to_owned(),
+                device: device.clone(),
                 time,
                 fields,
             });

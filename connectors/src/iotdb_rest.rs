@@ -36,6 +36,7 @@
 //! FLOAT/DOUBLE, [`FieldValue::Text`] for TEXT, …).
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -644,6 +645,8 @@ fn tablet(
             }
         }
     }
+    // Shared by the tablet's records.
+    let device: Arc<str> = device.into();
     for (i, ts) in timestamps.iter().enumerate() {
         let time = time(ts, opts);
         let mut fields = Vec::with_capacity(columns.len());
@@ -778,7 +781,7 @@ fn records(r: RecordsV2, opts: &RestOptions, batch: &mut Batch) -> Result<(), Re
         }
         if !fields.is_empty() {
             p.batch.records.push(Record {
-                device,
+                device: device.into(),
                 time,
                 fields,
             });

@@ -100,7 +100,7 @@ fn err<T>(at: usize, message: impl Into<String>) -> Result<T, LineError> {
 }
 
 /// A cached series key result: the device, or an error at an offset relative to the key.
-type DeviceResult = Result<String, (usize, RejectReason, String)>;
+type DeviceResult = Result<Arc<str>, (usize, RejectReason, String)>;
 
 struct Parser<'a, 'o> {
     input: &'a [u8],
@@ -558,7 +558,7 @@ impl<'a> Parser<'a, '_> {
             .device_template
             .render_with(&measurement, &tags, &mut out)
             .map_err(|m| (0, RejectReason::InvalidPath, m))?;
-        Ok(out)
+        Ok(out.into())
     }
 
     /// Parses `key=value` at `i`, pushing the field (or noting a field-level rejection);

@@ -160,7 +160,7 @@ impl fmt::Display for TypeHint {
 /// One measurement value of a record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Field {
-    /// Measurement name (the last path component).
+    /// Measurement name (the last path component; shared by the fields of one column).
     pub measurement: std::sync::Arc<str>,
     /// Its value.
     pub value: FieldValue,
@@ -184,8 +184,8 @@ impl Field {
 /// All fields of one device at one timestamp.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
-    /// Device path, e.g. `root.sg.d1`.
-    pub device: String,
+    /// Device path, e.g. `root.sg.d1` (shared by the records of one device in a payload).
+    pub device: std::sync::Arc<str>,
     /// Timestamp in the pipeline's stored precision.
     pub time: i64,
     /// Fields (at least one).

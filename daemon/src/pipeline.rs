@@ -86,7 +86,7 @@ pub struct SubmitOutcome {
 type WalItem = (WriteBatch, Instant);
 
 struct DevSlot {
-    device: String,
+    device: Arc<str>,
     invalid: Option<String>,
     series: HashMap<Arc<str>, Option<usize>, FxBuild>,
     /// The last record's fields of this device by position: name and target. The rows of a
@@ -457,7 +457,7 @@ impl Pipeline {
         // Batch-local caches: device -> slot, slot: measurement -> series index (or
         // None for an invalid measurement), so the registry is consulted once per
         // series and batch, not once per point.
-        let mut dev_index: HashMap<String, usize, FxBuild> = HashMap::default();
+        let mut dev_index: HashMap<Arc<str>, usize, FxBuild> = HashMap::default();
         let mut slots: Vec<DevSlot> = Vec::new();
         let mut last: Option<usize> = None;
         let lock = || self.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -521,8 +521,7 @@ impl Pipeline {
                                         &f.value,
                                         declared,
                                     );
-                                    let d: Arc<str> = Arc::from(rec.device.as_str());
-                                    Some((d, f.measurement.clone(), ty, true))
+                                    Some((rec.device.clone(), f.measurement.clone(), ty, true))
                                 }
                                 Err(msg) => {
                                     rejections.push(Rejection {

@@ -194,7 +194,7 @@ struct Col {
 #[derive(Debug, Clone)]
 struct Group {
     /// Fixed device (wide format, template); `None` = from the row.
-    device: Option<String>,
+    device: Option<Arc<str>>,
     cols: Vec<Col>,
 }
 
@@ -467,7 +467,7 @@ impl CsvParser {
                             g.cols.push(col);
                         }
                         None => groups.push(Group {
-                            device: Some(device.to_owned()),
+                            device: Some(device.into()),
                             cols: vec![col],
                         }),
                     }
@@ -587,7 +587,7 @@ impl CsvParser {
                     time_col,
                     device,
                     groups: vec![Group {
-                        device: fixed,
+                        device: fixed.map(Arc::from),
                         cols,
                     }],
                     null_literal: false,
@@ -706,8 +706,8 @@ impl CsvParser {
             points += out.len() as u64;
             let device = match (&g.device, row_device) {
                 (Some(d), _) => d.clone(),
-                (None, Some(d)) => d.to_owned(),
-                (None, None) => String::new(),
+                (None, Some(d)) => d.into(),
+                (None, None) => "".into(),
             };
             chunk.batch.records.push(Record {
                 device,

@@ -563,7 +563,7 @@ fn arb_record() -> impl Strategy<Value = Record> {
         proptest::collection::btree_map(arb_name(), arb_value(), 1..5),
     )
         .prop_map(|(nodes, time, fields)| Record {
-            device: format!("root.{}", nodes.join(".")),
+            device: format!("root.{}", nodes.join(".")).into(),
             time,
             fields: fields
                 .into_iter()
@@ -591,7 +591,7 @@ proptest! {
     #[test]
     fn single_records_from_serde_json(records in proptest::collection::vec(arb_record(), 0..8)) {
         let json: Vec<serde_json::Value> = records.iter().map(|r| serde_json::json!({
-            "device": r.device,
+            "device": &*r.device,
             "timestamp": r.time,
             "measurements": r.fields.iter().map(|f| &*f.measurement).collect::<Vec<_>>(),
             "values": r.fields.iter().map(|f| to_json(Some(&f.value))).collect::<Vec<_>>(),
@@ -626,7 +626,7 @@ proptest! {
                 .filter_map(|(m, v)| v.clone().map(|value| Field::new(*m, value)))
                 .collect();
             if !fields.is_empty() {
-                expected.push(Record { device: device.clone(), time: *time, fields });
+                expected.push(Record { device: device.as_str().into(), time: *time, fields });
             }
         }
         prop_assert_eq!(b.records, expected);

@@ -39,7 +39,7 @@ fn telegraf_line() {
     );
     assert_eq!(b.rejections, vec![]);
     assert_eq!(b.records.len(), 1);
-    assert_eq!(b.records[0].device, "root.lp.cpu.cpu0.gw_1");
+    assert_eq!(&*b.records[0].device, "root.lp.cpu.cpu0.gw_1");
     assert_eq!(b.records[0].time, 1600000000123);
     assert_eq!(
         fields(&b, 0),
@@ -107,14 +107,14 @@ fn escapes() {
     );
     assert_eq!(b.rejections, vec![]);
     // Tags sorted by key: w (e\x), z (c,d\).
-    assert_eq!(b.records[0].device, "root.x.my_meas_x.a_b.e_x.c_d_");
+    assert_eq!(&*b.records[0].device, "root.x.my_meas_x.a_b.e_x.c_d_");
     assert_eq!(
         fields(&b, 0),
         vec![("f_g_h", Float(1.0)), ("s", Text("q\"uo\\te \\n".into()))]
     );
     // Raw bytes in measurement: a backslash before an ordinary char is literal.
     let b = parse("a\\b f=1");
-    assert_eq!(b.records[0].device, "root.lp.a_b");
+    assert_eq!(&*b.records[0].device, "root.lp.a_b");
 }
 
 #[test]
@@ -311,7 +311,7 @@ fn device_templates_and_sanitizing() {
         &opts(&t),
     );
     assert_eq!(b.records.len(), 1);
-    assert_eq!(b.records[0].device, "root.telegraf.h1.disk");
+    assert_eq!(&*b.records[0].device, "root.telegraf.h1.disk");
     assert_eq!(
         fields(&b, 0),
         vec![("used_percent", Float(5.0)), ("_time", Float(1.0))]
@@ -328,7 +328,7 @@ fn device_templates_and_sanitizing() {
         rejections(&b),
         vec![("line 1, column 1", RejectReason::InvalidPath, 1)]
     );
-    assert_eq!(b.records[0].device, "root.b");
+    assert_eq!(&*b.records[0].device, "root.b");
 }
 
 #[test]
@@ -477,7 +477,7 @@ fn expected_record(l: &Line, now: i64) -> Record {
         device += &format!(".{}", node(v));
     }
     Record {
-        device,
+        device: device.into(),
         time: l.time.unwrap_or(now),
         fields: l
             .fields
