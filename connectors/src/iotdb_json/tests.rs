@@ -106,6 +106,26 @@ fn square_batch_is_read_as_rows() {
     );
 }
 
+/// The rows of a batch share one device string and one string per measurement (no copy per
+/// row or per point: the daemon's HTTP JSON rate depends on it).
+#[test]
+fn batch_rows_share_device_and_measurement_strings() {
+    let b = parse(
+        r#"{"device":"root.sq.d1","timestamps":[1,2,3],"measurements":["s1","s2"],"values":[[1,2],[3,null],[5,6]]}"#,
+    );
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(b.records.len(), 3);
+    let first = &b.records[0];
+    for r in &b.records[1..] {
+        assert!(Arc::ptr_eq(&r.device, &first.device));
+        for f in &r.fields {
+            let same = first.fields.iter().find(|g| g.measurement == f.measurement);
+            assert!(Arc::ptr_eq(&f.measurement, &same.unwrap().measurement));
+        }
+    }
+    assert_eq!(&*b.records[2].fields[1].measurement, "s2");
+}
+
 #[test]
 fn batch_form_and_arrays() {
     // Three timestamps, two measurements: three rows of two values.
