@@ -74,6 +74,7 @@ pub fn parse_line_protocol(input: &[u8], opts: &LineProtocolOptions<'_>) -> Batc
         last_key: None,
         field_rejects: Vec::new(),
         last_fields: 1,
+        names: Vec::new(),
     };
     p.run();
     p.batch
@@ -119,6 +120,9 @@ struct Parser<'a, 'o> {
     field_rejects: Vec<(usize, RejectReason, String)>,
     /// Fields of the previous good line (capacity hint).
     last_fields: usize,
+    /// Field keys by position as recent lines had them: lines that repeat their keys share
+    /// one string per key.
+    names: Vec<Arc<str>>,
 }
 
 #[inline]
@@ -472,6 +476,20 @@ impl<'a> Parser<'a, '_> {
         ))
     }
 
+    /// The shared string of field key `s` at position `k` of a line.
+    fn name(&mut self, k: usize, s: &str) -> Arc<str> {
+        if let Some(n) = self.names.get(k).filter(|n| ***n == *s) {
+            return n.clone();
+        }
+        let n: Arc<str> = Arc::from(s);
+        if k < self.names.len() {
+            self.names[k] = n.clone();
+        } else if k == self.names.len() {
+            self.names.push(n.clone());
+        }
+        n
+    }
+
     /// The device for a series key (cached per payload).
     fn device(&mut self, key: &'a [u8]) -> DeviceResult {
         if let Some((k, idx)) = self.last_key {
@@ -590,7 +608,7 @@ impl<'a> Parser<'a, '_> {
         };
         let measurement = if !raw_key.contains(&b'\\') {
             match std::str::from_utf8(raw_key) {
-                Ok(s) if is_clean_measurement(s) => Arc::from(s),
+                Ok(s) if is_clean_measurement(s) => self.name(fields.len(), s),
                 Ok(s) => sanitize_measurement(s).into(),
                 Err(e) => return err(i + e.valid_up_to(), "invalid UTF-8 in a field key"),
             }
