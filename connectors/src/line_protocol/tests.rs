@@ -32,6 +32,26 @@ fn rejections(b: &Batch) -> Vec<(&str, RejectReason, u64)> {
         .collect()
 }
 
+/// Lines of one series that repeat their field keys share the device string and one string
+/// per key (no copy per line or per point); a key at another position is its own.
+#[test]
+fn repeated_series_and_keys_share_strings() {
+    let b = parse("m,t=a x=1i,y=2i 1000000\nm,t=a x=3i,y=4i 2000000\nm,t=a y=5i 3000000\n");
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(fields(&b, 1), vec![("x", Int(3)), ("y", Int(4))]);
+    assert_eq!(fields(&b, 2), vec![("y", Int(5))]);
+    let (r0, r1, r2) = (&b.records[0], &b.records[1], &b.records[2]);
+    assert!(Arc::ptr_eq(&r0.device, &r1.device) && Arc::ptr_eq(&r0.device, &r2.device));
+    assert!(Arc::ptr_eq(
+        &r0.fields[0].measurement,
+        &r1.fields[0].measurement
+    ));
+    assert!(Arc::ptr_eq(
+        &r0.fields[1].measurement,
+        &r1.fields[1].measurement
+    ));
+}
+
 #[test]
 fn telegraf_line() {
     let b = parse(
