@@ -549,7 +549,7 @@ struct Points<'b> {
 impl Points<'_> {
     fn field(
         &mut self,
-        name: &str,
+        name: impl Into<Arc<str>>,
         v: Scalar,
         ty: TypeHint,
         at: impl FnOnce() -> String,
@@ -629,11 +629,11 @@ fn tablet(
         );
         return Ok(());
     }
-    // Usable columns: a valid measurement name.
-    let mut columns: Vec<(usize, &str, TypeHint, std::vec::IntoIter<Scalar>)> = Vec::new();
+    // Usable columns: a valid measurement name (shared by the column's fields).
+    let mut columns: Vec<(usize, Arc<str>, TypeHint, std::vec::IntoIter<Scalar>)> = Vec::new();
     for (j, ((m, ty), column)) in measurements.iter().zip(&types).zip(values).enumerate() {
         match validate_measurement(m) {
-            Ok(()) => columns.push((j, m, *ty, column.into_iter())),
+            Ok(()) => columns.push((j, Arc::from(m.as_str()), *ty, column.into_iter())),
             Err(e) => {
                 let points = count(column.iter());
                 p.invalid(
@@ -658,7 +658,7 @@ fn tablet(
                 continue;
             }
             let j = *j;
-            if let Some(f) = p.field(m, v, *ty, || format!("$.values[{j}][{i}]")) {
+            if let Some(f) = p.field(m.clone(), v, *ty, || format!("$.values[{j}][{i}]")) {
                 fields.push(f);
             }
         }
@@ -740,6 +740,8 @@ fn records(r: RecordsV2, opts: &RestOptions, batch: &mut Batch) -> Result<(), Re
         .zip(measurements_list)
         .zip(types_list)
         .zip(values_list);
+    // The previous record's device: consecutive records of a device share it.
+    let mut last: Option<Arc<str>> = None;
     for (i, ((((device, ts), measurements), types), values)) in rows.enumerate() {
         let live = count(values.iter());
         if let Err(e) = validate_device(&device) {
@@ -775,13 +777,18 @@ fn records(r: RecordsV2, opts: &RestOptions, batch: &mut Batch) -> Result<(), Re
                 );
                 continue;
             }
-            if let Some(f) = p.field(m, v, ty, || format!("$.values_list[{i}][{j}]")) {
+            if let Some(f) = p.field(m.as_str(), v, ty, || format!("$.values_list[{i}][{j}]")) {
                 fields.push(f);
             }
         }
         if !fields.is_empty() {
+            let device = match last.take() {
+                Some(d) if *d == *device => d,
+                _ => Arc::from(device),
+            };
+            last = Some(device.clone());
             p.batch.records.push(Record {
-                device: device.into(),
+                device,
                 time,
                 fields,
             });
