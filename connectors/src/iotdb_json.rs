@@ -28,6 +28,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -59,7 +60,7 @@ pub fn parse_iotdb_json(input: &[u8], opts: &JsonOptions) -> Batch {
     let mut ctx = Ctx {
         opts: *opts,
         batch: Batch::default(),
-        pool: Vec::new(),
+        arena: Arena::for_payload(input.len()),
     };
     let mut de = serde_json::Deserializer::from_slice(input);
     let result = TopSeed { ctx: &mut ctx }
@@ -89,7 +90,9 @@ pub fn parse_iotdb_json_default(input: &[u8]) -> Batch {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A small typed JSON tree: scalars, arrays up to a fixed depth, objects skipped.
+// A small typed JSON tree: scalars, arrays up to a fixed depth, objects skipped. The entries of
+// arrays live in one flat buffer (the [`Arena`]), so the rows of a batch cost no allocation
+// each.
 
 #[derive(Debug)]
 enum J<'a> {
@@ -100,7 +103,8 @@ enum J<'a> {
     Big(u64),
     Float(f64),
     Str(Cow<'a, str>),
-    Arr(Vec<J<'a>>),
+    /// An array: its entries in the [`Arena`].
+    Arr(Span),
     /// An array nested deeper than the forms need (contents skipped).
     DeepArr,
     Obj,
@@ -118,41 +122,58 @@ impl J<'_> {
             J::Obj => "an object",
         }
     }
+}
 
-    /// Points a value or column stands for (non-null entries), for rejection counts.
-    fn points(&self) -> u64 {
-        match self {
+/// The entries of an array: `len` entries of the arena from `start`.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    len: usize,
+}
+
+/// The entries of the arrays of one record, flat (cleared after each record, so its memory is
+/// reused by the next record of the payload).
+#[derive(Default)]
+struct Arena<'a> {
+    items: Vec<J<'a>>,
+    /// Spare buffers for the entries of an array of arrays while its inner arrays fill `items`.
+    spare: Vec<Vec<J<'a>>>,
+}
+
+impl<'a> Arena<'a> {
+    /// An arena sized for a payload of `bytes` bytes (at least 4 bytes per JSON value, such as
+    /// `1.5,`; capped so that a large payload grows it as needed instead).
+    fn for_payload(bytes: usize) -> Arena<'a> {
+        Arena {
+            items: Vec::with_capacity((bytes / 4).min(1 << 16)),
+            spare: Vec::new(),
+        }
+    }
+
+    /// The entries of an array.
+    fn get(&self, s: Span) -> &[J<'a>] {
+        &self.items[s.start..s.start + s.len]
+    }
+
+    /// Points a value or array stands for (non-null entries), for rejection counts.
+    fn points(&self, j: &J<'_>) -> u64 {
+        match j {
             J::Null => 0,
-            J::Arr(items) => items.iter().map(J::points).sum(),
+            J::Arr(s) => self.get(*s).iter().map(|j| self.points(j)).sum(),
             _ => 1,
         }
     }
-}
 
-/// Spare array buffers, reused across the records of one payload.
-type Pool<'de> = Vec<Vec<J<'de>>>;
-
-/// Most spare buffers kept.
-const POOL_MAX: usize = 1024;
-
-/// Returns the arrays inside `j` to the pool.
-fn recycle<'de>(pool: &mut Pool<'de>, j: J<'de>) {
-    if let J::Arr(mut items) = j {
-        for item in items.drain(..) {
-            if matches!(item, J::Arr(_)) {
-                recycle(pool, item);
-            }
-        }
-        if pool.len() < POOL_MAX {
-            pool.push(items);
-        }
+    /// Points of a value that may be missing (a missing one counts as one).
+    fn points_of(&self, j: &Option<J<'_>>) -> u64 {
+        j.as_ref().map_or(1, |j| self.points(j))
     }
 }
 
 /// Deserializes a [`J`] allowing `depth` levels of arrays.
 struct JSeed<'p, 'de> {
     depth: u8,
-    pool: &'p mut Pool<'de>,
+    arena: &'p mut Arena<'de>,
 }
 
 impl<'de> DeserializeSeed<'de> for JSeed<'_, 'de> {
@@ -199,27 +220,40 @@ impl<'de> Visitor<'de> for JSeed<'_, 'de> {
         Ok(J::Str(Cow::Owned(v)))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<J<'de>, A::Error> {
-        if self.depth == 0 {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            return Ok(J::DeepArr);
-        }
-        let pool = self.pool;
-        let mut items = pool.pop().unwrap_or_default();
-        loop {
-            let next = seq.next_element_seed(JSeed {
-                depth: self.depth - 1,
-                pool: &mut *pool,
-            });
-            match next {
-                Ok(Some(item)) => items.push(item),
-                Ok(None) => break,
-                Err(e) => {
-                    recycle(pool, J::Arr(items));
-                    return Err(e);
+        let arena = self.arena;
+        match self.depth {
+            0 => {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(J::DeepArr)
+            }
+            // Entries that hold no array: straight into the arena.
+            1 => {
+                let start = arena.items.len();
+                while let Some(item) = seq.next_element_seed(JSeed {
+                    depth: 0,
+                    arena: &mut *arena,
+                })? {
+                    arena.items.push(item);
                 }
+                let len = arena.items.len() - start;
+                Ok(J::Arr(Span { start, len }))
+            }
+            // Entries that may be arrays (whose entries fill the arena meanwhile): gathered
+            // aside, then appended.
+            depth => {
+                let mut items = arena.spare.pop().unwrap_or_default();
+                while let Some(item) = seq.next_element_seed(JSeed {
+                    depth: depth - 1,
+                    arena: &mut *arena,
+                })? {
+                    items.push(item);
+                }
+                let (start, len) = (arena.items.len(), items.len());
+                arena.items.append(&mut items);
+                arena.spare.push(items);
+                Ok(J::Arr(Span { start, len }))
             }
         }
-        Ok(J::Arr(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<J<'de>, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
@@ -260,7 +294,7 @@ impl<'de> de::Deserialize<'de> for Key {
     }
 }
 
-/// A record's parts as found (shape not yet checked).
+/// A record's parts as found (shape not yet checked); arrays are in the arena.
 #[derive(Default)]
 struct RawRecord<'a> {
     device: Option<J<'a>>,
@@ -272,7 +306,7 @@ struct RawRecord<'a> {
 
 fn read_record<'de, A: MapAccess<'de>>(
     mut map: A,
-    pool: &mut Pool<'de>,
+    arena: &mut Arena<'de>,
 ) -> Result<RawRecord<'de>, A::Error> {
     let mut rec = RawRecord::default();
     while let Some(key) = map.next_key::<Key>()? {
@@ -287,13 +321,12 @@ fn read_record<'de, A: MapAccess<'de>>(
                 continue;
             }
         };
-        let value = map.next_value_seed(JSeed {
+        // A repeated key: the last one counts (the earlier one's entries stay unused in the
+        // arena until the record is done).
+        *slot = Some(map.next_value_seed(JSeed {
             depth: 2,
-            pool: &mut *pool,
-        })?;
-        if let Some(old) = slot.replace(value) {
-            recycle(pool, old);
-        }
+            arena: &mut *arena,
+        })?);
     }
     Ok(rec)
 }
@@ -304,7 +337,7 @@ fn read_record<'de, A: MapAccess<'de>>(
 struct Ctx<'de> {
     opts: JsonOptions,
     batch: Batch,
-    pool: Pool<'de>,
+    arena: Arena<'de>,
 }
 
 struct TopSeed<'c, 'de> {
@@ -361,7 +394,7 @@ impl<'de> Visitor<'de> for TopSeed<'_, 'de> {
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
-        let rec = read_record(map, &mut self.ctx.pool)?;
+        let rec = read_record(map, &mut self.ctx.arena)?;
         self.ctx.process(rec, None);
         Ok(())
     }
@@ -445,7 +478,7 @@ impl<'de> Visitor<'de> for ElemSeed<'_, 'de> {
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
-        let rec = read_record(map, &mut self.ctx.pool)?;
+        let rec = read_record(map, &mut self.ctx.arena)?;
         self.ctx.process(rec, Some(self.index));
         Ok(())
     }
@@ -473,24 +506,20 @@ enum Value {
     Bad(String),
 }
 
-/// Takes the value out of `j` (moving owned strings).
-fn take_value(j: &mut J<'_>) -> Value {
+/// The value `j` stands for.
+fn value_of(j: &J<'_>) -> Value {
     match j {
         J::Null => Value::Absent,
         J::Bool(b) => Value::Point(FieldValue::Bool(*b)),
         J::Int(i) => Value::Point(FieldValue::Int(*i)),
         J::Float(f) => Value::Point(FieldValue::Float(*f)),
-        J::Str(s) => Value::Point(FieldValue::Text(std::mem::take(s).into_owned())),
+        J::Str(s) => Value::Point(FieldValue::Text(s.as_ref().to_owned())),
         J::Big(u) => Value::Bad(format!("integer {u} is out of the INT64 range")),
         other => Value::Bad(format!(
             "expected a number, boolean, string or null, found {}",
             other.kind()
         )),
     }
-}
-
-fn points_of(j: &Option<J<'_>>) -> u64 {
-    j.as_ref().map_or(1, J::points)
 }
 
 impl Ctx<'_> {
@@ -532,48 +561,41 @@ fn is_integer_text(s: &str) -> bool {
 }
 
 impl<'de> Ctx<'de> {
-    fn process(&mut self, mut rec: RawRecord<'de>, index: Option<usize>) {
-        self.check(&mut rec, Base(index));
-        for j in [
-            rec.device,
-            rec.timestamp,
-            rec.timestamps,
-            rec.measurements,
-            rec.values,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            recycle(&mut self.pool, j);
-        }
+    fn process(&mut self, rec: RawRecord<'de>, index: Option<usize>) {
+        let arena = std::mem::take(&mut self.arena);
+        self.check(&rec, Base(index), &arena);
+        self.arena = arena;
+        self.arena.items.clear();
     }
 
-    fn check(&mut self, rec: &mut RawRecord<'de>, base: Base) {
+    fn check(&mut self, rec: &RawRecord<'de>, base: Base, arena: &Arena<'de>) {
         // Shape of the record as a whole.
         let Some(device) = &rec.device else {
-            let points = points_of(&rec.values);
+            let points = arena.points_of(&rec.values);
             return self.shape(base, "", points, "missing key \"device\"".into());
         };
         let J::Str(device) = device else {
             let m = format!("expected a string, found {}", device.kind());
-            return self.shape(base, ".device", points_of(&rec.values), m);
+            return self.shape(base, ".device", arena.points_of(&rec.values), m);
         };
         let Some(measurements) = &rec.measurements else {
-            let points = points_of(&rec.values);
+            let points = arena.points_of(&rec.values);
             return self.shape(base, "", points, "missing key \"measurements\"".into());
         };
         let J::Arr(measurements) = measurements else {
             let m = format!("expected an array, found {}", measurements.kind());
-            return self.shape(base, ".measurements", points_of(&rec.values), m);
+            return self.shape(base, ".measurements", arena.points_of(&rec.values), m);
         };
-        let Some(values) = &mut rec.values else {
+        let measurements = arena.get(*measurements);
+        let Some(values) = &rec.values else {
             return self.shape(base, "", 1, "missing key \"values\"".into());
         };
         let J::Arr(values) = values else {
             let m = format!("expected an array, found {}", values.kind());
             return self.shape(base, ".values", 1, m);
         };
-        let points = |values: &[J<'_>]| values.iter().map(J::points).sum::<u64>();
+        let values = arena.get(*values);
+        let points = |values: &[J<'_>]| values.iter().map(|j| arena.points(j)).sum::<u64>();
         let timestamps = match (&rec.timestamp, &rec.timestamps) {
             (Some(_), Some(_)) => {
                 let m = "has both \"timestamp\" and \"timestamps\"".to_owned();
@@ -584,7 +606,7 @@ impl<'de> Ctx<'de> {
                 return self.shape(base, "", points(values), m);
             }
             (Some(t), None) => Err(t),
-            (None, Some(J::Arr(ts))) => Ok(ts.as_slice()),
+            (None, Some(J::Arr(ts))) => Ok(arena.get(*ts)),
             (None, Some(other)) => {
                 let m = format!("expected an array, found {}", other.kind());
                 return self.shape(base, ".timestamps", points(values), m);
@@ -615,28 +637,31 @@ impl<'de> Ctx<'de> {
             );
             return;
         }
+        // Shared by the record's rows.
+        let device: Arc<str> = Arc::from(device.as_ref());
 
         // Points of measurement `k`: its value (one record) or its value in every row of the
         // right length (batch form; other rows are rejected whole).
         let width = measurements.len();
         let column_points = |k: usize| -> u64 {
             match timestamps {
-                Err(_) => values.get(k).map_or(1, J::points),
+                Err(_) => values.get(k).map_or(1, |j| arena.points(j)),
                 Ok(_) => values
                     .iter()
                     .filter_map(|row| match row {
-                        J::Arr(row) if row.len() == width => Some(row[k].points()),
+                        J::Arr(row) if row.len == width => Some(arena.points(&arena.get(*row)[k])),
                         _ => None,
                     })
                     .sum(),
             }
         };
-        // Columns: a valid measurement name (else the column is rejected).
-        let mut names: Vec<Option<&str>> = Vec::with_capacity(width);
+        // Columns: a valid measurement name (else the column is rejected), shared by the
+        // column's fields.
+        let mut names: Vec<Option<Arc<str>>> = Vec::with_capacity(width);
         for (k, m) in measurements.iter().enumerate() {
             match m {
                 J::Str(name) => match validate_measurement(name) {
-                    Ok(()) => names.push(Some(name.as_ref())),
+                    Ok(()) => names.push(Some(Arc::from(name.as_ref()))),
                     Err(e) => {
                         names.push(None);
                         reject(
@@ -658,15 +683,17 @@ impl<'de> Ctx<'de> {
         }
 
         match timestamps {
-            Err(t) => self.row(base, None, device, t, &names, values),
+            Err(t) => self.row(base, None, &device, t, &names, values, arena),
             Ok(ts) => {
                 self.batch.records.reserve(ts.len());
-                for (i, (t, row)) in ts.iter().zip(values.iter_mut()).enumerate() {
+                for (i, (t, row)) in ts.iter().zip(values).enumerate() {
                     match row {
-                        J::Arr(row) if row.len() == width => {
-                            self.row(base, Some(i), device, t, &names, row);
+                        J::Arr(row) if row.len == width => {
+                            let row = arena.get(*row);
+                            self.row(base, Some(i), &device, t, &names, row, arena);
                         }
                         J::Arr(row) => {
+                            let row = arena.get(*row);
                             let m = format!(
                                 "row {i} has {} values for {width} measurements",
                                 row.len()
@@ -679,7 +706,7 @@ impl<'de> Ctx<'de> {
                                 "expected a row (an array of one value per measurement), found {}",
                                 other.kind()
                             );
-                            let points = other.points();
+                            let points = arena.points(other);
                             self.shape(base, &format!(".values[{i}]"), points, m);
                         }
                     }
@@ -690,14 +717,16 @@ impl<'de> Ctx<'de> {
 
     /// One record: the values `row` of the measurements `names` at timestamp `t`; `index` is
     /// the row's index in batch form (`None` for a single record).
+    #[allow(clippy::too_many_arguments)]
     fn row(
         &mut self,
         base: Base,
         index: Option<usize>,
-        device: &str,
+        device: &Arc<str>,
         t: &J<'_>,
-        names: &[Option<&str>],
-        row: &mut [J<'_>],
+        names: &[Option<Arc<str>>],
+        row: &[J<'_>],
+        arena: &Arena<'_>,
     ) {
         let time = match self.time(t) {
             Ok(t) => t,
@@ -706,7 +735,7 @@ impl<'de> Ctx<'de> {
                     .iter()
                     .zip(row.iter())
                     .filter(|(n, _)| n.is_some())
-                    .map(|(_, v)| v.points())
+                    .map(|(_, v)| arena.points(v))
                     .sum();
                 // A batch row with no value at a bad timestamp loses nothing.
                 if points > 0 || index.is_none() {
@@ -725,10 +754,10 @@ impl<'de> Ctx<'de> {
             }
         };
         let mut fields = Vec::with_capacity(names.len());
-        for (k, (name, v)) in names.iter().zip(row.iter_mut()).enumerate() {
+        for (k, (name, v)) in names.iter().zip(row.iter()).enumerate() {
             let Some(name) = name else { continue };
-            match take_value(v) {
-                Value::Point(value) => fields.push(Field::new(*name, value)),
+            match value_of(v) {
+                Value::Point(value) => fields.push(Field::new(name.clone(), value)),
                 Value::Absent => {}
                 Value::Bad(m) => reject(
                     &mut self.batch,
@@ -744,7 +773,7 @@ impl<'de> Ctx<'de> {
         }
         if !fields.is_empty() {
             self.batch.records.push(Record {
-                device: device.to_owned(),
+                device: device.clone(),
                 time,
                 fields,
             });

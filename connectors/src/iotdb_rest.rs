@@ -36,6 +36,7 @@
 //! FLOAT/DOUBLE, [`FieldValue::Text`] for TEXT, …).
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -548,14 +549,14 @@ struct Points<'b> {
 impl Points<'_> {
     fn field(
         &mut self,
-        name: &str,
+        name: impl Into<Arc<str>>,
         v: Scalar,
         ty: TypeHint,
         at: impl FnOnce() -> String,
     ) -> Option<Field> {
         match value(v, ty, self.rules) {
             Ok(Some(value)) => Some(Field {
-                measurement: name.to_owned(),
+                measurement: name.into(),
                 value,
                 type_hint: Some(ty),
             }),
@@ -628,11 +629,11 @@ fn tablet(
         );
         return Ok(());
     }
-    // Usable columns: a valid measurement name.
-    let mut columns: Vec<(usize, &str, TypeHint, std::vec::IntoIter<Scalar>)> = Vec::new();
+    // Usable columns: a valid measurement name (shared by the column's fields).
+    let mut columns: Vec<(usize, Arc<str>, TypeHint, std::vec::IntoIter<Scalar>)> = Vec::new();
     for (j, ((m, ty), column)) in measurements.iter().zip(&types).zip(values).enumerate() {
         match validate_measurement(m) {
-            Ok(()) => columns.push((j, m, *ty, column.into_iter())),
+            Ok(()) => columns.push((j, Arc::from(m.as_str()), *ty, column.into_iter())),
             Err(e) => {
                 let points = count(column.iter());
                 p.invalid(
@@ -644,6 +645,8 @@ fn tablet(
             }
         }
     }
+    // Shared by the tablet's records.
+    let device: Arc<str> = device.into();
     for (i, ts) in timestamps.iter().enumerate() {
         let time = time(ts, opts);
         let mut fields = Vec::with_capacity(columns.len());
@@ -655,7 +658,7 @@ fn tablet(
                 continue;
             }
             let j = *j;
-            if let Some(f) = p.field(m, v, *ty, || format!("$.values[{j}][{i}]")) {
+            if let Some(f) = p.field(m.clone(), v, *ty, || format!("$.values[{j}][{i}]")) {
                 fields.push(f);
             }
         }
@@ -737,6 +740,8 @@ fn records(r: RecordsV2, opts: &RestOptions, batch: &mut Batch) -> Result<(), Re
         .zip(measurements_list)
         .zip(types_list)
         .zip(values_list);
+    // The previous record's device: consecutive records of a device share it.
+    let mut last: Option<Arc<str>> = None;
     for (i, ((((device, ts), measurements), types), values)) in rows.enumerate() {
         let live = count(values.iter());
         if let Err(e) = validate_device(&device) {
@@ -772,11 +777,16 @@ fn records(r: RecordsV2, opts: &RestOptions, batch: &mut Batch) -> Result<(), Re
                 );
                 continue;
             }
-            if let Some(f) = p.field(m, v, ty, || format!("$.values_list[{i}][{j}]")) {
+            if let Some(f) = p.field(m.as_str(), v, ty, || format!("$.values_list[{i}][{j}]")) {
                 fields.push(f);
             }
         }
         if !fields.is_empty() {
+            let device = match last.take() {
+                Some(d) if *d == *device => d,
+                _ => Arc::from(device),
+            };
+            last = Some(device.clone());
             p.batch.records.push(Record {
                 device,
                 time,

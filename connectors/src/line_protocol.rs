@@ -28,7 +28,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::model::{Batch, Field, FieldValue, Record, RejectReason, TimeUnit, TypeHint};
 use crate::path::{has_duplicate_keys, is_clean_measurement, sanitize_measurement, DeviceTemplate};
@@ -74,6 +74,7 @@ pub fn parse_line_protocol(input: &[u8], opts: &LineProtocolOptions<'_>) -> Batc
         last_key: None,
         field_rejects: Vec::new(),
         last_fields: 1,
+        names: Vec::new(),
     };
     p.run();
     p.batch
@@ -100,7 +101,7 @@ fn err<T>(at: usize, message: impl Into<String>) -> Result<T, LineError> {
 }
 
 /// A cached series key result: the device, or an error at an offset relative to the key.
-type DeviceResult = Result<String, (usize, RejectReason, String)>;
+type DeviceResult = Result<Arc<str>, (usize, RejectReason, String)>;
 
 struct Parser<'a, 'o> {
     input: &'a [u8],
@@ -119,6 +120,9 @@ struct Parser<'a, 'o> {
     field_rejects: Vec<(usize, RejectReason, String)>,
     /// Fields of the previous good line (capacity hint).
     last_fields: usize,
+    /// Field keys by position as recent lines had them: lines that repeat their keys share
+    /// one string per key.
+    names: Vec<Arc<str>>,
 }
 
 #[inline]
@@ -472,6 +476,20 @@ impl<'a> Parser<'a, '_> {
         ))
     }
 
+    /// The shared string of field key `s` at position `k` of a line.
+    fn name(&mut self, k: usize, s: &str) -> Arc<str> {
+        if let Some(n) = self.names.get(k).filter(|n| ***n == *s) {
+            return n.clone();
+        }
+        let n: Arc<str> = Arc::from(s);
+        if k < self.names.len() {
+            self.names[k] = n.clone();
+        } else if k == self.names.len() {
+            self.names.push(n.clone());
+        }
+        n
+    }
+
     /// The device for a series key (cached per payload).
     fn device(&mut self, key: &'a [u8]) -> DeviceResult {
         if let Some((k, idx)) = self.last_key {
@@ -558,7 +576,7 @@ impl<'a> Parser<'a, '_> {
             .device_template
             .render_with(&measurement, &tags, &mut out)
             .map_err(|m| (0, RejectReason::InvalidPath, m))?;
-        Ok(out)
+        Ok(out.into())
     }
 
     /// Parses `key=value` at `i`, pushing the field (or noting a field-level rejection);
@@ -590,12 +608,12 @@ impl<'a> Parser<'a, '_> {
         };
         let measurement = if !raw_key.contains(&b'\\') {
             match std::str::from_utf8(raw_key) {
-                Ok(s) if is_clean_measurement(s) => s.to_owned(),
-                Ok(s) => sanitize_measurement(s),
+                Ok(s) if is_clean_measurement(s) => self.name(fields.len(), s),
+                Ok(s) => sanitize_measurement(s).into(),
                 Err(e) => return err(i + e.valid_up_to(), "invalid UTF-8 in a field key"),
             }
         } else {
-            sanitize_measurement(&utf8(unescape(raw_key, KEY_ESCAPES), i, "a field key")?)
+            sanitize_measurement(&utf8(unescape(raw_key, KEY_ESCAPES), i, "a field key")?).into()
         };
         match value {
             Ok(value) => {

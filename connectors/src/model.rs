@@ -86,8 +86,8 @@ impl fmt::Display for TypeHint {
 /// One measurement value of a record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Field {
-    /// Measurement name (the last path component).
-    pub measurement: String,
+    /// Measurement name (the last path component; shared by the fields of one column).
+    pub measurement: std::sync::Arc<str>,
     /// Its value.
     pub value: FieldValue,
     /// The type the input declared for this series, if any (see [`TypeHint`]); `None` for
@@ -98,7 +98,7 @@ pub struct Field {
 
 impl Field {
     /// A field without a type hint.
-    pub fn new(measurement: impl Into<String>, value: FieldValue) -> Field {
+    pub fn new(measurement: impl Into<std::sync::Arc<str>>, value: FieldValue) -> Field {
         Field {
             measurement: measurement.into(),
             value,
@@ -110,8 +110,8 @@ impl Field {
 /// All fields of one device at one timestamp.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
-    /// Device path, e.g. `root.sg.d1`.
-    pub device: String,
+    /// Device path, e.g. `root.sg.d1` (shared by the records of one device in a payload).
+    pub device: std::sync::Arc<str>,
     /// Timestamp in the pipeline's stored precision.
     pub time: i64,
     /// Fields (at least one).

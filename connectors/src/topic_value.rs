@@ -248,7 +248,7 @@ pub fn parse_topic_value(
     match parse_value(payload, opts) {
         Ok(None) => {}
         Ok(Some((time, value))) => batch.records.push(Record {
-            device,
+            device: device.into(),
             time,
             fields: vec![Field::new(measurement, value)],
         }),
@@ -452,7 +452,7 @@ mod tests {
     fn templates() {
         let tt = t("plant/{device}/{measurement}", "root.plant");
         let r = one(&tt, "plant/press-7/temp", "21.5").unwrap();
-        assert_eq!(r.device, "root.plant.press_7");
+        assert_eq!(&*r.device, "root.plant.press_7");
         assert_eq!(r.time, 42);
         assert_eq!(r.fields, vec![Field::new("temp", Float(21.5))]);
         assert_eq!(tt.subscription_filter(), "plant/+/+");

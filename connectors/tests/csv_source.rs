@@ -104,9 +104,9 @@ fn points(records: &[Record]) -> Vec<Point> {
         .flat_map(|r| {
             r.fields.iter().map(|f| {
                 (
-                    r.device.clone(),
+                    r.device.to_string(),
                     r.time,
-                    f.measurement.clone(),
+                    f.measurement.to_string(),
                     f.value.clone(),
                     f.type_hint,
                 )
@@ -372,7 +372,8 @@ async fn crash_mid_file_then_restart_loses_and_doubles_nothing() {
         let mut all = first.clone();
         all.extend(sink.records());
         // Every point exactly once: two records per CSV row of big.csv, one per row of big2.
-        let mut got: Vec<(String, i64)> = all.iter().map(|r| (r.device.clone(), r.time)).collect();
+        let mut got: Vec<(String, i64)> =
+            all.iter().map(|r| (r.device.to_string(), r.time)).collect();
         got.sort();
         let mut want: Vec<(String, i64)> = Vec::new();
         for t in 0..5000 {
@@ -460,7 +461,11 @@ async fn delete_on_success_recursive_dirs_and_device_formats() {
     fs::write(later.join("y.part"), "Time,Device,s1\n3,root.sg.d3,3\n").unwrap();
     fs::rename(later.join("y.part"), later.join("y.csv")).unwrap();
     until("second file", || src.get(|m| &m.files_deleted) == 2).await;
-    let devices: Vec<String> = sink.records().iter().map(|r| r.device.clone()).collect();
+    let devices: Vec<String> = sink
+        .records()
+        .iter()
+        .map(|r| r.device.to_string())
+        .collect();
     assert_eq!(devices, vec!["root.sg.d1", "root.sg.d2", "root.sg.d3"]);
     assert!(names(&sub).is_empty());
     assert!(names(&later).is_empty());

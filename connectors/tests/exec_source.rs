@@ -125,9 +125,9 @@ fn line_format(prefix: &str) -> ExecFormat {
 
 fn field(r: &Record) -> (&str, i64, &str, &FieldValue) {
     (
-        r.device.as_str(),
+        &*r.device,
         r.time,
-        r.fields[0].measurement.as_str(),
+        &*r.fields[0].measurement,
         &r.fields[0].value,
     )
 }
@@ -176,12 +176,12 @@ async fn iotdb_json_lines_become_records() {
     r.until("one record", |r| !r.sink.records().is_empty())
         .await;
     let rec = &r.sink.records()[0];
-    assert_eq!(rec.device, "root.sg.d1");
+    assert_eq!(&*rec.device, "root.sg.d1");
     assert_eq!(rec.time, 1_700_000_000_000);
     let fields: Vec<(&str, &FieldValue)> = rec
         .fields
         .iter()
-        .map(|f| (f.measurement.as_str(), &f.value))
+        .map(|f| (&*f.measurement, &f.value))
         .collect();
     assert_eq!(
         fields,
@@ -309,7 +309,7 @@ async fn a_line_over_the_limit_is_dropped_alone() {
     let r = start(&cfg);
     r.until("a record", |r| !r.sink.records().is_empty()).await;
     let rec = &r.sink.records()[0];
-    assert_eq!((rec.device.as_str(), rec.time), ("root.x.m", 5));
+    assert_eq!((&*rec.device, rec.time), ("root.x.m", 5));
     assert_eq!(r.metrics.get("tsfiled_exec_lines_too_long_total"), 1);
     r.stop().await.unwrap();
 }

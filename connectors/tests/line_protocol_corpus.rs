@@ -103,7 +103,7 @@ fn expected(points: &[Json]) -> Vec<Record> {
                 device.push_str(&sanitize_node(v));
             }
             Record {
-                device,
+                device: device.into(),
                 time: p["time"].as_i64().unwrap(),
                 fields: p["fields"]
                     .as_array()

@@ -204,7 +204,7 @@ impl Running {
 fn fields(r: &Record) -> BTreeMap<String, (FieldValue, Option<TypeHint>)> {
     r.fields
         .iter()
-        .map(|f| (f.measurement.clone(), (f.value.clone(), f.type_hint)))
+        .map(|f| (f.measurement.to_string(), (f.value.clone(), f.type_hint)))
         .collect()
 }
 
@@ -297,7 +297,7 @@ async fn reads_every_type_and_order_in_batched_requests() {
     src.finish().await;
 
     let r = &records[0];
-    assert_eq!(r.device, "root.plant.plc17");
+    assert_eq!(&*r.device, "root.plant.plc17");
     assert!(
         before <= r.time && r.time <= after,
         "{} not in [{before}, {after}]",
@@ -423,7 +423,7 @@ async fn unknown_unit_and_unreachable_device_do_not_stop_the_others() {
     .await;
     let records = src.sink.records();
     for r in &records {
-        assert_eq!(r.device, "root.plant.plc17");
+        assert_eq!(&*r.device, "root.plant.plc17");
         assert_eq!(r.fields[0].value, FieldValue::Int(7));
     }
     src.finish().await;

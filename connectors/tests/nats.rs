@@ -285,7 +285,7 @@ async fn cluster_node_killed_mid_stream_loses_no_acknowledged_point() {
     .await;
     let records = src.sink.records();
     for r in &records {
-        assert_eq!(r.device, "root.js.d");
+        assert_eq!(&*r.device, "root.js.d");
         assert_eq!(r.fields[0].value, FieldValue::Int(r.time));
     }
     assert!(src.stats.acked() >= N, "{:?}", src.stats);
@@ -417,8 +417,8 @@ async fn values_named_by_subject_and_unusable_messages_terminated() {
         .into_iter()
         .map(|r| {
             (
-                r.device.clone(),
-                r.fields[0].measurement.clone(),
+                r.device.to_string(),
+                r.fields[0].measurement.to_string(),
                 r.fields[0].value.clone(),
             )
         })
@@ -440,7 +440,7 @@ async fn values_named_by_subject_and_unusable_messages_terminated() {
         .sink
         .records()
         .into_iter()
-        .find(|r| r.device == "root.v.press_8")
+        .find(|r| &*r.device == "root.v.press_8")
         .unwrap();
     assert_eq!(with_ts.time, 1_700_000_000_000);
     // The terminated message is not delivered again (ack wait 1 s).

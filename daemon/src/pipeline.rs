@@ -86,9 +86,28 @@ pub struct SubmitOutcome {
 type WalItem = (WriteBatch, Instant);
 
 struct DevSlot {
-    device: String,
+    device: Arc<str>,
     invalid: Option<String>,
-    series: HashMap<Box<str>, Option<usize>, FxBuild>,
+    series: HashMap<Arc<str>, Option<usize>, FxBuild>,
+    /// The last record's fields of this device by position: name and target. The rows of a
+    /// batch usually share their name strings (one per column), so most fields are found
+    /// here by a pointer comparison instead of a hash lookup.
+    recent: Vec<(Arc<str>, Option<usize>)>,
+}
+
+/// Notes in `recent` that field `k` of a device's last record is `measurement`, at `target`.
+fn remember(
+    recent: &mut Vec<(Arc<str>, Option<usize>)>,
+    k: usize,
+    measurement: &Arc<str>,
+    target: Option<usize>,
+) {
+    let entry = (measurement.clone(), target);
+    if k < recent.len() {
+        recent[k] = entry;
+    } else if k == recent.len() {
+        recent.push(entry);
+    }
 }
 
 /// A small, fast, non-cryptographic hasher (FxHash) for batch-local lookups of names.
@@ -438,7 +457,7 @@ impl Pipeline {
         // Batch-local caches: device -> slot, slot: measurement -> series index (or
         // None for an invalid measurement), so the registry is consulted once per
         // series and batch, not once per point.
-        let mut dev_index: HashMap<String, usize, FxBuild> = HashMap::default();
+        let mut dev_index: HashMap<Arc<str>, usize, FxBuild> = HashMap::default();
         let mut slots: Vec<DevSlot> = Vec::new();
         let mut last: Option<usize> = None;
         let lock = || self.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -458,6 +477,7 @@ impl Pipeline {
                             device: rec.device.clone(),
                             invalid,
                             series: HashMap::default(),
+                            recent: Vec::new(),
                         });
                         dev_index.insert(rec.device.clone(), slots.len() - 1);
                         slots.len() - 1
@@ -475,10 +495,20 @@ impl Pipeline {
                 });
                 continue;
             }
-            for f in rec.fields {
+            for (k, f) in rec.fields.into_iter().enumerate() {
                 let declared = f.type_hint.map(schema::declared_data_type);
-                let target = match slot.series.get(f.measurement.as_str()) {
-                    Some(t) => *t,
+                let recent = slot
+                    .recent
+                    .get(k)
+                    .filter(|(m, _)| Arc::ptr_eq(m, &f.measurement))
+                    .map(|(_, t)| *t);
+                let target = match recent.or_else(|| slot.series.get(&f.measurement).copied()) {
+                    Some(t) => {
+                        if recent.is_none() {
+                            remember(&mut slot.recent, k, &f.measurement, t);
+                        }
+                        t
+                    }
                     None => {
                         let reg = reg.get_or_insert_with(lock);
                         let info = match reg.get(&rec.device, &f.measurement) {
@@ -491,8 +521,7 @@ impl Pipeline {
                                         &f.value,
                                         declared,
                                     );
-                                    let d: Arc<str> = Arc::from(rec.device.as_str());
-                                    Some((d, Arc::from(f.measurement.as_str()), ty, true))
+                                    Some((rec.device.clone(), f.measurement.clone(), ty, true))
                                 }
                                 Err(msg) => {
                                     rejections.push(Rejection {
@@ -516,8 +545,8 @@ impl Pipeline {
                             fresh.push(new);
                             series.len() - 1
                         });
-                        slot.series
-                            .insert(f.measurement.clone().into_boxed_str(), t);
+                        slot.series.insert(f.measurement.clone(), t);
+                        remember(&mut slot.recent, k, &f.measurement, t);
                         match t {
                             Some(t) => Some(t),
                             None => continue,

@@ -65,7 +65,7 @@ fn batch(t0: i64, n: i64, step: i64) -> (Batch, Vec<Key>) {
                 unreachable!()
             };
             records.push(Record {
-                device: device.clone(),
+                device: device.as_str().into(),
                 time: t,
                 fields: vec![
                     Field::new("i", FieldValue::Int(i)),

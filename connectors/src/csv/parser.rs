@@ -23,6 +23,7 @@
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::Path;
+use std::sync::Arc;
 
 use super::options::{ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, Template};
 use super::records::{FieldsRef, Input, Next, RecordReader, RecordSpan, Sequential};
@@ -185,14 +186,15 @@ pub struct CsvParser {
 #[derive(Debug, Clone)]
 struct Col {
     idx: usize,
-    measurement: String,
+    /// Shared by the column's fields.
+    measurement: Arc<str>,
     hint: Option<TypeHint>,
 }
 
 #[derive(Debug, Clone)]
 struct Group {
     /// Fixed device (wide format, template); `None` = from the row.
-    device: Option<String>,
+    device: Option<Arc<str>>,
     cols: Vec<Col>,
 }
 
@@ -448,7 +450,7 @@ impl CsvParser {
                     })?;
                     let col = Col {
                         idx,
-                        measurement: measurement.to_owned(),
+                        measurement: measurement.into(),
                         hint,
                     };
                     match groups
@@ -456,7 +458,7 @@ impl CsvParser {
                         .find(|g| g.device.as_deref() == Some(device))
                     {
                         Some(g) => {
-                            if g.cols.iter().any(|c| c.measurement == measurement) {
+                            if g.cols.iter().any(|c| &*c.measurement == measurement) {
                                 return Err(bad(format!(
                                     "column {}: series {path} appears twice",
                                     idx + 1
@@ -465,7 +467,7 @@ impl CsvParser {
                             g.cols.push(col);
                         }
                         None => groups.push(Group {
-                            device: Some(device.to_owned()),
+                            device: Some(device.into()),
                             cols: vec![col],
                         }),
                     }
@@ -494,12 +496,12 @@ impl CsvParser {
                     let (m, hint) = split_type(name, idx, line)?;
                     validate_measurement(m)
                         .map_err(|e| bad(format!("column {}: measurement {m:?} {e}", idx + 1)))?;
-                    if cols.iter().any(|c| c.measurement == m) {
+                    if cols.iter().any(|c| &*c.measurement == m) {
                         return Err(bad(format!("column {}: {m:?} appears twice", idx + 1)));
                     }
                     cols.push(Col {
                         idx,
-                        measurement: m.to_owned(),
+                        measurement: m.into(),
                         hint,
                     });
                 }
@@ -567,7 +569,7 @@ impl CsvParser {
                 for idx in idxs {
                     let name = names.get(idx).map(String::as_str).unwrap_or("");
                     let m = sanitize_measurement(name);
-                    if let Some(other) = cols.iter().find(|c| c.measurement == m) {
+                    if let Some(other) = cols.iter().find(|c| *c.measurement == *m) {
                         return Err(bad(format!(
                             "columns {} and {} both give the measurement {m:?}",
                             other.idx + 1,
@@ -576,7 +578,7 @@ impl CsvParser {
                     }
                     cols.push(Col {
                         idx,
-                        measurement: m,
+                        measurement: m.into(),
                         hint: None,
                     });
                 }
@@ -585,7 +587,7 @@ impl CsvParser {
                     time_col,
                     device,
                     groups: vec![Group {
-                        device: fixed,
+                        device: fixed.map(Arc::from),
                         cols,
                     }],
                     null_literal: false,
@@ -704,8 +706,8 @@ impl CsvParser {
             points += out.len() as u64;
             let device = match (&g.device, row_device) {
                 (Some(d), _) => d.clone(),
-                (None, Some(d)) => d.to_owned(),
-                (None, None) => String::new(),
+                (None, Some(d)) => d.into(),
+                (None, None) => "".into(),
             };
             chunk.batch.records.push(Record {
                 device,

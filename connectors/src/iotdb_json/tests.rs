@@ -106,6 +106,26 @@ fn square_batch_is_read_as_rows() {
     );
 }
 
+/// The rows of a batch share one device string and one string per measurement (no copy per
+/// row or per point: the daemon's HTTP JSON rate depends on it).
+#[test]
+fn batch_rows_share_device_and_measurement_strings() {
+    let b = parse(
+        r#"{"device":"root.sq.d1","timestamps":[1,2,3],"measurements":["s1","s2"],"values":[[1,2],[3,null],[5,6]]}"#,
+    );
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(b.records.len(), 3);
+    let first = &b.records[0];
+    for r in &b.records[1..] {
+        assert!(Arc::ptr_eq(&r.device, &first.device));
+        for f in &r.fields {
+            let same = first.fields.iter().find(|g| g.measurement == f.measurement);
+            assert!(Arc::ptr_eq(&f.measurement, &same.unwrap().measurement));
+        }
+    }
+    assert_eq!(&*b.records[2].fields[1].measurement, "s2");
+}
+
 #[test]
 fn batch_form_and_arrays() {
     // Three timestamps, two measurements: three rows of two values.
@@ -563,7 +583,7 @@ fn arb_record() -> impl Strategy<Value = Record> {
         proptest::collection::btree_map(arb_name(), arb_value(), 1..5),
     )
         .prop_map(|(nodes, time, fields)| Record {
-            device: format!("root.{}", nodes.join(".")),
+            device: format!("root.{}", nodes.join(".")).into(),
             time,
             fields: fields
                 .into_iter()
@@ -591,9 +611,9 @@ proptest! {
     #[test]
     fn single_records_from_serde_json(records in proptest::collection::vec(arb_record(), 0..8)) {
         let json: Vec<serde_json::Value> = records.iter().map(|r| serde_json::json!({
-            "device": r.device,
+            "device": &*r.device,
             "timestamp": r.time,
-            "measurements": r.fields.iter().map(|f| f.measurement.as_str()).collect::<Vec<_>>(),
+            "measurements": r.fields.iter().map(|f| &*f.measurement).collect::<Vec<_>>(),
             "values": r.fields.iter().map(|f| to_json(Some(&f.value))).collect::<Vec<_>>(),
         })).collect();
         let b = parse(&serde_json::to_string(&json).unwrap());
@@ -626,7 +646,7 @@ proptest! {
                 .filter_map(|(m, v)| v.clone().map(|value| Field::new(*m, value)))
                 .collect();
             if !fields.is_empty() {
-                expected.push(Record { device: device.clone(), time: *time, fields });
+                expected.push(Record { device: device.as_str().into(), time: *time, fields });
             }
         }
         prop_assert_eq!(b.records, expected);

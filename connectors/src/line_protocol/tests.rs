@@ -21,7 +21,7 @@ fn fields(b: &Batch, i: usize) -> Vec<(&str, FieldValue)> {
     b.records[i]
         .fields
         .iter()
-        .map(|f| (f.measurement.as_str(), f.value.clone()))
+        .map(|f| (&*f.measurement, f.value.clone()))
         .collect()
 }
 
@@ -32,6 +32,26 @@ fn rejections(b: &Batch) -> Vec<(&str, RejectReason, u64)> {
         .collect()
 }
 
+/// Lines of one series that repeat their field keys share the device string and one string
+/// per key (no copy per line or per point); a key at another position is its own.
+#[test]
+fn repeated_series_and_keys_share_strings() {
+    let b = parse("m,t=a x=1i,y=2i 1000000\nm,t=a x=3i,y=4i 2000000\nm,t=a y=5i 3000000\n");
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(fields(&b, 1), vec![("x", Int(3)), ("y", Int(4))]);
+    assert_eq!(fields(&b, 2), vec![("y", Int(5))]);
+    let (r0, r1, r2) = (&b.records[0], &b.records[1], &b.records[2]);
+    assert!(Arc::ptr_eq(&r0.device, &r1.device) && Arc::ptr_eq(&r0.device, &r2.device));
+    assert!(Arc::ptr_eq(
+        &r0.fields[0].measurement,
+        &r1.fields[0].measurement
+    ));
+    assert!(Arc::ptr_eq(
+        &r0.fields[1].measurement,
+        &r1.fields[1].measurement
+    ));
+}
+
 #[test]
 fn telegraf_line() {
     let b = parse(
@@ -39,7 +59,7 @@ fn telegraf_line() {
     );
     assert_eq!(b.rejections, vec![]);
     assert_eq!(b.records.len(), 1);
-    assert_eq!(b.records[0].device, "root.lp.cpu.cpu0.gw_1");
+    assert_eq!(&*b.records[0].device, "root.lp.cpu.cpu0.gw_1");
     assert_eq!(b.records[0].time, 1600000000123);
     assert_eq!(
         fields(&b, 0),
@@ -107,14 +127,14 @@ fn escapes() {
     );
     assert_eq!(b.rejections, vec![]);
     // Tags sorted by key: w (e\x), z (c,d\).
-    assert_eq!(b.records[0].device, "root.x.my_meas_x.a_b.e_x.c_d_");
+    assert_eq!(&*b.records[0].device, "root.x.my_meas_x.a_b.e_x.c_d_");
     assert_eq!(
         fields(&b, 0),
         vec![("f_g_h", Float(1.0)), ("s", Text("q\"uo\\te \\n".into()))]
     );
     // Raw bytes in measurement: a backslash before an ordinary char is literal.
     let b = parse("a\\b f=1");
-    assert_eq!(b.records[0].device, "root.lp.a_b");
+    assert_eq!(&*b.records[0].device, "root.lp.a_b");
 }
 
 #[test]
@@ -311,7 +331,7 @@ fn device_templates_and_sanitizing() {
         &opts(&t),
     );
     assert_eq!(b.records.len(), 1);
-    assert_eq!(b.records[0].device, "root.telegraf.h1.disk");
+    assert_eq!(&*b.records[0].device, "root.telegraf.h1.disk");
     assert_eq!(
         fields(&b, 0),
         vec![("used_percent", Float(5.0)), ("_time", Float(1.0))]
@@ -328,7 +348,7 @@ fn device_templates_and_sanitizing() {
         rejections(&b),
         vec![("line 1, column 1", RejectReason::InvalidPath, 1)]
     );
-    assert_eq!(b.records[0].device, "root.b");
+    assert_eq!(&*b.records[0].device, "root.b");
 }
 
 #[test]
@@ -477,13 +497,13 @@ fn expected_record(l: &Line, now: i64) -> Record {
         device += &format!(".{}", node(v));
     }
     Record {
-        device,
+        device: device.into(),
         time: l.time.unwrap_or(now),
         fields: l
             .fields
             .iter()
             .map(|(k, v)| Field {
-                measurement: node(k),
+                measurement: node(k).into(),
                 value: v.clone(),
                 // Line protocol declares every type but a plain number's: `i` integers,
                 // quoted strings and booleans.
@@ -553,7 +573,7 @@ fn suffixes_declare_types() {
     let got: Vec<(&str, &FieldValue, Option<TypeHint>)> = b.records[0]
         .fields
         .iter()
-        .map(|f| (f.measurement.as_str(), &f.value, f.type_hint))
+        .map(|f| (&*f.measurement, &f.value, f.type_hint))
         .collect();
     assert_eq!(
         got,

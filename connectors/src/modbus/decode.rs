@@ -80,7 +80,7 @@ fn scaled(reg: &RegisterConfig, value: FieldValue, hint: TypeHint) -> Field {
 
 fn field(reg: &RegisterConfig, value: FieldValue, hint: TypeHint) -> Field {
     Field {
-        measurement: reg.measurement.clone(),
+        measurement: reg.measurement.as_str().into(),
         value,
         type_hint: Some(hint),
     }

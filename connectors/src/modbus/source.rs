@@ -243,7 +243,7 @@ impl Poller {
             return None;
         }
         Some(Record {
-            device: self.dev.path.clone(),
+            device: self.dev.path.as_str().into(),
             time,
             fields,
         })

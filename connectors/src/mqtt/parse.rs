@@ -171,7 +171,7 @@ mod tests {
             .route("lp/x")
             .unwrap()
             .parse("lp/x", b"cpu,host=a v=1.5 2000000", 0);
-        assert_eq!(b.records[0].device, "root.lp.cpu.a");
+        assert_eq!(&*b.records[0].device, "root.lp.cpu.a");
         assert_eq!(b.records[0].time, 2);
         assert!(p.route("other").is_none());
     }
@@ -181,9 +181,9 @@ mod tests {
         let p = parsers();
         let parse = |t: &str, v: &str| p.route(t).unwrap().parse(t, v.as_bytes(), 77);
         let b = parse("plant/line-1/x/temp", " 21.5\n");
-        assert_eq!(b.records[0].device, "root.plant.line_1");
+        assert_eq!(&*b.records[0].device, "root.plant.line_1");
         assert_eq!(b.records[0].time, 77);
-        assert_eq!(b.records[0].fields[0].measurement, "temp");
+        assert_eq!(&*b.records[0].fields[0].measurement, "temp");
         assert_eq!(b.records[0].fields[0].value, FieldValue::Float(21.5));
         assert_eq!(
             parse("plant/d/x/m", "42").records[0].fields[0].value,

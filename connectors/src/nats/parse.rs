@@ -114,9 +114,9 @@ mod tests {
         let p = Parser::build(&c, TimeUnit::Millis).unwrap();
         let b = p.parse("plant.press-7.x.temp", b"21.5", 99);
         assert_eq!(b.records.len(), 1);
-        assert_eq!(b.records[0].device, "root.p.press_7");
+        assert_eq!(&*b.records[0].device, "root.p.press_7");
         assert_eq!(b.records[0].time, 99);
-        assert_eq!(b.records[0].fields[0].measurement, "temp");
+        assert_eq!(&*b.records[0].fields[0].measurement, "temp");
         assert_eq!(b.records[0].fields[0].value, FieldValue::Float(21.5));
         assert!(p.parse("other.a.b.c", b"1", 0).records.is_empty());
     }
@@ -130,7 +130,7 @@ mod tests {
             0,
         );
         assert_eq!(
-            (b.records[0].device.as_str(), b.records[0].time),
+            (&*b.records[0].device, b.records[0].time),
             ("root.sg.d1", 5)
         );
         let p = Parser::build(
@@ -139,7 +139,7 @@ mod tests {
         )
         .unwrap();
         let b = p.parse("s", b"cpu,host=a v=1i 2", 0);
-        assert_eq!(b.records[0].device, "root.nats.cpu.a");
+        assert_eq!(&*b.records[0].device, "root.nats.cpu.a");
         assert_eq!(b.records[0].time, 2000);
         let bad = config("payload = \"line\"\ndevice_template = \"{tags\"");
         assert!(matches!(

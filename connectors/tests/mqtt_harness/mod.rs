@@ -327,9 +327,9 @@ pub fn keys(records: &[Record]) -> Vec<Key> {
     for r in records {
         for f in &r.fields {
             out.push((
-                r.device.clone(),
+                r.device.to_string(),
                 r.time,
-                f.measurement.clone(),
+                f.measurement.to_string(),
                 value_text(&f.value),
             ));
         }
