@@ -688,3 +688,60 @@ fn library_reads_converted_conformance_dumps() {
     }
     eprintln!("converted {files} dumps ({points} points) read identically by the library ({nul_cut} TEXT values compared up to their first NUL); refused (repeated times): {refused:?}");
 }
+
+/// `tsfiled sequence` on a file of ours with non-aligned and aligned devices (the
+/// library's fixtures have no aligned ones): its point lines (nulls aside) are exactly
+/// what the library reads from the file, series by series.
+#[test]
+fn sequence_lists_what_the_library_reads() {
+    use tsfile::tools::sequence::sequence;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seq.tsfile");
+    let props = WriterProperties {
+        max_points_per_page: 16,
+        ..WriterProperties::default()
+    };
+    write_random(&path, 0x5eed_0004, props, 1, 40);
+    let mut out = Vec::new();
+    sequence(std::fs::File::open(&path).unwrap(), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("\n6: file version: 4\n"));
+    assert!(text.contains(": time chunk header"));
+    assert!(text.contains(" measurement:  dataType: VECTOR "));
+    assert!(text.contains(": value chunk header"));
+    let (mut listed, mut nulls) = (BTreeMap::<(String, String), Vec<String>>::new(), 0);
+    let (mut device, mut measurement) = (String::new(), String::new());
+    for l in text.lines() {
+        if let Some((_, d)) = l.split_once(": chunk group header: device: ") {
+            device = d.to_string();
+        } else if l.contains("chunk header") {
+            let m = l.split(" measurement: ").nth(1).unwrap();
+            measurement = m.split(" dataType: ").next().unwrap().to_string();
+        } else if let Some(p) = l.strip_prefix("\t\t\t") {
+            if measurement.is_empty() {
+                continue; // the time column's times
+            }
+            if p.ends_with("\tnull") {
+                nulls += 1;
+                continue;
+            }
+            listed
+                .entry((device.clone(), measurement.clone()))
+                .or_default()
+                .push(p.to_string());
+        }
+    }
+    let mut library = BTreeMap::<(String, String), Vec<String>>::new();
+    for l in library_dump(&path).lines() {
+        let f: Vec<&str> = l.splitn(5, '\t').collect();
+        library
+            .entry((f[0].to_string(), f[1].to_string()))
+            .or_default()
+            .push(format!("{}\t{}", f[3], f[4]));
+    }
+    assert!(nulls > 0, "the aligned devices have nulls");
+    assert_eq!(listed.len(), library.len());
+    for (k, v) in &library {
+        assert_eq!(listed.get(k), Some(v), "{k:?}");
+    }
+}

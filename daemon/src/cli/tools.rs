@@ -30,8 +30,9 @@ pub enum ToolCommand {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
-    /// Read a TsFile sequentially: every marker, chunk group, chunk header, page header
-    /// with its statistics and points, version record and the metadata, with positions.
+    /// Read a TsFile (format 000002 or v4) sequentially: every marker, chunk group, chunk
+    /// header, page header with its statistics and points, version record (000002) and
+    /// the metadata, with positions. The third line names the format read.
     Sequence {
         /// The TsFile.
         file: PathBuf,
