@@ -121,3 +121,52 @@ fn sequence_lists_every_v4_fixture_as_the_library_wrote_it() {
         assert_eq!(points as u64, meta["points"].as_u64().unwrap(), "{name}");
     }
 }
+
+/// `tsfiled sketch` on every v4 golden file: it names format 4, ends at the file's
+/// length, lists one `[TimeseriesMetadata]` per series and chunks whose statistics
+/// count the points the library wrote (`meta.json`).
+#[test]
+fn sketch_lists_every_v4_fixture() {
+    use tsfile::tools::sketch::sketch_path;
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v4");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tsfile"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 200, "{}", files.len());
+    for f in &files {
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f.with_extension("meta.json")).unwrap())
+                .unwrap();
+        let mut out = Vec::new();
+        sketch_path(f, &mut out).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let text = String::from_utf8(out).unwrap();
+        let name = f.display();
+        let len = std::fs::metadata(f).unwrap().len();
+        assert!(
+            text.contains(&format!("{:>20}|\t[version number] 4\n", 6)),
+            "{name}"
+        );
+        assert!(
+            text.contains(&format!("{:>20}|\t[ChunkGroup Header]\n", 7)),
+            "{name}"
+        );
+        assert!(
+            text.contains(&format!("{len:>20}|\tEND of TsFile\n")),
+            "{name}"
+        );
+        let series = text.matches("|\t[TimeseriesMetadata] of ").count();
+        assert_eq!(series as u64, meta["series"].as_u64().unwrap(), "{name}");
+        let points: u64 = text
+            .lines()
+            .filter(|l| l.contains("|\t[Chunk] of "))
+            .map(|l| {
+                let c = l.split(" count: ").nth(1).unwrap();
+                c.split(' ').next().unwrap().parse::<u64>().unwrap()
+            })
+            .sum();
+        assert_eq!(points, meta["points"].as_u64().unwrap(), "{name}");
+    }
+}

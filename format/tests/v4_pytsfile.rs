@@ -740,6 +740,13 @@ fn sequence_lists_what_the_library_reads() {
             .push(format!("{}\t{}", f[3], f[4]));
     }
     assert!(nulls > 0, "the aligned devices have nulls");
+    let mut sk = Vec::new();
+    tsfile::tools::sketch::sketch_path(&path, &mut sk).unwrap();
+    let sk = String::from_utf8(sk).unwrap();
+    assert!(
+        sk.contains(", dataType=VECTOR, "),
+        "the sketch lists time chunks"
+    );
     assert_eq!(listed.len(), library.len());
     for (k, v) in &library {
         assert_eq!(listed.get(k), Some(v), "{k:?}");

@@ -22,7 +22,8 @@ pub enum ToolCommand {
     },
     /// Write a TsFile from the canonical dump text.
     Convert(ConvertArgs),
-    /// Print the TsFile Sketch: every structure with its position.
+    /// Print the TsFile Sketch: every structure with its position (format 000002, or v4
+    /// in the layout of TsFile 2.x's tool; `[version number]` names the format).
     Sketch {
         /// The TsFile.
         file: PathBuf,
