@@ -38,13 +38,15 @@ pub enum ToolCommand {
         /// The TsFile.
         file: PathBuf,
     },
-    /// Print `.resource` files: each device with its start and end time.
+    /// Print `.resource` files (IoTDB 0.10 or, for v4 TsFiles, IoTDB 2.x): each device
+    /// with its start and end time; the second line names the format.
     Resource {
         /// `.resource` files, TsFiles (their `.resource` is read) or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
-    /// Overview of IoTDB data directories: sequence/unsequence, storage groups, files.
+    /// Overview of IoTDB data directories: sequence/unsequence, storage groups, files
+    /// (each TsFile with its format, 000002 or v4).
     Overview {
         /// Comma-separated data directories.
         dirs: String,
