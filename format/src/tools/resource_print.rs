@@ -294,7 +294,10 @@ mod tests {
         let f = dir.path().join("1593302999000-1-0-0.tsfile.resource");
         std::fs::write(&f, &b).unwrap();
         let mut out = Vec::new();
-        assert_eq!(print_paths(&[f.clone()], &cst(), &mut out).unwrap(), 0);
+        assert_eq!(
+            print_paths(std::slice::from_ref(&f), &cst(), &mut out).unwrap(),
+            0
+        );
         let d = dir.path().display();
         assert_eq!(
             String::from_utf8(out).unwrap(),
