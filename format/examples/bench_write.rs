@@ -12,6 +12,12 @@
 //! writer to `close()` (rows: one `write_record` per row; `--tablet-rows R`: tablets of
 //! R rows per device instead). The last line printed is
 //! `points_per_s=<n> file_bytes=<n>`.
+//!
+//! `--format-version 4` writes TsFile v4 instead (encoding names as TsFile 2.x gives them,
+//! so `GORILLA` is 2.x's; one chunk group per device and tablet, `--tablet-rows` defaults
+//! to all rows). `--dump-workload PATH` also writes the points for another writer
+//! (`scripts/bench-v4-write`): per device, its times then each measurement's values, as
+//! little-endian i64 / f64 (DOUBLE workloads only).
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -42,6 +48,9 @@ struct Args {
     out: String,
     tablet_rows: usize,
     group_size: Option<usize>,
+    format_version: u8,
+    encoding_name: String,
+    dump_workload: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -55,6 +64,9 @@ fn parse_args() -> Result<Args, String> {
         out: "bench_write.tsfile".into(),
         tablet_rows: 0,
         group_size: None,
+        format_version: 2,
+        encoding_name: "GORILLA".into(),
+        dump_workload: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -65,7 +77,15 @@ fn parse_args() -> Result<Args, String> {
             "--measurements" => a.measurements = num(v()?)?,
             "--points" => a.points = num(v()?)?,
             "--type" => a.data_type = v()?.parse().map_err(|e| format!("{e}"))?,
-            "--encoding" => a.encoding = v()?.parse().map_err(|e| format!("{e}"))?,
+            "--encoding" => a.encoding_name = v()?,
+            "--format-version" => {
+                a.format_version = match v()?.as_str() {
+                    "2" => 2,
+                    "4" => 4,
+                    o => return Err(format!("--format-version {o}: expected 2 or 4")),
+                }
+            }
+            "--dump-workload" => a.dump_workload = Some(v()?),
             "--compression" => a.compression = v()?.parse().map_err(|e| format!("{e}"))?,
             "--out" => a.out = v()?,
             "--tablet-rows" => a.tablet_rows = num(v()?)?,
@@ -77,6 +97,14 @@ fn parse_args() -> Result<Args, String> {
             }
             other => return Err(format!("unknown option {other}")),
         }
+    }
+    a.encoding = if a.format_version == 4 {
+        Encoding::from_v4_name(&a.encoding_name).map_err(|e| format!("{e}"))?
+    } else {
+        a.encoding_name.parse().map_err(|e| format!("{e}"))?
+    };
+    if a.format_version == 4 && a.tablet_rows == 0 {
+        a.tablet_rows = a.points;
     }
     Ok(a)
 }
@@ -210,7 +238,13 @@ fn run(a: &Args) -> tsfile::Result<(u64, f64, Option<f64>)> {
             start = end;
         }
     }
+    if let Some(path) = &a.dump_workload {
+        dump_workload(a, &w, path)?;
+    }
     let file = BufWriter::with_capacity(1 << 20, File::create(&a.out)?);
+    if a.format_version == 4 {
+        return run_v4(a, file, &devices, &names, &tablets);
+    }
 
     let faults_start = minor_faults();
     let cpu_start = thread_cpu_secs();
@@ -251,6 +285,73 @@ fn run(a: &Args) -> tsfile::Result<(u64, f64, Option<f64>)> {
     let cpu = cpu_start.zip(thread_cpu_secs()).map(|(a, b)| b - a);
     eprintln!("minor_faults={}", minor_faults() - faults_start);
     Ok((summary.file_size, secs, cpu))
+}
+
+/// Writes the workload for another writer: per device, its `points` times, then per
+/// measurement its `points` values (little-endian i64 and f64).
+fn dump_workload(a: &Args, w: &Workload, path: &str) -> tsfile::Result<()> {
+    use std::io::Write;
+    let Column::Double(v) = &w.values else {
+        return Err(tsfile::Error::invalid(
+            "--dump-workload: DOUBLE workloads only",
+        ));
+    };
+    let mut out = BufWriter::new(File::create(path)?);
+    for d in 0..a.devices {
+        for i in 0..a.points {
+            out.write_all(&w.times[i * a.devices + d].to_le_bytes())?;
+        }
+        for m in 0..a.measurements {
+            for i in 0..a.points {
+                out.write_all(&v[(i * a.devices + d) * a.measurements + m].to_le_bytes())?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The timed part for format v4: one chunk group per tablet.
+fn run_v4(
+    a: &Args,
+    file: BufWriter<File>,
+    devices: &[String],
+    names: &[String],
+    tablets: &[(usize, Vec<i64>, Vec<Column>)],
+) -> tsfile::Result<(u64, f64, Option<f64>)> {
+    use tsfile::file::v4::{SeriesChunk, TsFileWriterV4};
+    let schemas: Vec<MeasurementSchema> = names
+        .iter()
+        .map(|m| MeasurementSchema::new(m.clone(), a.data_type, a.encoding, a.compression))
+        .collect();
+    let cpu_start = thread_cpu_secs();
+    let started = Instant::now();
+    let mut writer = TsFileWriterV4::new(
+        file,
+        WriterProperties {
+            max_points_per_page: 10_000,
+            max_degree: 256,
+            ..WriterProperties::default()
+        },
+    )?;
+    for (d, times, cols) in tablets {
+        let chunks: Vec<SeriesChunk<'_>> = schemas
+            .iter()
+            .zip(cols)
+            .map(|(schema, values)| SeriesChunk {
+                schema,
+                times,
+                values,
+            })
+            .collect();
+        writer.write_chunk_group(&devices[*d], &chunks)?;
+    }
+    let (mut file, size) = writer.finish()?;
+    std::io::Write::flush(&mut file)?;
+    drop(file);
+    let secs = started.elapsed().as_secs_f64();
+    let cpu = cpu_start.zip(thread_cpu_secs()).map(|(a, b)| b - a);
+    Ok((size, secs, cpu))
 }
 
 fn main() {

@@ -13,6 +13,8 @@
 //!
 //! IoTDB writes `<tsfile>.resource.temp` and renames it; [`TsFileResource::write_for`]
 //! does the same with fsyncs ([`write_atomic`]).
+//!
+//! The `.resource` of a TsFile v4 (IoTDB 2.x) is [`ResourceV4`].
 
 use crate::errors::{Error, Result};
 use crate::util::io::{self, ByteReader};
@@ -300,6 +302,115 @@ impl TsFileName {
             "{}-{}-{}{TSFILE_SUFFIX}",
             self.create_time, self.version, self.merge_count
         )
+    }
+}
+
+/// The `.resource` of a TsFile v4 as IoTDB 2.x writes it (`TsFileResource.serializeTo`
+/// with an `ArrayDeviceTimeIndex`), integers big-endian:
+///
+/// ```text
+/// u8 1                          resource version
+/// u8 3                          time index type: array device time index
+/// i32 n, n × (i64 start, i64 end)   time ranges, by device index
+/// n × (device id, i32 index)    device id as in the TsFile (var-int segment count, each
+///                               segment a zigzag var-int length and UTF-8)
+/// i64 max plan index, i64 min plan index
+/// i32 -1                        no mods file; else its path (i32 length, UTF-8), i64 offset
+/// ...                           progress index block(s), not read here
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceV4 {
+    /// Device time ranges, by device index.
+    pub devices: Vec<DeviceTimeRange>,
+    /// Largest plan index (`i64::MIN`: none).
+    pub max_plan_index: i64,
+    /// Smallest plan index (`i64::MAX`: none).
+    pub min_plan_index: i64,
+    /// The shared mods file's path and offset, if any.
+    pub mod_file: Option<(String, i64)>,
+}
+
+/// `TsFileResource.VERSION_NUMBER` of IoTDB 2.x.
+const RESOURCE_V4_VERSION: u8 = 1;
+/// `ITimeIndex.ARRAY_DEVICE_TIME_INDEX_TYPE`.
+const ARRAY_DEVICE_TIME_INDEX: u8 = 3;
+
+impl ResourceV4 {
+    /// Whether `buf` starts as an IoTDB 2.x `.resource` (version 1, array device time
+    /// index). A 0.10 `.resource` starts with a big-endian device count, whose first
+    /// byte is 0 below 2^24 devices.
+    pub fn is_v4(buf: &[u8]) -> bool {
+        buf.len() >= 2 && buf[0] == RESOURCE_V4_VERSION && buf[1] == ARRAY_DEVICE_TIME_INDEX
+    }
+
+    /// Parses an IoTDB 2.x `.resource` up to the mods file (what follows is not read).
+    /// Errors name the byte offset.
+    pub fn deserialize(buf: &[u8]) -> Result<Self> {
+        let mut r = ByteReader::new(buf, 0);
+        let version = r.read_u8("resource version")?;
+        let kind = r.read_u8("time index type")?;
+        if version != RESOURCE_V4_VERSION || kind != ARRAY_DEVICE_TIME_INDEX {
+            return Err(Error::format(
+                0,
+                format_args!(
+                    "an IoTDB 2.x .resource (version 1, time index type 3), found version {version}, type {kind}"
+                ),
+            ));
+        }
+        let n = read_count(&mut r, "device count", 16)?;
+        let mut times = Vec::with_capacity(n);
+        for _ in 0..n {
+            times.push((r.read_i64("start time")?, r.read_i64("end time")?));
+        }
+        let mut devices: Vec<Option<DeviceTimeRange>> = vec![None; n];
+        for _ in 0..n {
+            let at = r.offset();
+            let id = crate::file::v4::DeviceId::deserialize(&mut r)?;
+            let i = r.read_i32("device index")?;
+            let slot = usize::try_from(i).ok().filter(|i| *i < n).ok_or_else(|| {
+                Error::format(at, format_args!("a device index below {n}, found {i}"))
+            })?;
+            if devices[slot].is_some() {
+                return Err(Error::format(
+                    at,
+                    format_args!("one device per index, index {i} twice"),
+                ));
+            }
+            devices[slot] = Some(DeviceTimeRange {
+                device: id.path(),
+                start_time: times[slot].0,
+                end_time: times[slot].1,
+            });
+        }
+        let max_plan_index = r.read_i64("max plan index")?;
+        let min_plan_index = r.read_i64("min plan index")?;
+        let mod_file = if r.is_empty() {
+            None
+        } else {
+            let at = r.offset();
+            let len = r.read_i32("mods file path length")?;
+            if len == -1 {
+                None
+            } else if len < 0 || len as usize > r.remaining() {
+                return Err(Error::format(
+                    at,
+                    format_args!("a mods file path length, found {len}"),
+                ));
+            } else {
+                let path = String::from_utf8(r.take(len as usize, "mods file path")?.to_vec())
+                    .map_err(|_| Error::format(at, "a UTF-8 mods file path"))?;
+                Some((path, r.read_i64("mods file offset")?))
+            }
+        };
+        Ok(ResourceV4 {
+            devices: devices
+                .into_iter()
+                .map(|d| d.expect("every index set"))
+                .collect(),
+            max_plan_index,
+            min_plan_index,
+            mod_file,
+        })
     }
 }
 

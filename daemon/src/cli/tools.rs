@@ -22,7 +22,8 @@ pub enum ToolCommand {
     },
     /// Write a TsFile from the canonical dump text.
     Convert(ConvertArgs),
-    /// Print the TsFile Sketch: every structure with its position.
+    /// Print the TsFile Sketch: every structure with its position (format 000002, or v4
+    /// in the layout of TsFile 2.x's tool; `[version number]` names the format).
     Sketch {
         /// The TsFile.
         file: PathBuf,
@@ -30,19 +31,22 @@ pub enum ToolCommand {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
-    /// Read a TsFile sequentially: every marker, chunk group, chunk header, page header
-    /// with its statistics and points, version record and the metadata, with positions.
+    /// Read a TsFile (format 000002 or v4) sequentially: every marker, chunk group, chunk
+    /// header, page header with its statistics and points, version record (000002) and
+    /// the metadata, with positions. The third line names the format read.
     Sequence {
         /// The TsFile.
         file: PathBuf,
     },
-    /// Print `.resource` files: each device with its start and end time.
+    /// Print `.resource` files (IoTDB 0.10 or, for v4 TsFiles, IoTDB 2.x): each device
+    /// with its start and end time; the second line names the format.
     Resource {
         /// `.resource` files, TsFiles (their `.resource` is read) or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
-    /// Overview of IoTDB data directories: sequence/unsequence, storage groups, files.
+    /// Overview of IoTDB data directories: sequence/unsequence, storage groups, files
+    /// (each TsFile with its format, 000002 or v4).
     Overview {
         /// Comma-separated data directories.
         dirs: String,

@@ -180,6 +180,18 @@ impl GorillaV2Encoder {
         Self::new(Kind::Double)
     }
 
+    /// Ends the frame (end marker, closing byte) and starts a new one; returns whether
+    /// the marker ended on a byte boundary, so the closing byte is an added empty one.
+    pub(crate) fn flush_frame(&mut self, out: &mut Vec<u8>) -> bool {
+        let m = self.kind.marker();
+        self.push(m, out);
+        let aligned = !self.bits.pending();
+        self.bits.close_always(out);
+        let kind = self.kind;
+        *self = Self::new(kind);
+        aligned
+    }
+
     fn kind_check(&self, k: Kind) -> Result<()> {
         if self.kind == k {
             Ok(())
@@ -266,11 +278,7 @@ impl Encoder for GorillaV2Encoder {
         Ok(())
     }
     fn flush(&mut self, out: &mut Vec<u8>) -> Result<()> {
-        let m = self.kind.marker();
-        self.push(m, out);
-        self.bits.close_always(out);
-        let kind = self.kind;
-        *self = Self::new(kind);
+        self.flush_frame(out);
         Ok(())
     }
     fn max_byte_size(&self) -> usize {
@@ -285,19 +293,24 @@ impl Encoder for GorillaV2Encoder {
 
 /// Decodes `count` values of `width` bits; `marker` ends the page early (an error
 /// when fewer than `count` values precede it).
+///
+/// With `frame`, the end marker must follow the values, and the frame's length in bytes
+/// is returned: through the marker's last bit, plus one byte (the readers fetch the next
+/// byte as soon as one is used up, which is why [`Bits::close_always`] writes one).
 fn decode_raw(
     stream: &'static str,
     data: &[u8],
     count: usize,
     width: u32,
     marker: u64,
+    frame: bool,
     mut push: impl FnMut(u64),
-) -> Result<()> {
+) -> Result<usize> {
     let mut r = BitReader::new(stream, data);
     let field = if width == 32 { 5 } else { 6 };
     let (mut lead, mut trail) = (0u32, 0u32);
     let mut stored = 0u64;
-    for i in 0..count {
+    for i in 0..count + frame as usize {
         if i == 0 {
             stored = r.get(width)?;
         } else if r.bit()? {
@@ -324,6 +337,16 @@ fn decode_raw(
             let sig = width - lead - trail;
             stored ^= r.get(sig)? << trail;
         }
+        if i == count {
+            if stored != marker {
+                return Err(Error::decode(
+                    stream,
+                    r.byte_pos(),
+                    format_args!("the end marker after {count} values, found another value"),
+                ));
+            }
+            return Ok(r.byte_pos() + 1);
+        }
         if stored == marker {
             return Err(Error::decode(
                 stream,
@@ -333,7 +356,34 @@ fn decode_raw(
         }
         push(stored);
     }
-    Ok(())
+    Ok(0)
+}
+
+/// Decodes `count` FLOAT values and the end marker of one frame that other bytes may
+/// follow (SPRINTZ's short blocks); returns the frame's length in bytes.
+pub(crate) fn decode_frame_f32(data: &[u8], count: usize, out: &mut Vec<f32>) -> Result<usize> {
+    decode_raw(
+        "GORILLA FLOAT frame",
+        data,
+        count,
+        32,
+        Kind::Float.marker(),
+        true,
+        |b| out.push(f32::from_bits(b as u32)),
+    )
+}
+
+/// [`decode_frame_f32`] for DOUBLE values.
+pub(crate) fn decode_frame_f64(data: &[u8], count: usize, out: &mut Vec<f64>) -> Result<usize> {
+    decode_raw(
+        "GORILLA DOUBLE frame",
+        data,
+        count,
+        64,
+        Kind::Double.marker(),
+        true,
+        |b| out.push(f64::from_bits(b)),
+    )
 }
 
 /// Decodes exactly `count` INT32 values.
@@ -345,8 +395,10 @@ pub fn decode_i32(data: &[u8], count: usize, out: &mut Vec<i32>) -> Result<()> {
         count,
         32,
         Kind::Int32.marker(),
+        false,
         |b| out.push(b as u32 as i32),
     )
+    .map(|_| ())
 }
 
 /// Decodes exactly `count` INT64 values.
@@ -358,8 +410,10 @@ pub fn decode_i64(data: &[u8], count: usize, out: &mut Vec<i64>) -> Result<()> {
         count,
         64,
         Kind::Int64.marker(),
+        false,
         |b| out.push(b as i64),
     )
+    .map(|_| ())
 }
 
 /// Decodes exactly `count` FLOAT values.
@@ -371,8 +425,10 @@ pub fn decode_f32(data: &[u8], count: usize, out: &mut Vec<f32>) -> Result<()> {
         count,
         32,
         Kind::Float.marker(),
+        false,
         |b| out.push(f32::from_bits(b as u32)),
     )
+    .map(|_| ())
 }
 
 /// Decodes exactly `count` DOUBLE values.
@@ -384,8 +440,10 @@ pub fn decode_f64(data: &[u8], count: usize, out: &mut Vec<f64>) -> Result<()> {
         count,
         64,
         Kind::Double.marker(),
+        false,
         |b| out.push(f64::from_bits(b)),
     )
+    .map(|_| ())
 }
 
 #[cfg(test)]

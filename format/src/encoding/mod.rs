@@ -881,7 +881,23 @@ mod golden_v4 {
             encode_value(venc.as_mut(), &v, &mut again).unwrap();
         }
         venc.flush(&mut again).unwrap();
-        assert_eq!(again, vbytes, "{name}: re-encoded value bytes");
+        if e == Encoding::SPRINTZ && matches!(t, DataType::INT64 | DataType::DOUBLE) {
+            // The C++ writer packs blocks whose 64-bit predictions the Java reader makes
+            // differently; ours writes those as short blocks: compare the values.
+            let misread =
+                sprintz::java_misread_blocks(t == DataType::DOUBLE, vbytes, times.len()).unwrap();
+            let ours =
+                sprintz::java_misread_blocks(t == DataType::DOUBLE, &again, times.len()).unwrap();
+            assert_eq!(ours, 0, "{name}: we write no block Java misreads");
+            if misread == 0 {
+                assert_eq!(again, vbytes, "{name}: re-encoded value bytes");
+            }
+            let mut back = Column::new(t);
+            decode_values_v4(e, t, &again, times.len(), &mut back).unwrap();
+            assert_eq!(back, col, "{name}: our re-encoding");
+        } else {
+            assert_eq!(again, vbytes, "{name}: re-encoded value bytes");
+        }
         if !name.ends_with("_uncompressed") {
             return pair;
         }

@@ -9,9 +9,15 @@
 //! (reset per block) guesses `prev + ((acc >> s) * delta) >> b` (s, b = 2, 8 for 32-bit
 //! values and 3, 16 for 64-bit; `acc` is a 32-bit accumulator, `delta` the last
 //! difference) and learns `acc -= err > 0 ? -delta : delta`. Blocks stream out as they
-//! fill. At flush fewer than 9 pending values are written as one byte `0x80 | n` and a
-//! frame of another encoding: INT32/INT64 RLE, FLOAT/DOUBLE GORILLA (v4); so the FLOAT
-//! and DOUBLE encoders refuse NaN.
+//! fill. At flush fewer than 9 pending values are written as a short block: one byte
+//! `0x80 | n` and a frame of another encoding, INT32/INT64 RLE, FLOAT/DOUBLE GORILLA
+//! (v4); so the FLOAT and DOUBLE encoders refuse NaN.
+//!
+//! The Java and C++ readers undo the mapping in the value width's signed arithmetic,
+//! which is wrong for errors of magnitude about 2^30 (2^62) and more, and for 64-bit
+//! values Java's prediction wraps where C++'s does not. A block either reader would
+//! read wrong is written as a short block of its 9 values instead, which both read
+//! exactly (and so does [`decode_i32`] and the others: short blocks may be anywhere).
 
 use super::gorilla_v2::{self, BitReader, Bits, GorillaV2Encoder};
 use super::rle::{self, IntRleEncoder, LongRleEncoder};
@@ -44,6 +50,8 @@ struct Fire {
 }
 
 impl Fire {
+    /// The prediction as the C++ reader makes it (64-bit: the product of the learning
+    /// factor and the last difference taken exactly, in 128 bits).
     fn predict(&self, prev: i64) -> i64 {
         if self.wide {
             let alpha = (self.acc >> 3) as i128;
@@ -53,6 +61,16 @@ impl Fire {
             let alpha = (self.acc >> 2) as i64;
             let diff = (alpha.wrapping_mul(self.delta) as i32) >> 8;
             (prev as i32).wrapping_add(diff) as i64
+        }
+    }
+    /// The prediction as the Java reader makes it: for 64-bit values the product wraps
+    /// at 64 bits (for 32-bit values Java and C++ agree).
+    fn predict_java(&self, prev: i64) -> i64 {
+        if self.wide {
+            let alpha = (self.acc >> 3) as i64;
+            prev.wrapping_add(alpha.wrapping_mul(self.delta) >> 16)
+        } else {
+            self.predict(prev)
         }
     }
     fn train(&mut self, pre: i64, val: i64, err: i64) {
@@ -68,6 +86,47 @@ impl Fire {
             self.acc = self.acc.wrapping_sub(g as i32);
             self.delta = (val as i32).wrapping_sub(pre as i32) as i64;
         }
+    }
+}
+
+/// Maps a prediction error to the packed unsigned form (`e <= 0 ? -2e : 2e - 1`,
+/// in the value width's wrapping arithmetic, as the Java and C++ writers do).
+fn map_error(e: i64, wide: bool) -> u64 {
+    if wide {
+        (if e <= 0 {
+            e.wrapping_mul(-2)
+        } else {
+            e.wrapping_mul(2).wrapping_sub(1)
+        }) as u64
+    } else {
+        let e = e as i32;
+        (if e <= 0 {
+            e.wrapping_mul(-2)
+        } else {
+            e.wrapping_mul(2).wrapping_sub(1)
+        }) as u32 as u64
+    }
+}
+
+/// The error the Java and C++ readers take a packed form `m` for: they read it as a
+/// signed number of the value width and compute `m % 2 == 0 ? -m / 2 : (m + 1) / 2`
+/// in that width, so a form of the top bit set (an error of magnitude 2^30 or 2^62 and
+/// more) comes back wrong.
+fn readers_unmap(m: u64, wide: bool) -> i64 {
+    if wide {
+        let m = m as i64;
+        if m % 2 == 0 {
+            m.wrapping_neg() / 2
+        } else {
+            m.wrapping_add(1) / 2
+        }
+    } else {
+        let m = m as u32 as i32;
+        (if m % 2 == 0 {
+            m.wrapping_neg() / 2
+        } else {
+            m.wrapping_add(1) / 2
+        }) as i64
     }
 }
 
@@ -114,10 +173,10 @@ impl SprintzEncoder {
         }
     }
 
-    fn push(&mut self, v: i64, out: &mut Vec<u8>) {
+    fn push(&mut self, v: i64, out: &mut Vec<u8>) -> Result<()> {
         self.pending.push(v);
         if self.pending.len() < BLOCK + 1 {
-            return;
+            return Ok(());
         }
         let wide = self.kind.wide();
         let mut fire = Fire {
@@ -125,29 +184,27 @@ impl SprintzEncoder {
             ..Default::default()
         };
         let mut mapped = [0u64; BLOCK];
+        let mut readable = true;
         for i in 1..=BLOCK {
             let (prev, val) = (self.pending[i - 1], self.pending[i]);
             let pred = fire.predict(prev);
+            readable &= pred == fire.predict_java(prev);
             let err = if wide {
                 val.wrapping_sub(pred)
             } else {
                 (val as i32).wrapping_sub(pred as i32) as i64
             };
             fire.train(prev, val, err);
-            mapped[i - 1] = if wide {
-                (if err <= 0 {
-                    err.wrapping_mul(-2)
-                } else {
-                    err.wrapping_mul(2).wrapping_sub(1)
-                }) as u64
-            } else {
-                let e = err as i32;
-                (if e <= 0 {
-                    e.wrapping_mul(-2)
-                } else {
-                    e.wrapping_mul(2).wrapping_sub(1)
-                }) as u32 as u64
-            };
+            mapped[i - 1] = map_error(err, wide);
+            readable &= readers_unmap(mapped[i - 1], wide) == err;
+        }
+        if !readable {
+            // Bit-packed, this block would read back wrong in Java or C++: write it as a
+            // short block instead, which both read exactly.
+            // (on an error nothing is written and the value is not kept)
+            return self.write_short_block(out, false).inspect_err(|_| {
+                self.pending.pop();
+            });
         }
         let w = mapped
             .iter()
@@ -167,7 +224,98 @@ impl SprintzEncoder {
             bits.put(m, w, out);
         }
         self.pending.clear();
+        Ok(())
     }
+
+    /// Writes the pending values (at most 9) as short blocks: `0x80 | n`, then one frame
+    /// of RLE (INT32/INT64) or GORILLA (FLOAT/DOUBLE) holding them. `last`: nothing
+    /// follows in the page.
+    fn write_short_block(&mut self, out: &mut Vec<u8>, last: bool) -> Result<()> {
+        match self.kind {
+            Kind::Int32 => {
+                out.push(0x80 | self.pending.len() as u8);
+                let mut e = IntRleEncoder::new();
+                for v in &self.pending {
+                    e.encode(*v as i32);
+                }
+                Encoder::flush(&mut e, out)?;
+            }
+            Kind::Int64 => {
+                out.push(0x80 | self.pending.len() as u8);
+                let mut e = LongRleEncoder::new();
+                for v in &self.pending {
+                    e.encode(*v);
+                }
+                Encoder::flush(&mut e, out)?;
+            }
+            Kind::Float | Kind::Double if last => {
+                // nothing follows: the frame may end anywhere
+                let (f, _) = gorilla_frame(self.kind, &self.pending)?;
+                out.push(0x80 | self.pending.len() as u8);
+                out.extend_from_slice(&f);
+            }
+            Kind::Float | Kind::Double => {
+                let frames = gorilla_frames(self.kind, &self.pending)?.ok_or_else(|| {
+                    Error::invalid(
+                        "SPRINTZ: these 9 values cannot be split into GORILLA frames that \
+                         the Java and C++ readers both read (every split ends a frame on a \
+                         byte boundary)",
+                    )
+                })?;
+                for (n, f) in frames {
+                    out.push(0x80 | n as u8);
+                    out.extend_from_slice(&f);
+                }
+            }
+        }
+        self.pending.clear();
+        Ok(())
+    }
+}
+
+/// One GORILLA frame of `vals` (bit patterns) and whether its end marker ended on a byte
+/// boundary.
+fn gorilla_frame(kind: Kind, vals: &[i64]) -> Result<(Vec<u8>, bool)> {
+    let mut out = Vec::new();
+    let mut e = if kind == Kind::Float {
+        GorillaV2Encoder::float()
+    } else {
+        GorillaV2Encoder::double()
+    };
+    for v in vals {
+        if kind == Kind::Float {
+            e.encode_f32(f32::from_bits(*v as u32), &mut out)?;
+        } else {
+            e.encode_f64(f64::from_bits(*v as u64), &mut out)?;
+        }
+    }
+    let aligned = e.flush_frame(&mut out);
+    Ok((out, aligned))
+}
+
+/// Splits `vals` into GORILLA frames (as few as possible, first ones longest) none of
+/// which ends on a byte boundary; `None` if no split does.
+///
+/// After a frame's end marker both writers add a closing byte, which the Java reader
+/// always consumes (it fetches the next byte as soon as one is used up) but the C++
+/// reader of TsFile 2.5 only when the marker did not end on a byte boundary; so a
+/// frame that others follow must not end on one.
+#[allow(clippy::type_complexity)]
+fn gorilla_frames(kind: Kind, vals: &[i64]) -> Result<Option<Vec<(usize, Vec<u8>)>>> {
+    if vals.is_empty() {
+        return Ok(Some(Vec::new()));
+    }
+    for n in (1..=vals.len()).rev() {
+        let (f, aligned) = gorilla_frame(kind, &vals[..n])?;
+        if aligned {
+            continue;
+        }
+        if let Some(mut rest) = gorilla_frames(kind, &vals[n..])? {
+            rest.insert(0, (n, f));
+            return Ok(Some(rest));
+        }
+    }
+    Ok(None)
 }
 
 /// NaN would end the GORILLA frame of a page's last values early.
@@ -184,63 +332,27 @@ fn refuse_nan(nan: bool) -> Result<()> {
 impl Encoder for SprintzEncoder {
     fn encode_i32(&mut self, v: i32, out: &mut Vec<u8>) -> Result<()> {
         self.check(Kind::Int32)?;
-        self.push(v as i64, out);
-        Ok(())
+        self.push(v as i64, out)
     }
     fn encode_i64(&mut self, v: i64, out: &mut Vec<u8>) -> Result<()> {
         self.check(Kind::Int64)?;
-        self.push(v, out);
-        Ok(())
+        self.push(v, out)
     }
     fn encode_f32(&mut self, v: f32, out: &mut Vec<u8>) -> Result<()> {
         self.check(Kind::Float)?;
         refuse_nan(v.is_nan())?;
-        self.push(v.to_bits() as i32 as i64, out);
-        Ok(())
+        self.push(v.to_bits() as i32 as i64, out)
     }
     fn encode_f64(&mut self, v: f64, out: &mut Vec<u8>) -> Result<()> {
         self.check(Kind::Double)?;
         refuse_nan(v.is_nan())?;
-        self.push(v.to_bits() as i64, out);
-        Ok(())
+        self.push(v.to_bits() as i64, out)
     }
     fn flush(&mut self, out: &mut Vec<u8>) -> Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        out.push(0x80 | self.pending.len() as u8);
-        match self.kind {
-            Kind::Int32 => {
-                let mut e = IntRleEncoder::new();
-                for v in &self.pending {
-                    e.encode(*v as i32);
-                }
-                Encoder::flush(&mut e, out)?;
-            }
-            Kind::Int64 => {
-                let mut e = LongRleEncoder::new();
-                for v in &self.pending {
-                    e.encode(*v);
-                }
-                Encoder::flush(&mut e, out)?;
-            }
-            Kind::Float => {
-                let mut e = GorillaV2Encoder::float();
-                for v in &self.pending {
-                    e.encode_f32(f32::from_bits(*v as u32), out)?;
-                }
-                e.flush(out)?;
-            }
-            Kind::Double => {
-                let mut e = GorillaV2Encoder::double();
-                for v in &self.pending {
-                    e.encode_f64(f64::from_bits(*v as u64), out)?;
-                }
-                e.flush(out)?;
-            }
-        }
-        self.pending.clear();
-        Ok(())
+        self.write_short_block(out, true)
     }
     fn max_byte_size(&self) -> usize {
         let size = if self.kind.wide() { 8 } else { 4 };
@@ -248,12 +360,15 @@ impl Encoder for SprintzEncoder {
     }
 }
 
+/// Decodes `count` values as the C++ reader does; `java_misread` counts the blocks
+/// whose 64-bit predictions Java makes differently (so reads wrong).
 fn decode_raw(
     stream: &'static str,
     kind: Kind,
     data: &[u8],
     count: usize,
     out: &mut Vec<i64>,
+    java_misread: &mut usize,
 ) -> Result<()> {
     let wide = kind.wide();
     let mut r = ByteReader::new(data, 0);
@@ -262,35 +377,56 @@ fn decode_raw(
         let at = r.position();
         let head = r.read_u8("block header").map_err(|e| err(at, e))?;
         if head & 0x80 != 0 {
+            // A short block: n values in one RLE or GORILLA frame; more blocks may follow.
             let n = (head & 0x7f) as usize;
-            let rest = r.rest();
-            let want = n.min(count - out.len());
-            match kind {
-                Kind::Int32 => {
-                    let mut v = Vec::new();
-                    rle::decode_into::<i32>(stream, rest, want, &mut v)?;
-                    out.extend(v.into_iter().map(|x| x as i64));
-                }
-                Kind::Int64 => rle::decode_into::<i64>(stream, rest, want, out)?,
-                Kind::Float => {
-                    let mut v = Vec::new();
-                    gorilla_v2::decode_f32(rest, want, &mut v)?;
-                    out.extend(v.into_iter().map(|x| x.to_bits() as i32 as i64));
-                }
-                Kind::Double => {
-                    let mut v = Vec::new();
-                    gorilla_v2::decode_f64(rest, want, &mut v)?;
-                    out.extend(v.into_iter().map(|x| x.to_bits() as i64));
-                }
-            }
-            if out.len() < count {
+            if n == 0 || n > BLOCK + 1 {
                 return Err(Error::decode(
                     stream,
                     at,
-                    "values after the closing group of a page",
+                    format_args!("a short block of 1..=9 values, found {n}"),
                 ));
             }
-            return Ok(());
+            let rest = r.rest();
+            let used = match kind {
+                Kind::Int32 | Kind::Int64 => {
+                    let mut lr = ByteReader::new(rest, 0);
+                    let len = lr
+                        .read_uvarint("RLE frame length")
+                        .map_err(|e| err(at, e))?;
+                    let used = lr.position() + len as usize;
+                    if used > rest.len() {
+                        return Err(Error::decode(
+                            stream,
+                            at,
+                            format_args!("an RLE frame of {len} bytes past the end"),
+                        ));
+                    }
+                    if kind == Kind::Int32 {
+                        let mut v = Vec::new();
+                        rle::decode_into::<i32>(stream, &rest[..used], n, &mut v)?;
+                        out.extend(v.into_iter().map(|x| x as i64));
+                    } else {
+                        rle::decode_into::<i64>(stream, &rest[..used], n, out)?;
+                    }
+                    used
+                }
+                Kind::Float => {
+                    let mut v = Vec::new();
+                    let used = gorilla_v2::decode_frame_f32(rest, n, &mut v)?;
+                    out.extend(v.into_iter().map(|x| x.to_bits() as i32 as i64));
+                    used
+                }
+                Kind::Double => {
+                    let mut v = Vec::new();
+                    let used = gorilla_v2::decode_frame_f64(rest, n, &mut v)?;
+                    out.extend(v.into_iter().map(|x| x.to_bits() as i64));
+                    used
+                }
+            };
+            // (a frame's closing byte may be missing at the very end of a page)
+            r.take(used.min(rest.len()), "short block")
+                .map_err(|e| err(at, e))?;
+            continue;
         }
         let w = head as u32;
         if w == 0 || w > if wide { 64 } else { 32 } {
@@ -311,6 +447,7 @@ fn decode_raw(
         };
         out.push(first);
         let mut prev = first;
+        let mut agree = true;
         for _ in 0..BLOCK {
             let m = bits.get(w)?;
             let e = if m & 1 == 0 {
@@ -319,6 +456,7 @@ fn decode_raw(
                 ((m >> 1) + 1) as i64
             };
             let pred = fire.predict(prev);
+            agree &= pred == fire.predict_java(prev);
             let v = if wide {
                 pred.wrapping_add(e)
             } else {
@@ -331,15 +469,33 @@ fn decode_raw(
             }
             prev = v;
         }
+        *java_misread += !agree as usize;
     }
     out.truncate(count);
     Ok(())
 }
 
+/// How many full blocks of a 64-bit (INT64 or DOUBLE) SPRINTZ column the Java reader
+/// predicts differently from the C++ reader, which wrote them.
+#[cfg(test)]
+pub(crate) fn java_misread_blocks(double: bool, data: &[u8], count: usize) -> Result<usize> {
+    let mut n = 0;
+    let kind = if double { Kind::Double } else { Kind::Int64 };
+    decode_raw("SPRINTZ column", kind, data, count, &mut Vec::new(), &mut n)?;
+    Ok(n)
+}
+
 /// Decodes exactly `count` INT32 values.
 pub fn decode_i32(data: &[u8], count: usize, out: &mut Vec<i32>) -> Result<()> {
     let mut v = Vec::with_capacity(count.min(data.len() * 8));
-    decode_raw("SPRINTZ INT32 column", Kind::Int32, data, count, &mut v)?;
+    decode_raw(
+        "SPRINTZ INT32 column",
+        Kind::Int32,
+        data,
+        count,
+        &mut v,
+        &mut 0,
+    )?;
     out.extend(v.into_iter().map(|x| x as i32));
     Ok(())
 }
@@ -347,7 +503,14 @@ pub fn decode_i32(data: &[u8], count: usize, out: &mut Vec<i32>) -> Result<()> {
 /// Decodes exactly `count` INT64 values.
 pub fn decode_i64(data: &[u8], count: usize, out: &mut Vec<i64>) -> Result<()> {
     let mut v = Vec::with_capacity(count.min(data.len() * 8));
-    decode_raw("SPRINTZ INT64 column", Kind::Int64, data, count, &mut v)?;
+    decode_raw(
+        "SPRINTZ INT64 column",
+        Kind::Int64,
+        data,
+        count,
+        &mut v,
+        &mut 0,
+    )?;
     out.extend(v);
     Ok(())
 }
@@ -355,7 +518,14 @@ pub fn decode_i64(data: &[u8], count: usize, out: &mut Vec<i64>) -> Result<()> {
 /// Decodes exactly `count` FLOAT values.
 pub fn decode_f32(data: &[u8], count: usize, out: &mut Vec<f32>) -> Result<()> {
     let mut v = Vec::with_capacity(count.min(data.len() * 8));
-    decode_raw("SPRINTZ FLOAT column", Kind::Float, data, count, &mut v)?;
+    decode_raw(
+        "SPRINTZ FLOAT column",
+        Kind::Float,
+        data,
+        count,
+        &mut v,
+        &mut 0,
+    )?;
     out.extend(v.into_iter().map(|x| f32::from_bits(x as u32)));
     Ok(())
 }
@@ -363,7 +533,14 @@ pub fn decode_f32(data: &[u8], count: usize, out: &mut Vec<f32>) -> Result<()> {
 /// Decodes exactly `count` DOUBLE values.
 pub fn decode_f64(data: &[u8], count: usize, out: &mut Vec<f64>) -> Result<()> {
     let mut v = Vec::with_capacity(count.min(data.len() * 8));
-    decode_raw("SPRINTZ DOUBLE column", Kind::Double, data, count, &mut v)?;
+    decode_raw(
+        "SPRINTZ DOUBLE column",
+        Kind::Double,
+        data,
+        count,
+        &mut v,
+        &mut 0,
+    )?;
     out.extend(v.into_iter().map(|x| f64::from_bits(x as u64)));
     Ok(())
 }

@@ -19,12 +19,15 @@
 //!
 //! Entries are sorted: storage groups by name, partitions numerically, files by the
 //! numbers in their `<millis>-<version>-<merge>` names, then by name. A `.resource`'s
-//! devices are sorted by name (as the Java viewer does). Problems (unreadable
+//! devices are sorted by name (as the Java viewer does). A TsFile's name is followed by
+//! the format its head shows (`(TsFile format 000002)` or `(TsFile format v4)`); IoTDB
+//! 2.x names (`<millis>-<version>-<inner>-<cross>`) and `.resource` files (of v4 files,
+//! [`ResourceV4`]) are read too. Problems (unreadable
 //! directories or resources, a missing `sequence`/`unsequence`, a TsFile without
 //! `.resource`) are shown in place and counted.
 
 use crate::errors::{Error, Result};
-use crate::resource::{TsFileName, TsFileResource, RESOURCE_SUFFIX, TSFILE_SUFFIX};
+use crate::resource::{ResourceV4, TsFileResource, RESOURCE_SUFFIX, TSFILE_SUFFIX};
 use crate::tools::resource_print::device_line;
 use chrono::TimeZone;
 use std::fmt::Display;
@@ -56,13 +59,18 @@ fn entries(dir: &Path) -> std::result::Result<Vec<(String, PathBuf, bool)>, Stri
 }
 
 /// Sort key of a file in a partition directory: the TsFile name numbers, then the name.
-fn file_key(name: &str) -> (bool, Option<TsFileName>, String) {
-    let stem = match name.find(TSFILE_SUFFIX) {
-        Some(i) => &name[..i + TSFILE_SUFFIX.len()],
-        None => name,
-    };
-    let parsed = TsFileName::parse(stem);
-    (parsed.is_none(), parsed, name.to_owned())
+fn file_key(name: &str) -> (bool, Option<Vec<i64>>, String) {
+    // `<millis>-<version>-<merge>` (IoTDB 0.10) or `<millis>-<version>-<inner>-<cross>`
+    // (IoTDB 2.x), then `.tsfile` and any further suffix.
+    let nums = name.find(TSFILE_SUFFIX).and_then(|i| {
+        let parts: Vec<&str> = name[..i].split('-').collect();
+        if parts.len() == 3 || parts.len() == 4 {
+            parts.iter().map(|p| p.parse::<i64>().ok()).collect()
+        } else {
+            None
+        }
+    });
+    (nums.is_none(), nums, name.to_owned())
 }
 
 /// Sort key of a partition directory: numeric ids first, in numeric order.
@@ -168,13 +176,24 @@ where
             problems += 1;
             continue;
         }
-        writeln!(out, "|  |  |  |--{name}")?;
+        if name.ends_with(TSFILE_SUFFIX) {
+            writeln!(out, "|  |  |  |--{name}{}", format_note(path))?;
+        } else {
+            writeln!(out, "|  |  |  |--{name}")?;
+        }
         if !name.ends_with(".tsfile.resource") {
             continue;
         }
-        match TsFileResource::read(path) {
-            Ok(r) => {
-                let mut devs: Vec<_> = r.devices.iter().collect();
+        let read = fs::read(path).map_err(Error::from).and_then(|b| {
+            if ResourceV4::is_v4(&b) {
+                ResourceV4::deserialize(&b).map(|r| r.devices)
+            } else {
+                TsFileResource::deserialize(&b).map(|r| r.devices)
+            }
+        });
+        match read {
+            Ok(devices) => {
+                let mut devs: Vec<_> = devices.iter().collect();
                 devs.sort_by(|a, b| a.device.as_bytes().cmp(b.device.as_bytes()));
                 for d in devs {
                     writeln!(
@@ -191,6 +210,23 @@ where
         }
     }
     Ok(problems)
+}
+
+/// ` (TsFile format 000002)` or ` (TsFile format v4)` after a TsFile's name, from its
+/// head; nothing when the head is neither (e.g. a file still being written).
+fn format_note(path: &Path) -> &'static str {
+    use std::io::Read;
+    let mut head = [0u8; 12];
+    let n = fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    if crate::file::v4::is_v4(&head[..n]) {
+        " (TsFile format v4)"
+    } else if n == 12 && &head[..] == b"TsFile000002" {
+        " (TsFile format 000002)"
+    } else {
+        ""
+    }
 }
 
 #[cfg(test)]
@@ -236,6 +272,23 @@ mod tests {
         write(&u0, "1593302700000-13-0.tsfile", &[("root.sg1.d1", 10, 20)]);
         fs::write(u0.join("1593302800000-14-0.tsfile"), b"TsFile").unwrap();
         fs::write(u0.join("1593302800000-14-0.tsfile.resource"), [1, 2, 3]).unwrap();
+        // A v4 TsFile with its IoTDB 2.x .resource (layout of IoTDB's serializeTo), and
+        // a 000002 one.
+        fs::write(u0.join("1593302900000-15-0-0.tsfile"), b"TsFile\x04\x00").unwrap();
+        let mut v4 = vec![1u8, 3, 0, 0, 0, 1];
+        v4.extend_from_slice(&30i64.to_be_bytes());
+        v4.extend_from_slice(&40i64.to_be_bytes());
+        v4.extend_from_slice(&[2, 16]);
+        v4.extend_from_slice(b"root.sg1");
+        v4.extend_from_slice(&[4, b'd', b'4', 0, 0, 0, 0]);
+        v4.extend_from_slice(&i64::MIN.to_be_bytes());
+        v4.extend_from_slice(&i64::MAX.to_be_bytes());
+        v4.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0]);
+        fs::write(u0.join("1593302900000-15-0-0.tsfile.resource"), v4).unwrap();
+        fs::write(u0.join("1593303000000-16-0.tsfile"), b"TsFile000002\x00").unwrap();
+        resource(&[("root.sg1.d5", 50, 60)])
+            .write_for(&u0.join("1593303000000-16-0.tsfile"))
+            .unwrap();
 
         let mut out = Vec::new();
         let problems = overview(
@@ -275,6 +328,12 @@ mod tests {
             "|  |  |  |--1593302800000-14-0.tsfile".into(),
             "|  |  |  |--1593302800000-14-0.tsfile.resource".into(),
             "|  |  |  |  |--error: malformed TsFile at byte 0: expected device count (start times): 4 bytes, but only 3 remain".into(),
+            "|  |  |  |--1593302900000-15-0-0.tsfile (TsFile format v4)".into(),
+            "|  |  |  |--1593302900000-15-0-0.tsfile.resource".into(),
+            format!("|  |  |  |  |--device root.sg1.d4, start time {}, end time {}", t(30), t(40)),
+            "|  |  |  |--1593303000000-16-0.tsfile (TsFile format 000002)".into(),
+            "|  |  |  |--1593303000000-16-0.tsfile.resource".into(),
+            format!("|  |  |  |  |--device root.sg1.d5, start time {}, end time {}", t(50), t(60)),
             RULE.to_string(),
         ]
         .join("\n")

@@ -19,7 +19,7 @@
 //! (the CLI passes `chrono::Local`: `TZ`, else `/etc/localtime`).
 
 use crate::errors::Result;
-use crate::resource::{TsFileName, TsFileResource, RESOURCE_SUFFIX, TSFILE_SUFFIX};
+use crate::resource::{ResourceV4, TsFileName, TsFileResource, RESOURCE_SUFFIX, TSFILE_SUFFIX};
 use chrono::{TimeZone, Utc};
 use std::fmt::Display;
 use std::io::Write;
@@ -103,10 +103,30 @@ pub fn print_resource<Tz: TimeZone>(
 where
     Tz::Offset: Display,
 {
-    let r = TsFileResource::read(resource_file)?;
+    let bytes = std::fs::read(resource_file)?;
     let shown = resource_file.display().to_string();
     let tsfile = shown.strip_suffix(RESOURCE_SUFFIX).unwrap_or(&shown);
+    if ResourceV4::is_v4(&bytes) {
+        let r = ResourceV4::deserialize(&bytes)?;
+        writeln!(out, "Analyzing {tsfile} ...")?;
+        writeln!(out, "(IoTDB 2.x .resource, TsFile format v4)")?;
+        writeln!(out)?;
+        for d in &r.devices {
+            writeln!(
+                out,
+                "{}",
+                device_line(&d.device, d.start_time, d.end_time, tz)
+            )?;
+        }
+        if let Some((m, off)) = &r.mod_file {
+            writeln!(out, "mods file {m} at offset {off}")?;
+        }
+        writeln!(out)?;
+        return Ok(());
+    }
+    let r = TsFileResource::deserialize(&bytes)?;
     writeln!(out, "Analyzing {tsfile} ...")?;
+    writeln!(out, "(IoTDB 0.10 .resource, TsFile format 000002)")?;
     writeln!(out)?;
     for d in &r.devices {
         writeln!(
@@ -223,11 +243,13 @@ mod tests {
         let want = format!(
             "error: {d}/999-9-0.tsfile.resource: malformed TsFile at byte 0: expected device count (start times): 5 entries need at least 60 bytes, but only 0 remain\n\
              Analyzing {d}/1593302400000-1-0.tsfile ...\n\
+             (IoTDB 0.10 .resource, TsFile format 000002)\n\
              \n\
              device root.sg.d1, start time 0 (1970-01-01T08:00:00.000+08:00), end time 1000 (1970-01-01T08:00:01.000+08:00)\n\
              historical versions [1] (from the file name)\n\
              \n\
              Analyzing {d}/1593302500000-2-0.tsfile ...\n\
+             (IoTDB 0.10 .resource, TsFile format 000002)\n\
              \n\
              device root.sg.d2, start time 1593302400000 (2020-06-28T08:00:00.000+08:00), end time 1593302999000 (2020-06-28T08:09:59.000+08:00)\n\
              device root.sg.d1, start time 1593302400123 (2020-06-28T08:00:00.123+08:00), end time 1593302400123 (2020-06-28T08:00:00.123+08:00)\n\
@@ -236,6 +258,7 @@ mod tests {
              \n\
              Analyzing the resource file folder {d} finished.\n\
              Analyzing {d}/1593302500000-2-0.tsfile ...\n\
+             (IoTDB 0.10 .resource, TsFile format 000002)\n\
              \n\
              device root.sg.d2, start time 1593302400000 (2020-06-28T08:00:00.000+08:00), end time 1593302999000 (2020-06-28T08:09:59.000+08:00)\n\
              device root.sg.d1, start time 1593302400123 (2020-06-28T08:00:00.123+08:00), end time 1593302400123 (2020-06-28T08:00:00.123+08:00)\n\
@@ -246,6 +269,52 @@ mod tests {
             d
         );
         assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    /// An IoTDB 2.x `.resource` built byte by byte from the layout of IoTDB's
+    /// `TsFileResource.serializeTo` (`ArrayDeviceTimeIndex`, `StringArrayDeviceID`).
+    #[test]
+    fn prints_an_iotdb_2_resource() {
+        let mut b: Vec<u8> = vec![1, 3, 0, 0, 0, 2];
+        for t in [1593302400000i64, 1593302999000, -5, 7] {
+            b.extend_from_slice(&t.to_be_bytes());
+        }
+        // index 1 first: root.a.b.c.d = "root.a.b" (zigzag 16), "c", "d"
+        b.extend_from_slice(&[3, 16]);
+        b.extend_from_slice(b"root.a.b");
+        b.extend_from_slice(&[2, b'c', 2, b'd', 0, 0, 0, 1]);
+        // root.sg.d1 = "root.sg" (zigzag 14), "d1" (zigzag 4), index 0
+        b.extend_from_slice(&[2, 14]);
+        b.extend_from_slice(b"root.sg");
+        b.extend_from_slice(&[4, b'd', b'1', 0, 0, 0, 0]);
+        b.extend_from_slice(&i64::MIN.to_be_bytes());
+        b.extend_from_slice(&i64::MAX.to_be_bytes());
+        b.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0]);
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("1593302999000-1-0-0.tsfile.resource");
+        std::fs::write(&f, &b).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(
+            print_paths(std::slice::from_ref(&f), &cst(), &mut out).unwrap(),
+            0
+        );
+        let d = dir.path().display();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!(
+                "Analyzing {d}/1593302999000-1-0-0.tsfile ...\n\
+                 (IoTDB 2.x .resource, TsFile format v4)\n\
+                 \n\
+                 device root.sg.d1, start time 1593302400000 (2020-06-28T08:00:00.000+08:00), end time 1593302999000 (2020-06-28T08:09:59.000+08:00)\n\
+                 device root.a.b.c.d, start time -5 (1970-01-01T07:59:59.995+08:00), end time 7 (1970-01-01T08:00:00.007+08:00)\n\
+                 \n\
+                 Analyzing the resource file {d}/1593302999000-1-0-0.tsfile.resource finished.\n"
+            )
+        );
+        // every truncation is an error, never a panic
+        for cut in 0..b.len() - 5 {
+            assert!(ResourceV4::deserialize(&b[..cut]).is_err(), "cut at {cut}");
+        }
     }
 
     #[test]

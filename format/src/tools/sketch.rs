@@ -537,9 +537,26 @@ impl Sketch {
     }
 }
 
-/// Sketches the file at `path` into `out`. Returns an error (after writing the sketch)
-/// if the file is incomplete or malformed.
+/// Sketches the file at `path` into `out` (format 000002, or v4 by [`sketch_v4`]).
+/// Returns an error (after writing the sketch) if the file is incomplete or malformed.
 pub fn sketch_path(path: &std::path::Path, out: &mut impl Write) -> Result<()> {
+    let mut head = [0u8; 7];
+    let n = {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path)?;
+        let mut n = 0;
+        while n < head.len() {
+            match f.read(&mut head[n..])? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        n
+    };
+    if crate::file::v4::is_v4(&head[..n]) {
+        let r = crate::file::v4::TsFileReaderV4::open_path(path)?;
+        return sketch_v4(&r, &path.display().to_string(), out);
+    }
     let file = std::fs::File::open(path)?;
     let s = sketch(&file);
     s.render(&path.display().to_string(), out)?;
@@ -553,6 +570,254 @@ pub fn sketch_path(path: &std::path::Path, out: &mut impl Write) -> Result<()> {
                 .unwrap_or("bytes not accounted for by any structure (see the sketch)")
         )))
     }
+}
+
+/// The TsFile Sketch of a format v4 file, in the layout of TsFile 2.x's
+/// `TsFileSketchTool`: head, every chunk group (header, chunks with their statistics,
+/// chunk headers, page headers and page data, operation index ranges), the separator,
+/// every `TimeseriesMetadata` by position, the file metadata, its size and the tail.
+/// The `[version number]` line names the format (4).
+pub fn sketch_v4(
+    r: &crate::file::v4::TsFileReaderV4,
+    path: &str,
+    out: &mut impl Write,
+) -> Result<()> {
+    use crate::file::v4::metadata::DeviceId;
+    use crate::file::v4::statistics::StatisticsV4;
+    use crate::file::v4::{marker, HEADER_LEN, TIME_COLUMN_MASK};
+    use crate::tools::sequence::statistics_text_v4;
+    use crate::util::io::ByteReader;
+    let bytes = r.bytes();
+    let len = bytes.len() as u64;
+    let meta = r.metadata();
+    let end = meta.meta_offset;
+    let bar = "|".repeat(21);
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "-------------------------------- TsFile Sketch --------------------------------"
+    );
+    let _ = writeln!(t, "file path: {path}");
+    let _ = writeln!(t, "file length: {len}");
+    let _ = writeln!(t);
+    let _ = writeln!(t, "{:>20}|\tCONTENT", "POSITION");
+    let _ = writeln!(t, "{:>20} \t-------", "--------");
+    let _ = writeln!(
+        t,
+        "{:>20}|\t[magic head] {}",
+        0,
+        String::from_utf8_lossy(&bytes[..6])
+    );
+    let _ = writeln!(t, "{:>20}|\t[version number] {}", 6, bytes[6]);
+    // Chunk offset -> (series path, statistics), from the index.
+    let mut chunk_stats: HashMap<u64, (String, StatisticsV4)> = HashMap::new();
+    let mut ts_list: Vec<(u64, String, &'static str, String)> = Vec::new();
+    let devices = r.devices()?;
+    for d in &devices {
+        for ts in &d.series {
+            let p = format!("{}.{}", d.device.path(), ts.measurement);
+            for (off, st) in &ts.chunks {
+                chunk_stats.insert(*off, (p.clone(), st.clone()));
+            }
+            let tname = if ts.type_code == crate::file::v4::VECTOR_TYPE {
+                "VECTOR"
+            } else {
+                DataType::from_code(ts.type_code as i16).map_or("?", |t| t.name())
+            };
+            ts_list.push((ts.offset, p, tname, statistics_text_v4(&ts.statistics)));
+        }
+    }
+    let mut pos = HEADER_LEN;
+    // The open chunk group: device, chunks so far, where its banner goes in `t`.
+    let mut group: Option<(String, usize, usize)> = None;
+    let close_group = |t: &mut String, g: &mut Option<(String, usize, usize)>| {
+        if let Some((dev, n, at)) = g.take() {
+            let dev = esc(&dev);
+            t.insert_str(
+                at,
+                &format!("{bar}\t[ChunkGroup] of {dev}, num of Chunks:{n}\n"),
+            );
+            let _ = writeln!(t, "{bar}\t[ChunkGroup] of {dev} ends");
+        }
+    };
+    loop {
+        let m = *bytes
+            .get(pos as usize)
+            .filter(|_| pos <= end)
+            .ok_or_else(|| Error::format(pos, "a marker before the metadata"))?;
+        match m {
+            marker::CHUNK_GROUP_HEADER => {
+                close_group(&mut t, &mut group);
+                let mut br = ByteReader::new(&bytes[pos as usize + 1..end as usize], pos + 1);
+                let d = DeviceId::deserialize(&mut br)?;
+                let dev = d.path();
+                // the banner (with the chunk count) is inserted here when the group ends
+                let banner_at = t.len();
+                let _ = writeln!(t, "{pos:>20}|\t[ChunkGroup Header]");
+                let _ = writeln!(t, "{pos:>20}|\t\t[marker] 0");
+                let _ = writeln!(
+                    t,
+                    "{:>20}|\t\t[deviceID] {} size={}",
+                    pos + 1,
+                    esc(&dev),
+                    br.offset() - pos - 1
+                );
+                group = Some((dev, 0, banner_at));
+                pos = br.offset();
+            }
+            marker::OPERATION_INDEX_RANGE => {
+                let mut br = ByteReader::new(&bytes[pos as usize + 1..end as usize], pos + 1);
+                let a = br.read_i64("operation index range start")?;
+                let b = br.read_i64("operation index range end")?;
+                let _ = writeln!(t, "{pos:>20}|\t[operation index range] {a} {b}");
+                pos = br.offset();
+            }
+            marker::SEPARATOR => {
+                close_group(&mut t, &mut group);
+                let _ = writeln!(t, "{pos:>20}|\t[marker] 2");
+                break;
+            }
+            m if matches!(
+                m & 0x3f,
+                marker::CHUNK_HEADER | marker::ONLY_ONE_PAGE_CHUNK_HEADER
+            ) =>
+            {
+                let (h, data_at) = r.chunk_header(pos)?;
+                let (series, stats) = match chunk_stats.get(&pos) {
+                    Some((p, st)) => (esc(p), statistics_text_v4(st)),
+                    None => (esc(&h.measurement), "(not in the index)".to_string()),
+                };
+                if let Some(g) = group.as_mut() {
+                    g.1 += 1;
+                }
+                let _ = writeln!(t, "{pos:>20}|\t[Chunk] of {series}, {stats}");
+                let dtype = if h.chunk_type & TIME_COLUMN_MASK != 0 {
+                    "VECTOR"
+                } else {
+                    DataType::from_code(h.type_code as i16).map_or("?", |t| t.name())
+                };
+                let _ = writeln!(
+                    t,
+                    "{pos:>20}|\t\t[Chunk Header] marker={}, measurementID={}, dataSize={}, dataType={dtype}, compressionType={}, encodingType={}, size={}",
+                    h.chunk_type as i8,
+                    esc(&h.measurement),
+                    h.data_size,
+                    h.compression().map_or("?", |c| c.name()),
+                    h.encoding().map_or("?", |e| e.v4_name()),
+                    data_at - pos
+                );
+                let chunk_end = data_at + h.data_size as u64;
+                let mut br = ByteReader::new(&bytes[data_at as usize..chunk_end as usize], data_at);
+                let mut page = 0;
+                while !br.is_empty() {
+                    page += 1;
+                    let at = br.offset();
+                    let unc = br.read_uvarint("page uncompressed size")?;
+                    if unc == 0 {
+                        let _ = writeln!(
+                            t,
+                            "{at:>20}|\t\t\t[PageHeader-{page}]  all null, HeaderSize:1"
+                        );
+                        continue;
+                    }
+                    let comp = br.read_uvarint("page compressed size")?;
+                    if h.single_page() {
+                        let data = br.offset();
+                        let _ = writeln!(
+                            t,
+                            "{at:>20}|\t\t\t[Page Header]  HeaderSize:{}, UncompressedSize:{unc}, CompressedSize:{comp}",
+                            data - at
+                        );
+                        let _ = writeln!(t, "{data:>20}|\t\t\t[Page Data]  Size:{comp}");
+                    } else {
+                        let st = StatisticsV4::deserialize(&mut br, h.type_code)?;
+                        let data = br.offset();
+                        let st = statistics_text_v4(&st);
+                        let _ = writeln!(
+                            t,
+                            "{at:>20}|\t\t\t[PageHeader-{page}]  HeaderSize:{}, UncompressedSize:{unc}, CompressedSize:{comp}, {st}",
+                            data - at
+                        );
+                        let _ = writeln!(
+                            t,
+                            "{data:>20}|\t\t\t[Page-{page}] , CompressedSize:{comp}, {st}"
+                        );
+                    }
+                    br.take(comp as usize, "page data")?;
+                }
+                pos = chunk_end;
+            }
+            m => {
+                return Err(Error::format(
+                    pos,
+                    format_args!("a v4 marker, found {m:#04x}"),
+                ))
+            }
+        }
+    }
+    ts_list.sort_by_key(|x| x.0);
+    for (off, p, tname, st) in &ts_list {
+        let _ = writeln!(
+            t,
+            "{off:>20}|\t[TimeseriesMetadata] of {}, tsDataType:{tname}, {st}",
+            esc(p)
+        );
+    }
+    let mp = r.metadata_pos();
+    let split = "|".repeat(21);
+    let _ = writeln!(t, "{split} [TsFileMetadata] begins");
+    let _ = writeln!(t, "{mp:>20}|\tTableIndexRootCnt={}", meta.tables.len());
+    for (table, root) in &meta.tables {
+        let _ = writeln!(
+            t,
+            "{:>20}|\t[Table Name] {}, root entries={}, nodeType={}",
+            "",
+            esc(table),
+            root.entries.len(),
+            root.node_type
+        );
+    }
+    let _ = writeln!(
+        t,
+        "{:>20}|\tTableSchemaCnt={}",
+        "",
+        meta.table_schemas.len()
+    );
+    let _ = writeln!(t, "{:>20}|\t[Meta Offset] {}", "", meta.meta_offset);
+    if let Some(b) = &meta.bloom {
+        let _ = writeln!(
+            t,
+            "{:>20}|\t[Bloom Filter] size={} hashFunctions={}",
+            "",
+            b.size(),
+            b.hash_count()
+        );
+    }
+    for (k, v) in &meta.properties {
+        let _ = writeln!(
+            t,
+            "{:>20}|\t[Property] {}={}",
+            "",
+            esc(k),
+            v.as_deref().map_or("null".to_string(), esc)
+        );
+    }
+    let _ = writeln!(t, "{split} [TsFileMetadata] ends");
+    let size_pos = len - 10;
+    let _ = writeln!(t, "{size_pos:>20}|\t[TsFileMetadataSize] {}", size_pos - mp);
+    let _ = writeln!(
+        t,
+        "{:>20}|\t[magic tail] {}",
+        size_pos + 4,
+        String::from_utf8_lossy(&bytes[len as usize - 6..])
+    );
+    let _ = writeln!(t, "{len:>20}|\tEND of TsFile");
+    let _ = writeln!(
+        t,
+        "---------------------------------- TsFile Sketch End ----------------------------------"
+    );
+    out.write_all(t.as_bytes())?;
+    Ok(())
 }
 
 #[cfg(test)]

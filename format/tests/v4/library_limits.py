@@ -35,6 +35,14 @@ def main():
     print(case(d, "boolean_rle", TSDataType.BOOLEAN, TSEncoding.RLE, [True, False, True]))
     print(case(d, "double_nan_inf_plain", TSDataType.DOUBLE, TSEncoding.PLAIN,
                [1.5, float("nan"), float("inf"), -float("inf")]))
+    # SPRINTZ packs prediction errors of 2^30 and more in a form its reader maps back
+    # with the wrong sign (a jump of 2e9 within one block of nine values).
+    print(case(d, "int32_sprintz_big_jump", TSDataType.INT32, TSEncoding.SPRINTZ,
+               [0, 2000000000, 0, 0, 0, 0, 0, 0, 0]))
+    # A prediction error of exactly -2^63 (here: a value followed by its negation, whose
+    # bits differ in the sign bit only) is packed as 0: the value is lost when writing.
+    print(case(d, "double_sprintz_negation", TSDataType.DOUBLE, TSEncoding.SPRINTZ,
+               [-2.5, 2.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]))
 
 
 if __name__ == "__main__":
