@@ -58,9 +58,8 @@ pub fn lsn_segment(lsn: Lsn) -> u64 {
 pub struct WalOptions {
     /// Directory of the segment files.
     pub dir: PathBuf,
-    /// A segment is rotated once it reaches this size, or an eighth of `max_bytes` (but at
-    /// least 64 KiB) if that is smaller (only whole segments are trimmed: the log must rotate
-    /// well before its limit).
+    /// A segment is rotated at this size, or at an eighth of `max_bytes` (at least 64 KiB) if
+    /// smaller (only whole segments are trimmed: the log must rotate well before its limit).
     pub segment_bytes: u64,
     /// Appends are refused ("full") while the segments on disk plus queued bytes exceed this.
     pub max_bytes: u64,
