@@ -1790,3 +1790,6 @@ const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(10);
 
 static SEAL_DELAY: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+
+#[cfg(test)]
+mod flush_seal_tests;

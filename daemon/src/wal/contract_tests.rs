@@ -41,10 +41,12 @@ fn replay_all(dir: &Path) -> (u64, ReplayReport, u64, Vec<(Lsn, Vec<u8>)>) {
 
 /// A log whose sink blocks on item 0 until released: while it blocks, later appends queue
 /// up (the log thread is inside its first commit, that group's bytes no longer pending).
+/// (`release` is dropped first: a failing test then frees the log thread instead of waiting
+/// for it forever.)
 struct Held {
-    wal: Wal<u32>,
-    entered: mpsc::Receiver<()>,
     release: mpsc::Sender<()>,
+    entered: mpsc::Receiver<()>,
+    wal: Wal<u32>,
 }
 
 fn held(opts: WalOptions) -> Held {
@@ -60,9 +62,9 @@ fn held(opts: WalOptions) -> Held {
     })
     .unwrap();
     Held {
-        wal,
-        entered,
         release,
+        entered,
+        wal,
     }
 }
 
@@ -158,6 +160,7 @@ fn a_segment_with_a_bad_magic_is_removed_whatever_follows() {
     let path = tmp.path().join("wal-00000000000000000004.log");
     let mut data = b"TSFDWAL0".to_vec();
     data.extend_from_slice(&record(b"123456789", CRC_123456789));
+    data.extend_from_slice(&record(b"abc", CRC_ABC));
     fs::write(&path, &data).unwrap();
     let (next, report, disk, recs) = replay_all(tmp.path());
     assert_eq!(next, 5);

@@ -1,0 +1,139 @@
+//! The flush and seal rules of [`EngineOptions`] checked through a pipeline, with expected
+//! counts worked out by hand from the documented limits: a file is sealed for size once the
+//! metadata the writer keeps for it (160 bytes a chunk, 400 a series: [`CHUNK_META_BYTES`],
+//! [`SERIES_META_BYTES`]) reaches a quarter of the memtable budget, but no less than 4 MiB,
+//! or once it reaches `file_max_bytes`; every flush writes one chunk per series.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tsfiled_connectors::{Batch, Field, FieldValue, Record};
+
+use super::{CHUNK_META_BYTES, SERIES_META_BYTES};
+use crate::metrics::Metrics;
+use crate::pipeline::{Pipeline, PipelineOptions};
+
+/// One record of `root.sg.d1` at `time` with `series` measurements `m0..`.
+fn wide(time: i64, series: usize) -> Batch {
+    Batch {
+        records: vec![Record {
+            device: "root.sg.d1".into(),
+            time,
+            fields: (0..series)
+                .map(|k| Field::new(format!("m{k}"), FieldValue::Int(time)))
+                .collect(),
+        }],
+        rejections: vec![],
+    }
+}
+
+fn sealed(metrics: &Metrics, reason: &str) -> u64 {
+    let text = metrics.render();
+    let key = format!("tsfiled_files_sealed_total{{pipeline=\"t\",reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .map_or(0, |v| v.parse().unwrap())
+}
+
+/// Submits `batches` wide batches of 5000 series, then shuts down; the metrics.
+fn run(memtable_bytes: usize, chunk_group_bytes: usize, batches: i64) -> Arc<Metrics> {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.memtable_bytes = memtable_bytes;
+    opts.engine.chunk_group_bytes = chunk_group_bytes;
+    let metrics = Metrics::new();
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    for t in 1..=batches {
+        let out = p
+            .submit_blocking("test", wide(t, 5000), Instant::now())
+            .unwrap();
+        assert_eq!(out.accepted, 5000);
+    }
+    p.shutdown_blocking();
+    metrics
+}
+
+#[test]
+fn the_documented_metadata_sizes() {
+    assert_eq!((CHUNK_META_BYTES, SERIES_META_BYTES), (160, 400));
+}
+
+/// A 1-byte memtable budget flushes every batch; a quarter of it is below the 4 MiB floor.
+/// With 5000 series a file's metadata after `k` flushes is 800000 k + 2000000 bytes: it
+/// reaches 4194304 at the third flush. Four batches: one file sealed for size, one at shutdown.
+#[test]
+fn metadata_past_4_mib_seals_a_file_when_the_budget_is_small() {
+    let metrics = run(1, 16 * 1024 * 1024, 4);
+    assert_eq!(sealed(&metrics, "size"), 1);
+    assert_eq!(sealed(&metrics, "shutdown"), 1);
+}
+
+/// A 32 MiB budget: the cap is a quarter, 8388608 bytes, reached at the eighth flush
+/// (8400000 bytes; a 1-byte chunk group flushes every batch). Ten batches: one file sealed
+/// for size, one at shutdown.
+#[test]
+fn metadata_past_a_quarter_of_the_budget_seals_a_file() {
+    let metrics = run(32 * 1024 * 1024, 1, 10);
+    assert_eq!(sealed(&metrics, "size"), 1);
+    assert_eq!(sealed(&metrics, "shutdown"), 1);
+}
+
+/// A few small flushes stay in one file, sealed at shutdown; every point is counted once,
+/// in the metrics and in the sealed file's status.
+#[test]
+fn small_flushes_share_one_file_and_count_their_points() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.memtable_bytes = 1;
+    let metrics = Metrics::new();
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    for t in [1, 2, 3] {
+        p.submit_blocking("test", wide(t, 2), Instant::now())
+            .unwrap();
+    }
+    p.shutdown_blocking();
+    assert_eq!(sealed(&metrics, "size"), 0);
+    assert_eq!(sealed(&metrics, "shutdown"), 1);
+    assert!(
+        metrics
+            .render()
+            .contains("tsfiled_points_written_total{pipeline=\"t\"} 6\n"),
+        "{}",
+        metrics.render()
+    );
+    let status = p.status_json(&[]);
+    let files = status["recent_sealed"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{status}");
+    assert_eq!(files[0]["points"], 6);
+    assert_eq!(files[0]["reason"], "shutdown");
+}
+
+/// A seal journal that exists but cannot be read (EIO) fails the open: it is not taken for
+/// an absent journal (which would drop every committed seal from recovery).
+#[test]
+fn a_seal_journal_that_cannot_be_read_is_an_error() {
+    use super::files::{SealEntry, SealJournal};
+    use std::path::Path;
+    use tsfiled_fsio::sim::{Fault, SimFs};
+    use tsfiled_fsio::FsRef;
+    let sim = SimFs::new();
+    let fs = FsRef::new(sim.clone());
+    let p = Path::new("/state/seals.log");
+    fs.create_dir_all(Path::new("/state")).unwrap();
+    let e = SealEntry {
+        sg: "root.sg".into(),
+        partition: 0,
+        covered: 7,
+        max_version: 1,
+        files: vec!["sequence/root.sg/0/1-1-0.tsfile".into()],
+    };
+    {
+        let (mut j, entries) = SealJournal::open(fs.clone(), p).unwrap();
+        assert!(entries.is_empty());
+        j.commit(&e, &[]).unwrap();
+    }
+    sim.fail_at(sim.calls(), Fault::Io);
+    let err = SealJournal::open(fs.clone(), p).err().unwrap();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO));
+    assert_eq!(SealJournal::open(fs, p).unwrap().1, vec![e]);
+}
