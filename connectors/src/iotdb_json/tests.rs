@@ -730,3 +730,57 @@ fn quoted_integer_timestamps() {
         vec![rj("$[1].timestamps[2]", RejectReason::InvalidTime, 1)]
     );
 }
+
+/// The fuzzing entry point reads with IoTDB's default units (milliseconds in and stored).
+#[test]
+fn the_default_entry_point_reads_milliseconds() {
+    let b = parse_iotdb_json_default(
+        br#"{"device":"root.sg.d1","timestamp":1586076045524,"measurements":["s1"],"values":[0.5]}"#,
+    );
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(
+        b.records,
+        vec![rec("root.sg.d1", 1586076045524, &[("s1", Float(0.5))])]
+    );
+}
+
+/// A value that is itself an array is one bad point, however deep: at a bad timestamp of the
+/// batch form, a row of one measurement loses one point.
+#[test]
+fn an_array_in_a_row_is_one_point() {
+    let b = parse(
+        r#"{"device":"root.sg.d1","timestamps":["x"],"measurements":["s1"],"values":[[[1,2,3]]]}"#,
+    );
+    assert_eq!(b.records, vec![]);
+    assert_eq!(
+        summary(&b),
+        vec![rj("$.timestamps[0]", RejectReason::InvalidTime, 1)]
+    );
+    let b = parse(
+        r#"{"device":"root.sg.d1","timestamps":[1],"measurements":["s1","s2"],"values":[[[1,[2,3]],4]]}"#,
+    );
+    assert_eq!(b.records, vec![rec("root.sg.d1", 1, &[("s2", Int(4))])]);
+    assert_eq!(
+        summary(&b),
+        vec![rj("$.values[0][0]", RejectReason::TypeMismatch, 1)]
+    );
+}
+
+/// Negative and huge integers in a top-level array are rejected elements like the others.
+#[test]
+fn integers_as_array_elements_are_rejected_alone() {
+    let b = parse(r#"[-1, 18446744073709551615, -2.5]"#);
+    assert_eq!(b.records, vec![]);
+    assert_eq!(
+        summary(&b),
+        vec![
+            rj("$[0]", RejectReason::Parse, 1),
+            rj("$[1]", RejectReason::Parse, 1),
+            rj("$[2]", RejectReason::Parse, 1),
+        ]
+    );
+    assert_eq!(
+        b.rejections[0].message,
+        "expected an object, found a number"
+    );
+}
