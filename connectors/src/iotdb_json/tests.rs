@@ -784,3 +784,37 @@ fn integers_as_array_elements_are_rejected_alone() {
         "expected an object, found a number"
     );
 }
+
+/// RFC 8259: control characters (U+0000 to U+001F) must be escaped in strings, other
+/// characters (from the space on) need not; JSON has no NaN or infinities.
+#[test]
+fn writers_escape_control_characters_and_null_non_finite_floats() {
+    let mut s = String::new();
+    write_json_value(&mut s, Some(&Text("a\u{1}b\u{1f} c\"\\\n\r\t".into())));
+    assert_eq!(s, r#""a\u0001b\u001f c\"\\\n\r\t""#);
+    for f in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        s.clear();
+        write_json_value(&mut s, Some(&Float(f)));
+        assert_eq!(s, "null");
+    }
+    s.clear();
+    write_json_value(&mut s, Some(&Float(-0.25)));
+    assert_eq!(s, "-0.25");
+}
+
+/// A rejected column counts its values in the rows of the right length only: the longer row
+/// is rejected whole, on its own.
+#[test]
+fn a_rejected_column_skips_rows_of_the_wrong_length() {
+    let (records, rejections) = one(
+        r#"{"device":"root.a.b","timestamps":[1,2],"measurements":["ok","s.x"],"values":[[1,2],[3,4,5]]}"#,
+    );
+    assert_eq!(records, vec![rec("root.a.b", 1, &[("ok", Int(1))])]);
+    assert_eq!(
+        locations(&rejections),
+        vec![
+            ("$.measurements[1]", RejectReason::InvalidPath, 1),
+            ("$.values[1]", RejectReason::Parse, 3),
+        ]
+    );
+}

@@ -137,3 +137,72 @@ fn a_seal_journal_that_cannot_be_read_is_an_error() {
     assert_eq!(err.raw_os_error(), Some(libc::EIO));
     assert_eq!(SealJournal::open(fs, p).unwrap().1, vec![e]);
 }
+
+fn entry(sg: &str, partition: i64, covered: u64) -> super::files::SealEntry {
+    super::files::SealEntry {
+        sg: sg.into(),
+        partition,
+        covered,
+        max_version: 0,
+        files: vec![],
+    }
+}
+
+/// The seal journal is compacted to each partition's last entry once it holds more than
+/// 1000 entries plus two per partition: with three partitions, at the 1007th.
+#[test]
+fn the_seal_journal_is_compacted_past_1000_entries_plus_two_a_partition() {
+    use super::files::SealJournal;
+    use super::{JournalState, SealJob, SealReason};
+    use std::collections::HashMap;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("seals.log");
+    let fs = tsfiled_fsio::std_fs();
+    let (mut journal, _) = SealJournal::open(fs.clone(), &path).unwrap();
+    // Three partitions sealed before, their entries in the journal (1004 counted).
+    let old: Vec<_> = (0..3).map(|p| entry("root.a", p, 1)).collect();
+    for e in &old {
+        journal.commit(e, &[]).unwrap();
+    }
+    let mut state = JournalState {
+        journal,
+        entries: 1004,
+        last_by_group: old
+            .iter()
+            .map(|e| (("root.a".to_string(), e.partition), e.clone()))
+            .collect::<HashMap<_, _>>(),
+        data_dir: tmp.path().to_path_buf(),
+        fs: fs.clone(),
+        unrenamed: vec![],
+    };
+    let job = |id: u64, partition: i64| SealJob {
+        id,
+        sg: "root.a".into(),
+        partition,
+        covered: 100 + partition as u64,
+        max_version: 0,
+        files: vec![],
+        reason: SealReason::Size,
+        started: Instant::now(),
+    };
+    let journal_entries = || {
+        let (_, mut es) = SealJournal::open(fs.clone(), &path).unwrap();
+        es.sort_by_key(|e| (e.partition, e.covered));
+        es
+    };
+    // The 1005th and 1006th entries are appended.
+    assert!(state.complete(job(1, 0)).error.is_none());
+    assert!(state.complete(job(2, 1)).error.is_none());
+    assert_eq!(journal_entries().len(), 5);
+    // The 1007th compacts the journal to the three partitions' last entries.
+    assert!(state.complete(job(3, 2)).error.is_none());
+    assert_eq!(
+        journal_entries(),
+        vec![
+            entry("root.a", 0, 100),
+            entry("root.a", 1, 101),
+            entry("root.a", 2, 102)
+        ]
+    );
+    assert_eq!(state.entries, 3);
+}
