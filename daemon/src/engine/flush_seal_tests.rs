@@ -206,3 +206,45 @@ fn the_seal_journal_is_compacted_past_1000_entries_plus_two_a_partition() {
     );
     assert_eq!(state.entries, 3);
 }
+
+/// Recovery's scan of the data directory: uncommitted temporaries go, the largest version and
+/// creation time come from the file names (`<millis>-<version>-0.tsfile`), the newest time per
+/// device from the sequence files' `.resource` only.
+#[test]
+fn the_data_directory_scan_reads_names_and_sequence_resources() {
+    use super::files::{resource_bytes, scan_data_dir};
+    use tsfile::file::writer::DeviceTimeRange;
+    let tmp = tempfile::tempdir().unwrap();
+    let seq = tmp.path().join("sequence/root.sg/3");
+    let unseq = tmp.path().join("unsequence/root.sg/3");
+    std::fs::create_dir_all(&seq).unwrap();
+    std::fs::create_dir_all(&unseq).unwrap();
+    let range = |end: i64| {
+        vec![DeviceTimeRange {
+            device: "root.sg.d1".into(),
+            start_time: 1,
+            end_time: end,
+        }]
+    };
+    std::fs::write(seq.join("1000-7-0.tsfile"), b"").unwrap();
+    std::fs::write(
+        seq.join("1000-7-0.tsfile.resource"),
+        resource_bytes(&range(100), 7),
+    )
+    .unwrap();
+    std::fs::write(seq.join("2000-9-0.tsfile.tmp"), b"partial").unwrap();
+    std::fs::write(unseq.join("1500-8-0.tsfile"), b"").unwrap();
+    std::fs::write(
+        unseq.join("1500-8-0.tsfile.resource"),
+        resource_bytes(&range(500), 8),
+    )
+    .unwrap();
+    let st = scan_data_dir(&*tsfiled_fsio::std_fs(), tmp.path()).unwrap();
+    assert_eq!(st.removed_tmp, vec![seq.join("2000-9-0.tsfile.tmp")]);
+    assert!(!seq.join("2000-9-0.tsfile.tmp").exists());
+    assert_eq!(st.max_version.get("root.sg"), Some(&8));
+    assert_eq!(st.max_create_millis, 1500);
+    let latest = &st.latest_flushed[&("root.sg".to_string(), 3)];
+    assert_eq!(latest.get("root.sg.d1"), Some(&100));
+    assert_eq!(st.latest_flushed.len(), 1);
+}
