@@ -248,3 +248,79 @@ fn the_data_directory_scan_reads_names_and_sequence_resources() {
     assert_eq!(latest.get("root.sg.d1"), Some(&100));
     assert_eq!(st.latest_flushed.len(), 1);
 }
+
+/// A seal makes its temporaries' names durable (their directory fsynced) before its journal
+/// commit: a power loss after the commit and before the renames leaves files that recovery
+/// can roll forward.
+#[test]
+fn a_seals_temporaries_are_durable_before_its_commit() {
+    use super::files::{SealJournal, Space};
+    use super::{open_file, JournalState, SealJob, SealReason};
+    use std::collections::HashMap;
+    use std::path::{Path, PathBuf};
+    use tsfiled_fsio::sim::{Op, SimFs, Tear};
+    use tsfiled_fsio::FsRef;
+    let seal = |crash: Option<u64>| -> SimFs {
+        let sim = SimFs::new();
+        let fs = FsRef::new(sim.clone());
+        let data = Path::new("/data");
+        tsfiled_fsio::create_dir_all_synced(&*fs, Path::new("/data/state")).unwrap();
+        let (journal, _) =
+            SealJournal::open(fs.clone(), Path::new("/data/state/seals.log")).unwrap();
+        let file = open_file(
+            &*fs,
+            data,
+            Space::Sequence,
+            "root.sg",
+            0,
+            1000,
+            1,
+            Default::default(),
+        )
+        .unwrap();
+        let mut state = JournalState {
+            journal,
+            entries: 0,
+            last_by_group: HashMap::new(),
+            data_dir: data.into(),
+            fs,
+            unrenamed: vec![],
+        };
+        sim.record(true);
+        if let Some(k) = crash {
+            sim.crash_at(k);
+        }
+        let _ = state.complete(SealJob {
+            id: 1,
+            sg: "root.sg".into(),
+            partition: 0,
+            covered: 5,
+            max_version: 1,
+            files: vec![file],
+            reason: SealReason::Size,
+            started: Instant::now(),
+        });
+        sim
+    };
+    let first_rename = seal(None)
+        .log()
+        .into_iter()
+        .find(|c| c.op == Op::Rename)
+        .unwrap()
+        .index;
+    let image = seal(Some(first_rename)).crash_image(Tear::Drop);
+    let names: Vec<PathBuf> = image.files().into_iter().map(|f| f.0).collect();
+    let dir = Path::new("/data/sequence/root.sg/0");
+    assert!(
+        names.contains(&dir.join("1000-1-0.tsfile.tmp")),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&dir.join("1000-1-0.tsfile.resource.tmp")),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&PathBuf::from("/data/state/seals.log")),
+        "{names:?}"
+    );
+}
