@@ -40,7 +40,7 @@ pub type Lsn = u64;
 const MAGIC: &[u8; 8] = b"TSFDWAL1";
 const HEADER: usize = 8;
 const OFFSET_BITS: u32 = 40;
-/// Largest record payload accepted (also the replay sanity bound).
+/// Largest record payload accepted, 256 MiB (also the replay sanity bound).
 pub const MAX_RECORD: usize = 256 * 1024 * 1024;
 
 /// Builds an LSN.
@@ -58,8 +58,8 @@ pub fn lsn_segment(lsn: Lsn) -> u64 {
 pub struct WalOptions {
     /// Directory of the segment files.
     pub dir: PathBuf,
-    /// A segment is rotated once it reaches this size, or an eighth of `max_bytes` if that
-    /// is smaller (only whole segments are trimmed: the log must rotate well before its limit).
+    /// A segment is rotated at this size, or at an eighth of `max_bytes` (at least 64 KiB) if
+    /// smaller (only whole segments are trimmed: the log must rotate well before its limit).
     pub segment_bytes: u64,
     /// Appends are refused ("full") while the segments on disk plus queued bytes exceed this.
     pub max_bytes: u64,
@@ -1255,3 +1255,6 @@ mod tests {
             .is_empty());
     }
 }
+
+#[cfg(test)]
+mod contract_tests;

@@ -750,3 +750,91 @@ fn quoted_integer_timestamps() {
         vec![rj("$[1].timestamps[2]", RejectReason::InvalidTime, 1)]
     );
 }
+
+/// The fuzzing entry point reads with IoTDB's default units (milliseconds in and stored).
+#[test]
+fn the_default_entry_point_reads_milliseconds() {
+    let b = parse_iotdb_json_default(
+        br#"{"device":"root.sg.d1","timestamp":1586076045524,"measurements":["s1"],"values":[0.5]}"#,
+    );
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(
+        b.records,
+        vec![rec("root.sg.d1", 1586076045524, &[("s1", Float(0.5))])]
+    );
+}
+
+/// A value that is itself an array is one bad point, however deep: at a bad timestamp of the
+/// batch form, a row of one measurement loses one point.
+#[test]
+fn an_array_in_a_row_is_one_point() {
+    let b = parse(
+        r#"{"device":"root.sg.d1","timestamps":["x"],"measurements":["s1"],"values":[[[1,2,3]]]}"#,
+    );
+    assert_eq!(b.records, vec![]);
+    assert_eq!(
+        summary(&b),
+        vec![rj("$.timestamps[0]", RejectReason::InvalidTime, 1)]
+    );
+    let b = parse(
+        r#"{"device":"root.sg.d1","timestamps":[1],"measurements":["s1","s2"],"values":[[[1,[2,3]],4]]}"#,
+    );
+    assert_eq!(b.records, vec![rec("root.sg.d1", 1, &[("s2", Int(4))])]);
+    assert_eq!(
+        summary(&b),
+        vec![rj("$.values[0][0]", RejectReason::TypeMismatch, 1)]
+    );
+}
+
+/// Negative and huge integers in a top-level array are rejected elements like the others.
+#[test]
+fn integers_as_array_elements_are_rejected_alone() {
+    let b = parse(r#"[-1, 18446744073709551615, -2.5]"#);
+    assert_eq!(b.records, vec![]);
+    assert_eq!(
+        summary(&b),
+        vec![
+            rj("$[0]", RejectReason::Parse, 1),
+            rj("$[1]", RejectReason::Parse, 1),
+            rj("$[2]", RejectReason::Parse, 1),
+        ]
+    );
+    assert_eq!(
+        b.rejections[0].message,
+        "expected an object, found a number"
+    );
+}
+
+/// RFC 8259: control characters (U+0000 to U+001F) must be escaped in strings, other
+/// characters (from the space on) need not; JSON has no NaN or infinities.
+#[test]
+fn writers_escape_control_characters_and_null_non_finite_floats() {
+    let mut s = String::new();
+    write_json_value(&mut s, Some(&Text("a\u{1}b\u{1f} c\"\\\n\r\t".into())));
+    assert_eq!(s, r#""a\u0001b\u001f c\"\\\n\r\t""#);
+    for f in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        s.clear();
+        write_json_value(&mut s, Some(&Float(f)));
+        assert_eq!(s, "null");
+    }
+    s.clear();
+    write_json_value(&mut s, Some(&Float(-0.25)));
+    assert_eq!(s, "-0.25");
+}
+
+/// A rejected column counts its values in the rows of the right length only: the longer row
+/// is rejected whole, on its own.
+#[test]
+fn a_rejected_column_skips_rows_of_the_wrong_length() {
+    let (records, rejections) = one(
+        r#"{"device":"root.a.b","timestamps":[1,2],"measurements":["ok","s.x"],"values":[[1,2],[3,4,5]]}"#,
+    );
+    assert_eq!(records, vec![rec("root.a.b", 1, &[("ok", Int(1))])]);
+    assert_eq!(
+        locations(&rejections),
+        vec![
+            ("$.measurements[1]", RejectReason::InvalidPath, 1),
+            ("$.values[1]", RejectReason::Parse, 3),
+        ]
+    );
+}

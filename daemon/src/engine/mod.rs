@@ -2081,3 +2081,6 @@ mod tests {
             .ends_with("-0-0.tsfile")));
     }
 }
+
+#[cfg(test)]
+mod flush_seal_tests;

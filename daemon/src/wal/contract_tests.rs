@@ -1,0 +1,729 @@
+//! The log's documented contract checked against hand-written values: the segment and record
+//! layout of the module docs (record checksums are CRC-32 check values computed outside this
+//! code: `zlib.crc32`), the LSN layout, the limits of [`WalOptions`] and [`MAX_RECORD`], and
+//! what shutdown, a deleted directory or a failing device do.
+
+use super::*;
+use std::fs;
+use std::sync::atomic::AtomicI32;
+
+/// CRC-32 (IEEE) of `123456789`, the algorithm's published check value.
+const CRC_123456789: u32 = 0xCBF4_3926;
+/// CRC-32 of `abc` and of `a` (`zlib.crc32`).
+const CRC_ABC: u32 = 0x3524_41C2;
+const CRC_A: u32 = 0xE8B7_BE43;
+
+/// A record as the module docs lay it out: `[len u32 LE][crc32 u32 LE][payload]`.
+fn record(payload: &[u8], crc: u32) -> Vec<u8> {
+    let mut out = (payload.len() as u32).to_le_bytes().to_vec();
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A segment: the 8-byte magic `TSFDWAL1`, then `records`.
+fn segment(records: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = b"TSFDWAL1".to_vec();
+    for r in records {
+        out.extend_from_slice(r);
+    }
+    out
+}
+
+fn replay_all(dir: &Path) -> (u64, ReplayReport, u64, Vec<(Lsn, Vec<u8>)>) {
+    let mut recs = Vec::new();
+    let (next, report, disk) = replay(&*tsfiled_fsio::std_fs(), dir, |r| {
+        recs.push((r.lsn, r.payload))
+    })
+    .unwrap();
+    (next, report, disk, recs)
+}
+
+/// A log whose sink blocks on item 0 until released: while it blocks, later appends queue
+/// up (the log thread is inside its first commit, that group's bytes no longer pending).
+/// (`release` is dropped first: a failing test then frees the log thread instead of waiting
+/// for it forever.)
+struct Held {
+    release: mpsc::Sender<()>,
+    entered: mpsc::Receiver<()>,
+    wal: Wal<u32>,
+}
+
+fn held(opts: WalOptions) -> Held {
+    let (entered_tx, entered) = mpsc::channel::<()>();
+    let (release, release_rx) = mpsc::channel::<()>();
+    let dir = opts.dir.clone();
+    let (next, _, disk) = replay(&*opts.fs, &dir, |_| {}).unwrap();
+    let wal = Wal::start(opts, next, disk, move |_lsn, item: u32| {
+        if item == 0 {
+            entered_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+        }
+    })
+    .unwrap();
+    Held {
+        release,
+        entered,
+        wal,
+    }
+}
+
+impl Held {
+    /// Appends item 0 and waits until the log thread blocks delivering it.
+    fn hold(&self) -> Ticket {
+        let t = self.wal.append(vec![0; 10], 0).unwrap();
+        self.entered.recv().unwrap();
+        t
+    }
+}
+
+#[test]
+fn an_lsn_is_the_segment_shifted_by_40_bits_or_the_offset() {
+    assert_eq!(lsn(0, 8), 8);
+    assert_eq!(lsn(3, 5), 0x0300_0000_0005);
+    assert_eq!(lsn(1, 0xFF_FFFF_FFFF), 0x01FF_FFFF_FFFF);
+    assert_eq!(lsn_segment(0x0300_0000_0005), 3);
+    assert_eq!(lsn_segment(0x01FF_FFFF_FFFF), 1);
+    assert_eq!(lsn_segment(0xFF_FFFF_FFFF), 0);
+}
+
+#[test]
+fn a_hand_built_segment_replays_with_its_positions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = segment(&[record(b"123456789", CRC_123456789), record(b"abc", CRC_ABC)]);
+    assert_eq!(data.len(), 8 + 17 + 11);
+    fs::write(tmp.path().join("wal-00000000000000000007.log"), &data).unwrap();
+    let (next, report, disk, recs) = replay_all(tmp.path());
+    assert_eq!(next, 8);
+    assert_eq!(
+        recs,
+        vec![
+            (0x0700_0000_0008, b"123456789".to_vec()),
+            (0x0700_0000_0019, b"abc".to_vec())
+        ]
+    );
+    assert_eq!(
+        report,
+        ReplayReport {
+            segments: 1,
+            records: 2,
+            truncated: vec![],
+            skipped: vec![],
+        }
+    );
+    assert_eq!(disk, 36);
+    // Files that are not segments are left alone.
+    fs::write(tmp.path().join("wal-x.log"), b"not a segment").unwrap();
+    fs::write(tmp.path().join("notes.txt"), b"").unwrap();
+    let (next, report, disk, _) = replay_all(tmp.path());
+    assert_eq!((next, report.segments, disk), (8, 1, 36));
+}
+
+#[test]
+fn a_header_only_segment_is_an_empty_good_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("wal-00000000000000000002.log");
+    fs::write(&path, b"TSFDWAL1").unwrap();
+    let (next, report, disk, recs) = replay_all(tmp.path());
+    assert_eq!(next, 3);
+    assert!(recs.is_empty());
+    assert_eq!(report.segments, 1);
+    assert_eq!(report.truncated, vec![]);
+    assert_eq!(disk, 8);
+    assert_eq!(fs::read(&path).unwrap(), b"TSFDWAL1");
+}
+
+#[test]
+fn a_torn_first_record_leaves_the_bare_header() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("wal-00000000000000000000.log");
+    let mut data = segment(&[record(b"123456789", CRC_123456789)]);
+    data.truncate(8 + 8 + 4);
+    fs::write(&path, &data).unwrap();
+    let (_, report, disk, recs) = replay_all(tmp.path());
+    assert!(recs.is_empty());
+    assert_eq!(
+        report.truncated,
+        vec![(
+            0,
+            8,
+            "torn record: 9 bytes announced, 4 present".to_string()
+        )]
+    );
+    assert_eq!(disk, 8);
+    assert_eq!(fs::read(&path).unwrap(), b"TSFDWAL1");
+}
+
+#[test]
+fn a_segment_with_a_bad_magic_is_removed_whatever_follows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("wal-00000000000000000004.log");
+    let mut data = b"TSFDWAL0".to_vec();
+    data.extend_from_slice(&record(b"123456789", CRC_123456789));
+    data.extend_from_slice(&record(b"abc", CRC_ABC));
+    fs::write(&path, &data).unwrap();
+    let (next, report, disk, recs) = replay_all(tmp.path());
+    assert_eq!(next, 5);
+    assert!(recs.is_empty());
+    assert_eq!(
+        report.truncated,
+        vec![(4, 0, "bad segment magic".to_string())]
+    );
+    assert_eq!(report.skipped, vec![]);
+    assert_eq!(disk, 0);
+    assert!(!path.exists());
+}
+
+#[test]
+fn the_record_limit_is_256_mib() {
+    // A length of exactly 256 MiB is in range (here: torn), one more byte is not.
+    let mut data = segment(&[]);
+    data.extend_from_slice(&268_435_456u32.to_le_bytes());
+    data.extend_from_slice(&[0; 4]);
+    assert_eq!(
+        scan_segment(&data, 0, |_, _| {}),
+        (
+            8,
+            Some("torn record: 268435456 bytes announced, 0 present".to_string())
+        )
+    );
+    data[8..12].copy_from_slice(&268_435_457u32.to_le_bytes());
+    assert_eq!(
+        scan_segment(&data, 0, |_, _| {}),
+        (8, Some("record length 268435457 out of range".to_string()))
+    );
+    // An append of exactly 256 MiB passes the record limit (and meets the disk budget).
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = WalOptions::new(tmp.path());
+    opts.max_bytes = 1 << 20;
+    let (next, _, disk) = replay(&*opts.fs, tmp.path(), |_| {}).unwrap();
+    let wal = Wal::start(opts, next, disk, |_, _: u32| {}).unwrap();
+    match wal.append(vec![0; 268_435_456], 1) {
+        Err(Error::WalFull(reason)) => assert_eq!(reason, "disk budget"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn resync_finds_the_next_whole_record_after_the_given_position() {
+    // Records at 8 and 25.
+    let data = segment(&[record(b"123456789", CRC_123456789), record(b"abc", CRC_ABC)]);
+    assert_eq!(resync(&data, 7), Some(8));
+    assert_eq!(resync(&data, 8), Some(25));
+    assert_eq!(resync(&data, 24), Some(25));
+    assert_eq!(resync(&data, 25), None);
+    // Zeros (a length-0 record with the checksum of nothing) are no place to resume at.
+    let mut data = segment(&[]);
+    data.extend_from_slice(&[0; 16]);
+    data.extend_from_slice(&record(b"a", CRC_A));
+    assert_eq!(resync(&data, 8), Some(24));
+    // A wrong checksum, or a length running past the end, is no record either.
+    let mut data = segment(&[record(b"abc", CRC_ABC ^ 1)]);
+    data.extend_from_slice(&record(b"a", CRC_A));
+    assert_eq!(resync(&data, 0), Some(19));
+    let data = segment(&[record(b"abc", CRC_ABC)]);
+    assert_eq!(resync(&data[..18], 0), None);
+}
+
+#[test]
+fn read_range_reads_the_records_between_two_positions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let two = segment(&[record(b"123456789", CRC_123456789), record(b"abc", CRC_ABC)]);
+    fs::write(tmp.path().join("wal-00000000000000000002.log"), two).unwrap();
+    let three = segment(&[record(b"a", CRC_A)]);
+    fs::write(tmp.path().join("wal-00000000000000000003.log"), three).unwrap();
+    let one = segment(&[record(b"abc", CRC_ABC)]);
+    fs::write(tmp.path().join("wal-00000000000000000001.log"), one).unwrap();
+    let read = |from: Lsn, upto: Lsn, most: usize| {
+        let mut out = Vec::new();
+        read_range(
+            &*tsfiled_fsio::std_fs(),
+            tmp.path(),
+            from,
+            upto,
+            |at, payload| {
+                out.push((at, payload.to_vec()));
+                out.len() < most
+            },
+        )
+        .unwrap();
+        out
+    };
+    let all = vec![
+        (0x0200_0000_0008, b"123456789".to_vec()),
+        (0x0200_0000_0019, b"abc".to_vec()),
+        (0x0300_0000_0008, b"a".to_vec()),
+    ];
+    assert_eq!(read(0x0200_0000_0000, 0x0300_0000_0008, 10), all);
+    assert_eq!(read(0x0200_0000_0019, 0x0300_0000_0008, 10), all[1..]);
+    assert_eq!(read(0x0200_0000_0008, 0x0200_0000_0019, 10), all[..2]);
+    assert_eq!(read(0x0200_0000_0008, 0x0200_0000_0008, 10), all[..1]);
+    assert_eq!(read(0x0200_0000_0009, 0x0300_0000_0007, 10), all[1..2]);
+    assert_eq!(read(0x0300_0000_0000, u64::MAX, 10), all[2..]);
+    // `f` returning false stops the read, also across segments.
+    assert_eq!(read(0x0200_0000_0000, u64::MAX, 1), all[..1]);
+    assert_eq!(read(0x0200_0000_0000, u64::MAX, 2), all[..2]);
+    assert_eq!(
+        read(0x0100_0000_0000, 0x0100_0000_0008, 10),
+        vec![(0x0100_0000_0008, b"abc".to_vec())]
+    );
+}
+
+/// Appends `n` records of `size` bytes one at a time; their LSNs.
+fn append_each(wal: &Wal<u32>, n: u32, size: usize) -> Vec<Lsn> {
+    (0..n)
+        .map(|i| {
+            wal.append(vec![1; size], i)
+                .unwrap()
+                .wait_blocking()
+                .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn a_segment_is_at_most_an_eighth_of_the_size_limit_and_at_least_64_kib() {
+    // 1 MiB limit: segments rotate once they reach 131072 bytes, i.e. after the 14th record
+    // of 10008 bytes (8 + 14 * 10008 = 140120; after 13: 130112).
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = WalOptions::new(tmp.path());
+    opts.segment_bytes = 1 << 30;
+    opts.max_bytes = 1 << 20;
+    let wal = Wal::start(opts, 0, 0, |_, _: u32| {}).unwrap();
+    let lsns = append_each(&wal, 16, 10_000);
+    assert_eq!(lsns[13], 8 + 13 * 10_008);
+    assert_eq!(lsns[14], 0x0100_0000_0008);
+    assert_eq!(lsns[15], 0x0100_0000_0008 + 10_008);
+    drop(wal);
+    // 100000-byte limit: an eighth is 12500, so 64 KiB: the first segment takes 66 records
+    // of 1008 bytes (8 + 65 * 1008 = 65528 < 65536).
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = WalOptions::new(tmp.path());
+    opts.max_bytes = 100_000;
+    let wal = Wal::start(opts, 0, 0, |_, _: u32| {}).unwrap();
+    let lsns = append_each(&wal, 68, 1000);
+    assert_eq!(lsns[65], 8 + 65 * 1008);
+    assert_eq!(lsns[66], 0x0100_0000_0008);
+    assert_eq!(lsns[67], 0x0100_0000_0008 + 1008);
+}
+
+#[test]
+fn the_disk_budget_counts_the_segment_header_and_every_record() {
+    // 188 bytes: the 8-byte header and ten records of 18.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = WalOptions::new(tmp.path());
+    opts.max_bytes = 188;
+    let wal = Wal::start(opts, 0, 0, |_, _: u32| {}).unwrap();
+    let lsns = append_each(&wal, 10, 10);
+    assert_eq!(lsns[9], 8 + 9 * 18);
+    assert_eq!(wal.fill_ratio(), 1.0);
+    match wal.append(vec![1], 10) {
+        Err(Error::WalFull(reason)) => assert_eq!(reason, "disk budget"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    assert_eq!(wal.stats().pending_bytes.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn the_queue_limit_refuses_appends_past_max_pending_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = WalOptions::new(tmp.path());
+    opts.max_pending_bytes = 90;
+    let h = held(opts);
+    let first = h.hold();
+    // Five records of 18 bytes fill the 90 bytes; the sixth is refused.
+    let tickets: Vec<_> = (1..=5u32)
+        .map(|i| h.wal.append(vec![2; 10], i).unwrap())
+        .collect();
+    assert_eq!(h.wal.stats().pending_bytes.load(Ordering::Relaxed), 90);
+    match h.wal.append(vec![2; 10], 6) {
+        Err(Error::WalFull(reason)) => assert_eq!(reason, "queue"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    h.release.send(()).unwrap();
+    assert_eq!(first.wait_blocking().unwrap(), 8);
+    let lsns: Vec<_> = tickets
+        .into_iter()
+        .map(|t| t.wait_blocking().unwrap())
+        .collect();
+    assert_eq!(lsns, vec![26, 44, 62, 80, 98]);
+    assert_eq!(h.wal.stats().pending_bytes.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn an_empty_queue_takes_a_record_larger_than_its_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = WalOptions::new(tmp.path());
+    opts.max_pending_bytes = 90;
+    let h = held(opts);
+    let _first = h.hold();
+    let big = h.wal.append(vec![3; 200], 1).unwrap();
+    assert_eq!(h.wal.stats().pending_bytes.load(Ordering::Relaxed), 208);
+    match h.wal.append(vec![3], 2) {
+        Err(Error::WalFull(reason)) => assert_eq!(reason, "queue"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    h.release.send(()).unwrap();
+    assert_eq!(big.wait_blocking().unwrap(), 26);
+}
+
+#[test]
+fn fill_ratio_counts_the_bytes_on_disk_and_the_queued_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = WalOptions::new(tmp.path());
+    opts.max_bytes = 1000;
+    let h = held(opts);
+    // A fresh segment: its 8-byte header.
+    assert_eq!(h.wal.fill_ratio(), 0.008);
+    let _first = h.hold();
+    // Header and one record on disk (26), one record of 18 queued.
+    let queued = h.wal.append(vec![4; 10], 1).unwrap();
+    assert_eq!(h.wal.fill_ratio(), 0.044);
+    h.release.send(()).unwrap();
+    queued.wait_blocking().unwrap();
+    assert_eq!(h.wal.fill_ratio(), 0.044);
+}
+
+#[test]
+fn commit_bytes_bounds_the_bytes_written_under_one_fsync() {
+    // 99 records of 18 bytes queue up while the thread is held in the first commit; with
+    // 180 bytes a group they take 10 fsyncs (nine of ten records, one of nine), 11 in all.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = WalOptions::new(tmp.path());
+    opts.commit_bytes = 180;
+    let h = held(opts);
+    let first = h.hold();
+    let tickets: Vec<_> = (1..100u32)
+        .map(|i| h.wal.append(vec![5; 10], i).unwrap())
+        .collect();
+    h.release.send(()).unwrap();
+    first.wait_blocking().unwrap();
+    for t in tickets {
+        t.wait_blocking().unwrap();
+    }
+    assert_eq!(h.wal.stats().syncs.load(Ordering::Relaxed), 11);
+    assert_eq!(h.wal.stats().records.load(Ordering::Relaxed), 100);
+}
+
+#[test]
+fn a_commit_delay_gathers_the_appends_that_follow_into_one_group() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = WalOptions::new(tmp.path());
+    opts.commit_delay = Duration::from_secs(2);
+    let wal = Wal::start(opts, 0, 0, |_, _: u32| {}).unwrap();
+    let mut tickets = vec![wal.append(vec![6; 10], 0).unwrap()];
+    // The log thread has the first record and waits out the delay.
+    std::thread::sleep(Duration::from_millis(100));
+    tickets.extend((1..10u32).map(|i| wal.append(vec![6; 10], i).unwrap()));
+    let lsns: Vec<_> = tickets
+        .into_iter()
+        .map(|t| t.wait_blocking().unwrap())
+        .collect();
+    assert_eq!(lsns, (0..10).map(|i| 8 + 18 * i).collect::<Vec<_>>());
+    assert_eq!(wal.stats().syncs.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn trim_before_raises_the_shared_watermark_and_never_lowers_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _: u32| {}).unwrap();
+    let handle = wal.watermark_handle();
+    assert_eq!(handle.load(Ordering::Relaxed), 0);
+    wal.trim_before(0x0200_0000_0000);
+    assert_eq!(handle.load(Ordering::Relaxed), 0x0200_0000_0000);
+    wal.trim_before(0x0100_0000_0005);
+    assert_eq!(handle.load(Ordering::Relaxed), 0x0200_0000_0000);
+}
+
+#[test]
+fn a_ticket_resolves_in_async_code_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _: u32| {}).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let at = rt.block_on(wal.append(vec![7; 3], 1).unwrap().wait());
+    assert_eq!(at.unwrap(), 8);
+    let at = rt.block_on(wal.append(vec![7; 3], 2).unwrap().wait());
+    assert_eq!(at.unwrap(), 8 + 11);
+}
+
+#[test]
+fn shutdown_writes_what_is_queued_and_refuses_later_appends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _: u32| {}).unwrap();
+    let tickets: Vec<_> = (0..20u32)
+        .map(|i| wal.append(vec![i as u8; 4], i).unwrap())
+        .collect();
+    wal.shutdown();
+    let (_, _, _, recs) = replay_all(tmp.path());
+    assert_eq!(recs.len(), 20);
+    for t in tickets {
+        t.wait_blocking().unwrap();
+    }
+    assert!(matches!(wal.append(vec![1], 20), Err(Error::WalClosed)));
+}
+
+#[test]
+fn dropping_the_log_writes_what_is_queued() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _: u32| {}).unwrap();
+    for i in 0..20u32 {
+        drop(wal.append(vec![i as u8; 4], i).unwrap());
+    }
+    drop(wal);
+    let (_, _, _, recs) = replay_all(tmp.path());
+    assert_eq!(
+        recs.into_iter().map(|r| r.1).collect::<Vec<_>>(),
+        (0..20u8).map(|i| vec![i; 4]).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_deleted_directory_refuses_the_group_then_is_created_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("wal");
+    let wal = Wal::start(WalOptions::new(&dir), 0, 0, |_, _: u32| {}).unwrap();
+    assert_eq!(
+        wal.append(vec![1; 4], 1).unwrap().wait_blocking().unwrap(),
+        8
+    );
+    fs::remove_dir_all(&dir).unwrap();
+    match wal.append(vec![2; 4], 2).unwrap().wait_blocking() {
+        Err(Error::WalIo(message)) => {
+            assert!(message.contains("was deleted while in use"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(wal.stats().lost_segments.load(Ordering::Relaxed));
+    let at = wal.append(vec![3; 4], 3).unwrap().wait_blocking().unwrap();
+    assert_eq!(at, 0x0100_0000_0008);
+    drop(wal);
+    let (_, _, _, recs) = replay_all(&dir);
+    assert_eq!(recs, vec![(0x0100_0000_0008, vec![3; 4])]);
+}
+
+#[test]
+fn test_delay_reads_milliseconds_from_the_environment() {
+    static SET: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+    static UNSET: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+    std::env::set_var("TSFILED_TEST_WAL_CONTRACT_DELAY_MS", "7");
+    assert_eq!(
+        test_delay(&SET, "TSFILED_TEST_WAL_CONTRACT_DELAY_MS"),
+        Some(Duration::from_millis(7))
+    );
+    assert_eq!(
+        test_delay(&UNSET, "TSFILED_TEST_WAL_CONTRACT_UNSET_MS"),
+        None
+    );
+}
+
+/// The real file system, with `create` failing with errno `create_errno` (0: not) and the
+/// files' `fdatasync` failing with `sync_errno` (0: not).
+#[derive(Debug, Default)]
+struct Faulty {
+    create_errno: AtomicI32,
+    sync_errno: Arc<AtomicI32>,
+}
+
+#[derive(Debug)]
+struct FaultyFile {
+    inner: Box<dyn FsFile>,
+    sync_errno: Arc<AtomicI32>,
+}
+
+fn errno(code: &AtomicI32) -> io::Result<()> {
+    match code.load(Ordering::Relaxed) {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+impl Write for FaultyFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl FsFile for FaultyFile {
+    fn sync_all(&mut self) -> io::Result<()> {
+        self.inner.sync_all()
+    }
+    fn sync_data(&mut self) -> io::Result<()> {
+        errno(&self.sync_errno)?;
+        self.inner.sync_data()
+    }
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn seek_to(&mut self, pos: u64) -> io::Result<()> {
+        self.inner.seek_to(pos)
+    }
+}
+
+impl Fs for Faulty {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        errno(&self.create_errno)?;
+        Ok(Box::new(FaultyFile {
+            inner: tsfiled_fsio::std_fs().create(path)?,
+            sync_errno: self.sync_errno.clone(),
+        }))
+    }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        tsfiled_fsio::std_fs().create_new(path)
+    }
+    fn open_write(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        tsfiled_fsio::std_fs().open_write(path)
+    }
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        tsfiled_fsio::std_fs().open_append(path)
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        tsfiled_fsio::std_fs().read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        tsfiled_fsio::std_fs().rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        tsfiled_fsio::std_fs().remove_file(path)
+    }
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        tsfiled_fsio::std_fs().create_dir_all(path)
+    }
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        tsfiled_fsio::std_fs().sync_dir(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<tsfiled_fsio::DirEntry>> {
+        tsfiled_fsio::std_fs().read_dir(path)
+    }
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        tsfiled_fsio::std_fs().file_len(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        tsfiled_fsio::std_fs().exists(path)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {
+        tsfiled_fsio::std_fs().lock(path)
+    }
+}
+
+/// A log on a [`Faulty`] file system (shared with the test).
+fn on_faulty(dir: &Path) -> (Wal<u32>, Arc<Faulty>) {
+    let faulty = Arc::new(Faulty::default());
+    let mut opts = WalOptions::new(dir);
+    opts.fs = FsRef::new(ArcFs(faulty.clone()));
+    (Wal::start(opts, 0, 0, |_, _: u32| {}).unwrap(), faulty)
+}
+
+/// [`Faulty`] behind an `Arc` (the test keeps a handle to flip its faults).
+#[derive(Debug)]
+struct ArcFs(Arc<Faulty>);
+
+impl Fs for ArcFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.0.create(path)
+    }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.0.create_new(path)
+    }
+    fn open_write(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.0.open_write(path)
+    }
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.0.open_append(path)
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.0.read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.0.rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.0.remove_file(path)
+    }
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.0.create_dir_all(path)
+    }
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        self.0.sync_dir(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<tsfiled_fsio::DirEntry>> {
+        self.0.read_dir(path)
+    }
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        self.0.file_len(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.0.exists(path)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {
+        self.0.lock(path)
+    }
+}
+
+/// Waits until the log refuses appends (it failed to open its next segment).
+fn refused_reason(wal: &Wal<u32>) -> &'static str {
+    for _ in 0..500 {
+        match wal.append(vec![9], 99) {
+            Err(Error::WalFull(reason)) => return reason,
+            Ok(t) => {
+                let _ = t.wait_blocking();
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    panic!("appends never refused");
+}
+
+#[test]
+fn a_full_device_is_named_in_the_refusal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wal, faulty) = on_faulty(tmp.path());
+    wal.append(vec![1; 10], 1).unwrap().wait_blocking().unwrap();
+    // The fsync fails with ENOSPC: the group is refused as "full", the segment retired.
+    faulty.sync_errno.store(libc::ENOSPC, Ordering::Relaxed);
+    faulty.create_errno.store(libc::ENOSPC, Ordering::Relaxed);
+    match wal.append(vec![2; 10], 2).unwrap().wait_blocking() {
+        Err(Error::WalFull(reason)) => assert_eq!(reason, "no space left on the WAL device"),
+        other => panic!("{other:?}"),
+    }
+    // The next group finds no segment and cannot create one: refused with the reason.
+    match wal.append(vec![3; 10], 3).unwrap().wait_blocking() {
+        Err(Error::WalFull(reason)) => assert_eq!(reason, "no space left on the WAL device"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(wal.stats().pending_bytes.load(Ordering::Relaxed), 0);
+    assert_eq!(refused_reason(&wal), "no space left on the WAL device");
+}
+
+#[test]
+fn a_read_only_device_is_named_in_the_refusal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wal, faulty) = on_faulty(tmp.path());
+    wal.append(vec![1; 10], 1).unwrap().wait_blocking().unwrap();
+    faulty.sync_errno.store(libc::EROFS, Ordering::Relaxed);
+    faulty.create_errno.store(libc::EROFS, Ordering::Relaxed);
+    match wal.append(vec![2; 10], 2).unwrap().wait_blocking() {
+        Err(Error::WalFull(reason)) => assert_eq!(reason, "the WAL device is read-only"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(refused_reason(&wal), "the WAL device is read-only");
+    // The device comes back: appends go to the segment after the failed one.
+    faulty.sync_errno.store(0, Ordering::Relaxed);
+    faulty.create_errno.store(0, Ordering::Relaxed);
+    let start = Instant::now();
+    let at = loop {
+        match wal.append(vec![4; 10], 4) {
+            Ok(t) => break t.wait_blocking().unwrap(),
+            Err(Error::WalFull(_)) => {
+                assert!(start.elapsed() < Duration::from_secs(30), "never recovered");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(at, 0x0100_0000_0008);
+}
