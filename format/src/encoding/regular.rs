@@ -455,12 +455,17 @@ mod tests {
         let mut e = LongRegularEncoder::new();
         e.encode(100, &mut out).unwrap();
         e.encode(93, &mut out).unwrap();
-        assert!(e.encode(79, &mut out).is_err());
+        let err = e.encode(79, &mut out).unwrap_err();
+        assert!(
+            err.to_string().contains("minimum step -14 is not positive"),
+            "{err}"
+        );
         // A repeated value in a non-constant block (Java divides by zero).
         let mut e = LongRegularEncoder::new();
         e.encode(1, &mut out).unwrap();
         e.encode(1, &mut out).unwrap();
-        assert!(e.encode(2, &mut out).is_err());
+        let err = e.encode(2, &mut out).unwrap_err();
+        assert!(err.to_string().contains("zero minimum step"), "{err}");
         let mut e = LongRegularEncoder::new();
         e.encode(1, &mut out).unwrap();
         e.encode(2, &mut out).unwrap();
@@ -780,6 +785,43 @@ mod tests {
             let r = decode_into::<i64>("s", &data, count, &mut b);
             prop_assert_eq!(r.ok().map(|_| b), java_decode::<i64>(&data, count));
         }
+    }
+
+    /// The limits of what is accepted, each at its boundary (hand-computed values,
+    /// cross-checked with the Java model above).
+    fn accepts<T: JavaInt>(block: &[T]) -> bool {
+        let mut e = RegularEncoder::<T>::new();
+        let mut out = Vec::new();
+        let (init, last) = block.split_at(block.len() - 1);
+        for v in init {
+            e.encode(*v, &mut out).unwrap();
+        }
+        e.encode(last[0], &mut out).is_ok()
+    }
+
+    #[test]
+    fn limits_at_their_boundaries() {
+        // Span exactly Long.MAX_VALUE = 7m (steps m and 6m, 8 positions): carried.
+        let m = i64::MAX / 7;
+        assert_eq!(m * 7, i64::MAX);
+        let block = [i64::MIN, i64::MIN + m, -1];
+        assert!(java_carries(&block));
+        assert!(accepts(&block));
+        let b = enc::<i64>(&block);
+        assert_eq!(dec::<i64>(&b, 3), block);
+        // MAX_POSITIONS = 2^20 positions of step 1: accepted; one more: refused.
+        assert!(accepts::<i64>(&[0, 1, (1 << 20) - 1]));
+        assert!(!accepts::<i64>(&[0, 1, 1 << 20]));
+        // A partial block whose last value v makes Java clear bits up to index
+        // positions + k - 1, k = (int) (-v) - 1: with 6 positions and
+        // (int) (-v) = Integer.MAX_VALUE - 4 the index is exactly Integer.MAX_VALUE.
+        let f = i32::MIN as i64;
+        let at_limit = [f, f + 1, f + 2, f + 5];
+        assert!(java_carries(&at_limit));
+        assert!(accepts(&at_limit));
+        let past = [f - 1, f, f + 1, f + 4];
+        assert!(!java_carries(&past));
+        assert!(!accepts(&past));
     }
 
     #[test]
