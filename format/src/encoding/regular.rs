@@ -512,6 +512,48 @@ mod tests {
         assert_eq!(l.max_byte_size(), 28 + 8);
     }
 
+    /// Hand-assembled blocks (spec §6.6): a block with a missing point followed by a
+    /// second block, an empty bitmap, and the offset of a negative bitmap length.
+    #[test]
+    fn blocks_read_like_java() {
+        // [10, 20, 40]: 4 positions of step 10, bits 0, 1, 3 = 0b1011; then [7].
+        let two = "01 00000001 0b 00000004 0000000a 0000000a 00 00000001 7fffffff 00000007";
+        let b: Vec<u8> = (0..two.replace(' ', "").len() / 2)
+            .map(|i| u8::from_str_radix(&two.replace(' ', "")[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        assert_eq!(hex(&b[..18]), hex(&enc::<i32>(&[10, 20, 40])));
+        assert_eq!(dec::<i32>(&b, 4), [10, 20, 40, 7]);
+        // An empty bitmap: the first value needs no bit.
+        let b = [1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 9];
+        assert_eq!(dec::<i32>(&b, 1), [9]);
+        // A set bit (3) past the block's 3 positions: Java's decoder fails there.
+        let b = [1, 0, 0, 0, 1, 0x09, 0, 0, 0, 3, 0, 0, 0, 10, 0, 0, 0, 10];
+        assert_eq!(java_decode::<i32>(&b, 2), None);
+        assert!(decode_into::<i32>("s", &b, 2, &mut Vec::new()).is_err());
+        assert_eq!(dec::<i32>(&b, 1), [10]);
+        // A negative bitmap length is named where it is.
+        let b = [
+            1, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 9,
+        ];
+        let e = decode_into::<i32>("s", &b, 1, &mut Vec::new()).unwrap_err();
+        assert!(matches!(e, Error::Decode { at: 1, .. }), "{e}");
+    }
+
+    /// Spec §6.8 through the [`Encoder`] trait (as the page writer calls it), 3 values
+    /// buffered: `20 + 3*2/8 + 3*4` and `28 + 3*2/8 + 3*8`.
+    #[test]
+    fn max_byte_size_through_the_trait() {
+        let mut out = Vec::new();
+        let mut e: Box<dyn Encoder> = Box::new(IntRegularEncoder::new());
+        let mut l: Box<dyn Encoder> = Box::new(LongRegularEncoder::new());
+        for v in [1, 2, 3] {
+            e.encode_i32(v, &mut out).unwrap();
+            l.encode_i64(v as i64, &mut out).unwrap();
+        }
+        assert_eq!(e.max_byte_size(), 32);
+        assert_eq!(l.max_byte_size(), 52);
+    }
+
     #[test]
     fn malformed_streams_are_errors() {
         let good = enc::<i64>(&[10, 20, 40, 50]);
