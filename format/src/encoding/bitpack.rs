@@ -221,6 +221,82 @@ mod tests {
         assert_eq!(out, [0xa0]);
     }
 
+    /// Java `int`/`long` arithmetic, values worked out by hand from the JLS (wrapping
+    /// two's-complement, truncating division with `MIN / -1 == MIN`, narrowing keeps the
+    /// low bits).
+    #[test]
+    fn java_int_semantics() {
+        assert_eq!(i32::MIN.wsub(1), i32::MAX);
+        assert_eq!(5i32.wsub(7), -2);
+        assert_eq!(i64::MIN.wsub(1), i64::MAX);
+        assert_eq!(i32::MAX.wadd(1), i32::MIN);
+        assert_eq!(2i64.wadd(3), 5);
+        assert_eq!(0x1_0000i32.wmul(0x1_0000), 0);
+        assert_eq!(6i32.wmul(-7), -42);
+        assert_eq!(0x1_0000_0000i64.wmul(0x1_0000_0000), 0);
+        assert_eq!(i32::MIN.jdiv(-1), i32::MIN);
+        assert_eq!(i64::MIN.jdiv(-1), i64::MIN);
+        assert_eq!((-7i32).jdiv(2), -3);
+        assert_eq!(7i64.jdiv(2), 3);
+        assert_eq!(0x1_0000_0005i64.low_i32(), 5);
+        assert_eq!(0x8000_0000i64.low_i32(), i32::MIN);
+        assert_eq!((-9i32).low_i32(), -9);
+        assert_eq!((-1i32).to_i128(), -1);
+        assert_eq!(i64::MIN.to_i128(), -(1i128 << 63));
+        assert_eq!(i32::from_i64(0x1_8000_0000), i32::MIN);
+        assert_eq!(i32::from_i64(-2), -2);
+        assert_eq!(i64::from_i64(-2), -2);
+        assert_eq!((-1i32).bits(), 0xffff_ffff);
+        assert_eq!((-1i64).bits(), u64::MAX);
+        assert_eq!(7i32.bits(), 7);
+        assert_eq!(i32::from_bits(0x1_ffff_fffe), -2);
+        assert_eq!(i64::from_bits(u64::MAX - 1), -2);
+        let mut out = vec![9];
+        0x0102_0304i32.put_be(&mut out);
+        (-2i64).put_be(&mut out);
+        assert_eq!(
+            out,
+            [9, 1, 2, 3, 4, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe]
+        );
+        assert_eq!(i32::from_be_slice(&[1, 2, 3, 4, 5]), 0x0102_0304);
+        assert_eq!(
+            i64::from_be_slice(&[0x80, 0, 0, 0, 0, 0, 0, 1, 7]),
+            i64::MIN + 1
+        );
+        assert_eq!(0i32.width(), 0);
+        assert_eq!(1i32.width(), 1);
+        assert_eq!(255i64.width(), 8);
+        assert_eq!((-1i32).width(), 32);
+        assert_eq!((-1i64).width(), 64);
+    }
+
+    /// 64-bit fields and a field that straddles the 64-bit flush of the writer.
+    #[test]
+    fn writer_wide_fields() {
+        let mut out = Vec::new();
+        let mut w = BitWriter::new();
+        w.push(0x0123_4567_89ab_cdef, 64, &mut out);
+        assert_eq!(out, 0x0123_4567_89ab_cdefu64.to_be_bytes());
+        w.push(0b1, 1, &mut out);
+        w.push(0, 0, &mut out);
+        w.push(u64::MAX, 64, &mut out);
+        w.finish(&mut out);
+        // 1 then 64 ones then 7 zero pad bits: ff × 8, then 1000_0000.
+        assert_eq!(
+            out[8..],
+            [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x80]
+        );
+        assert_eq!(packed_len(3, 0), 0);
+        assert_eq!(packed_len(3, 3), 2);
+        assert_eq!(packed_len(8, 7), 7);
+        let mut got = Vec::new();
+        unpack(&out, 1, 64, |v| got.push(v));
+        assert_eq!(got, [0x0123_4567_89ab_cdef]);
+        let mut got = Vec::new();
+        unpack(&[0xa5, 0x0f], 4, 4, |v| got.push(v));
+        assert_eq!(got, [0xa, 0x5, 0x0, 0xf]);
+    }
+
     proptest! {
         #[test]
         fn pack_unpack(w in 1u32..=64, raw in proptest::collection::vec(any::<u64>(), 0..200)) {

@@ -320,6 +320,21 @@ mod tests {
         assert!(get_encoder(Encoding::TS_2DIFF, DataType::INT64, 2).is_ok());
     }
 
+    /// A value of another type is refused (the trait's defaults) and writes nothing.
+    #[test]
+    fn encoders_refuse_values_of_other_types() {
+        let mut out = Vec::new();
+        let unsupported = |r: Result<()>| matches!(r, Err(Error::Unsupported(_)));
+        let mut g = get_encoder(Encoding::GORILLA, DataType::FLOAT, 2).unwrap();
+        assert!(unsupported(g.encode_bool(true, &mut out)));
+        assert!(unsupported(g.encode_i32(1, &mut out)));
+        assert!(unsupported(g.encode_i64(1, &mut out)));
+        assert!(unsupported(g.encode_binary(b"x", &mut out)));
+        let mut r = get_encoder(Encoding::RLE, DataType::INT32, 2).unwrap();
+        assert!(unsupported(r.encode_f64(1.0, &mut out)));
+        assert!(out.is_empty());
+    }
+
     #[test]
     fn time_column_round_trip() {
         let mut e = time_encoder();

@@ -327,6 +327,52 @@ mod tests {
     }
 
     #[test]
+    fn errors_name_the_stream_and_the_last_whole_value() {
+        // (type, bytes given, values asked, the stream, offset of the first missing value)
+        let cases = [
+            (DataType::BOOLEAN, 2, 3, "PLAIN BOOLEAN column", 2),
+            (DataType::INT32, 7, 2, "PLAIN INT32 column", 4),
+            (DataType::INT64, 20, 3, "PLAIN INT64 column", 16),
+            (DataType::FLOAT, 9, 3, "PLAIN FLOAT column", 8),
+            (DataType::DOUBLE, 17, 3, "PLAIN DOUBLE column", 16),
+            (DataType::TEXT, 2, 1, "PLAIN TEXT column", 0),
+        ];
+        for (t, n, count, stream, at) in cases {
+            let e = decode(&vec![0; n], count, &mut Column::new(t)).unwrap_err();
+            assert!(
+                matches!(e, Error::Decode { stream: s, at: a, .. } if s == stream && a == at),
+                "{t}: {e:?}"
+            );
+        }
+        // The second TEXT value (at byte 5) claims 3 bytes, 1 remains.
+        let data = [0, 0, 0, 1, b'a', 0, 0, 0, 3, b'b'];
+        let e = decode(&data, 2, &mut Column::new(DataType::TEXT)).unwrap_err();
+        assert!(matches!(e, Error::Decode { at: 5, .. }), "{e:?}");
+        let mut c = Column::new(DataType::TEXT);
+        decode(&data[..9], 1, &mut c).unwrap();
+        assert_eq!(c, Column::Text(vec![b"a".to_vec()]));
+        // Format v4: var-int INT32 and var-int-length TEXT.
+        let e = decode_v4(&[0x80], 1, &mut Column::new(DataType::INT32)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Decode {
+                    stream: "PLAIN INT32 column",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        // A negative length (zigzag 0x05 = -3) is named as such.
+        let e = decode_v4(&[0x05, b'a'], 1, &mut Column::new(DataType::TEXT)).unwrap_err();
+        assert!(e.to_string().contains("length -3"), "{e}");
+        // An empty value is a zero length.
+        let mut c = Column::new(DataType::TEXT);
+        decode_v4(&[0x00, 0x02, b'z'], 2, &mut c).unwrap();
+        assert_eq!(c, Column::Text(vec![vec![], b"z".to_vec()]));
+    }
+
+    #[test]
     fn truncated_streams_are_errors() {
         let mut c = Column::new(DataType::INT64);
         let e = decode(&[0; 12], 2, &mut c).unwrap_err();

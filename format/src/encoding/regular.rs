@@ -455,12 +455,17 @@ mod tests {
         let mut e = LongRegularEncoder::new();
         e.encode(100, &mut out).unwrap();
         e.encode(93, &mut out).unwrap();
-        assert!(e.encode(79, &mut out).is_err());
+        let err = e.encode(79, &mut out).unwrap_err();
+        assert!(
+            err.to_string().contains("minimum step -14 is not positive"),
+            "{err}"
+        );
         // A repeated value in a non-constant block (Java divides by zero).
         let mut e = LongRegularEncoder::new();
         e.encode(1, &mut out).unwrap();
         e.encode(1, &mut out).unwrap();
-        assert!(e.encode(2, &mut out).is_err());
+        let err = e.encode(2, &mut out).unwrap_err();
+        assert!(err.to_string().contains("zero minimum step"), "{err}");
         let mut e = LongRegularEncoder::new();
         e.encode(1, &mut out).unwrap();
         e.encode(2, &mut out).unwrap();
@@ -505,6 +510,48 @@ mod tests {
         assert_eq!(l.max_byte_size(), 20);
         l.encode(5, &mut out).unwrap();
         assert_eq!(l.max_byte_size(), 28 + 8);
+    }
+
+    /// Hand-assembled blocks (spec §6.6): a block with a missing point followed by a
+    /// second block, an empty bitmap, and the offset of a negative bitmap length.
+    #[test]
+    fn blocks_read_like_java() {
+        // [10, 20, 40]: 4 positions of step 10, bits 0, 1, 3 = 0b1011; then [7].
+        let two = "01 00000001 0b 00000004 0000000a 0000000a 00 00000001 7fffffff 00000007";
+        let b: Vec<u8> = (0..two.replace(' ', "").len() / 2)
+            .map(|i| u8::from_str_radix(&two.replace(' ', "")[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        assert_eq!(hex(&b[..18]), hex(&enc::<i32>(&[10, 20, 40])));
+        assert_eq!(dec::<i32>(&b, 4), [10, 20, 40, 7]);
+        // An empty bitmap: the first value needs no bit.
+        let b = [1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 9];
+        assert_eq!(dec::<i32>(&b, 1), [9]);
+        // A set bit (3) past the block's 3 positions: Java's decoder fails there.
+        let b = [1, 0, 0, 0, 1, 0x09, 0, 0, 0, 3, 0, 0, 0, 10, 0, 0, 0, 10];
+        assert_eq!(java_decode::<i32>(&b, 2), None);
+        assert!(decode_into::<i32>("s", &b, 2, &mut Vec::new()).is_err());
+        assert_eq!(dec::<i32>(&b, 1), [10]);
+        // A negative bitmap length is named where it is.
+        let b = [
+            1, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 9,
+        ];
+        let e = decode_into::<i32>("s", &b, 1, &mut Vec::new()).unwrap_err();
+        assert!(matches!(e, Error::Decode { at: 1, .. }), "{e}");
+    }
+
+    /// Spec §6.8 through the [`Encoder`] trait (as the page writer calls it), 3 values
+    /// buffered: `20 + 3*2/8 + 3*4` and `28 + 3*2/8 + 3*8`.
+    #[test]
+    fn max_byte_size_through_the_trait() {
+        let mut out = Vec::new();
+        let mut e: Box<dyn Encoder> = Box::new(IntRegularEncoder::new());
+        let mut l: Box<dyn Encoder> = Box::new(LongRegularEncoder::new());
+        for v in [1, 2, 3] {
+            e.encode_i32(v, &mut out).unwrap();
+            l.encode_i64(v as i64, &mut out).unwrap();
+        }
+        assert_eq!(e.max_byte_size(), 32);
+        assert_eq!(l.max_byte_size(), 52);
     }
 
     #[test]
@@ -780,6 +827,43 @@ mod tests {
             let r = decode_into::<i64>("s", &data, count, &mut b);
             prop_assert_eq!(r.ok().map(|_| b), java_decode::<i64>(&data, count));
         }
+    }
+
+    /// The limits of what is accepted, each at its boundary (hand-computed values,
+    /// cross-checked with the Java model above).
+    fn accepts<T: JavaInt>(block: &[T]) -> bool {
+        let mut e = RegularEncoder::<T>::new();
+        let mut out = Vec::new();
+        let (init, last) = block.split_at(block.len() - 1);
+        for v in init {
+            e.encode(*v, &mut out).unwrap();
+        }
+        e.encode(last[0], &mut out).is_ok()
+    }
+
+    #[test]
+    fn limits_at_their_boundaries() {
+        // Span exactly Long.MAX_VALUE = 7m (steps m and 6m, 8 positions): carried.
+        let m = i64::MAX / 7;
+        assert_eq!(m * 7, i64::MAX);
+        let block = [i64::MIN, i64::MIN + m, -1];
+        assert!(java_carries(&block));
+        assert!(accepts(&block));
+        let b = enc::<i64>(&block);
+        assert_eq!(dec::<i64>(&b, 3), block);
+        // MAX_POSITIONS = 2^20 positions of step 1: accepted; one more: refused.
+        assert!(accepts::<i64>(&[0, 1, (1 << 20) - 1]));
+        assert!(!accepts::<i64>(&[0, 1, 1 << 20]));
+        // A partial block whose last value v makes Java clear bits up to index
+        // positions + k - 1, k = (int) (-v) - 1: with 6 positions and
+        // (int) (-v) = Integer.MAX_VALUE - 4 the index is exactly Integer.MAX_VALUE.
+        let f = i32::MIN as i64;
+        let at_limit = [f, f + 1, f + 2, f + 5];
+        assert!(java_carries(&at_limit));
+        assert!(accepts(&at_limit));
+        let past = [f - 1, f, f + 1, f + 4];
+        assert!(!java_carries(&past));
+        assert!(!accepts(&past));
     }
 
     #[test]

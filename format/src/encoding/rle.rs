@@ -406,9 +406,7 @@ pub fn decode_into<T: JavaInt>(
                 left -= take;
             }
         }
-        if left > 0 {
-            pos = end;
-        }
+        // Every run is bounded by `end`: values still needed here means `pos == end`.
     }
     Ok(())
 }
@@ -527,6 +525,78 @@ mod tests {
                 "00".repeat(48)
             ),
         );
+    }
+
+    #[test]
+    fn buffered_values_are_counted_until_flush() {
+        let mut e = IntRleEncoder::new();
+        assert_eq!((e.len(), e.is_empty()), (0, true));
+        for v in [4, 4, 9] {
+            e.encode(v);
+        }
+        assert_eq!((e.len(), e.is_empty()), (3, false));
+        e.flush_frame(&mut Vec::new());
+        assert_eq!((e.len(), e.is_empty()), (0, true));
+    }
+
+    /// Spec §6.8 through the [`Encoder`] trait (as the page writer calls it): 3 values
+    /// buffered, groupNum = (3/8 + 1)/63 + 1 = 1.
+    #[test]
+    fn max_byte_size_through_the_trait() {
+        let mut out = Vec::new();
+        let mut e: Box<dyn Encoder> = Box::new(IntRleEncoder::new());
+        let mut l: Box<dyn Encoder> = Box::new(LongRleEncoder::new());
+        for v in [1, 2, 3] {
+            e.encode_i32(v, &mut out).unwrap();
+            l.encode_i64(v as i64, &mut out).unwrap();
+        }
+        assert_eq!(e.max_byte_size(), 8 + 5 + 3 * 4);
+        assert_eq!(l.max_byte_size(), 8 + 5 + 3 * 8);
+    }
+
+    /// A run header, run value, last-group count or group cut by the frame's end is an
+    /// error, even when bytes follow the frame.
+    #[test]
+    fn runs_cut_by_the_frame_end() {
+        // frame of 2 bytes: bit width 1, then 0x80 (a var-int that needs another byte)
+        let e = decode_into::<i32>("s", &[0x02, 0x01, 0x80, 0x02, 0x05], 1, &mut Vec::new())
+            .unwrap_err();
+        assert!(matches!(e, Error::Decode { at: 2, .. }), "{e}");
+        // An RLE run value (2 bytes at bit width 9) cut by the frame end.
+        let e = decode_into::<i32>("s", &[0x02, 0x09, 0x10, 0x2c, 0x01], 8, &mut Vec::new())
+            .unwrap_err();
+        assert!(matches!(e, Error::Decode { at: 3, .. }), "{e}");
+        // The last-group count of a bit-packed run cut by the frame end.
+        let e = decode_into::<i32>("s", &[0x02, 0x01, 0x03, 0x08, 0xff], 1, &mut Vec::new())
+            .unwrap_err();
+        assert!(matches!(e, Error::Decode { at: 3, .. }), "{e}");
+        // The group bytes of a bit-packed run cut by the frame end.
+        let e = decode_into::<i32>("s", &[0x03, 0x01, 0x03, 0x08, 0xff], 1, &mut Vec::new())
+            .unwrap_err();
+        assert!(matches!(e, Error::Decode { at: 4, .. }), "{e}");
+    }
+
+    /// Hand-assembled frames the writer never produces but the Java decoder reads.
+    #[test]
+    fn frames_read_like_java() {
+        // Two groups with a last-group count of 0: (2-1)*8 + 0 = 8 values, bit width 1,
+        // group bytes aa (10101010) and ff.
+        let mut d = Vec::new();
+        decode_into::<i32>("s", &[0x05, 0x01, 0x05, 0x00, 0xaa, 0xff], 8, &mut d).unwrap();
+        assert_eq!(d, [1, 0, 1, 0, 1, 0, 1, 0]);
+        // One group with a count of 0 holds no value: refused.
+        let e = decode_into::<i32>("s", &[0x04, 0x01, 0x03, 0x00, 0xff], 1, &mut Vec::new())
+            .unwrap_err();
+        assert!(matches!(e, Error::Decode { at: 3, .. }), "{e}");
+        // The decoder stops once it has its values: the zero-count run after the run of
+        // eight 5s (header 0x10, value 05) is never read.
+        let mut d = Vec::new();
+        decode_into::<i32>("s", &[0x04, 0x03, 0x10, 0x05, 0x00], 8, &mut d).unwrap();
+        assert_eq!(d, [5; 8]);
+        // INT64 run values are big-endian: bit width 9, value 01 2c = 300.
+        let mut d = Vec::new();
+        decode_into::<i64>("s", &[0x04, 0x09, 0x06, 0x01, 0x2c], 3, &mut d).unwrap();
+        assert_eq!(d, [300; 3]);
     }
 
     #[test]

@@ -355,6 +355,21 @@ mod tests {
         assert_eq!(l.max_byte_size(), 32);
     }
 
+    /// Spec §6.8 through the [`Encoder`] trait (as the page writer calls it):
+    /// `24 + writeIndex * 4|8` with writeIndex = 2 after three values.
+    #[test]
+    fn max_byte_size_through_the_trait() {
+        let mut out = Vec::new();
+        let mut e: Box<dyn Encoder> = Box::new(IntDeltaEncoder::new());
+        let mut l: Box<dyn Encoder> = Box::new(LongDeltaEncoder::new());
+        for v in [1, 2, 3] {
+            e.encode_i32(v, &mut out).unwrap();
+            l.encode_i64(v as i64, &mut out).unwrap();
+        }
+        assert_eq!(e.max_byte_size(), 24 + 2 * 4);
+        assert_eq!(l.max_byte_size(), 24 + 2 * 8);
+    }
+
     /// Spec §6.3.4: block A (w = 12, 192 packed bytes), then block B (w = 10, 1190 bits,
     /// 149 bytes): B's last byte carries A's stale bits (`03`) with the same encoder.
     #[test]
@@ -540,5 +555,11 @@ mod tests {
         let mut d = Vec::new();
         decode_into::<i64>("s", &b, Some(2), &mut d).unwrap();
         assert_eq!(d, [10, 5]);
+        // Exactly the values requested: bytes after them are never read.
+        let mut junk = b.clone();
+        junk.push(0xff);
+        let mut d = Vec::new();
+        decode_into::<i64>("s", &junk, Some(3), &mut d).unwrap();
+        assert_eq!(d, [10, 5, 20]);
     }
 }
