@@ -334,6 +334,8 @@ pub struct ResourceV4 {
 const RESOURCE_V4_VERSION: u8 = 1;
 /// `ITimeIndex.ARRAY_DEVICE_TIME_INDEX_TYPE`.
 const ARRAY_DEVICE_TIME_INDEX: u8 = 3;
+/// `TsFileResourceBlockType.EMPTY_BLOCK`.
+const EMPTY_BLOCK: u8 = 0;
 
 impl ResourceV4 {
     /// Whether `buf` starts as an IoTDB 2.x `.resource` (version 1, array device time
@@ -341,6 +343,44 @@ impl ResourceV4 {
     /// byte is 0 below 2^24 devices.
     pub fn is_v4(buf: &[u8]) -> bool {
         buf.len() >= 2 && buf[0] == RESOURCE_V4_VERSION && buf[1] == ARRAY_DEVICE_TIME_INDEX
+    }
+
+    /// The `.resource` of a file written outside IoTDB: no operation index range (plan
+    /// indexes `i64::MIN` / `i64::MAX`, TsFileResource's initial values), no mods file.
+    pub fn without_plan_index(devices: Vec<DeviceTimeRange>) -> Self {
+        ResourceV4 {
+            devices,
+            max_plan_index: i64::MIN,
+            min_plan_index: i64::MAX,
+            mod_file: None,
+        }
+    }
+
+    /// Serializes as IoTDB 2.x does, the mirror of [`ResourceV4::deserialize`], ending with
+    /// an empty block (`TsFileResourceBlockType.EMPTY_BLOCK`: no progress index).
+    pub fn serialize(&self, out: &mut Vec<u8>) {
+        out.push(RESOURCE_V4_VERSION);
+        out.push(ARRAY_DEVICE_TIME_INDEX);
+        io::put_i32(out, self.devices.len() as i32);
+        for d in &self.devices {
+            io::put_i64(out, d.start_time);
+            io::put_i64(out, d.end_time);
+        }
+        for (i, d) in self.devices.iter().enumerate() {
+            crate::file::v4::DeviceId::from_path(&d.device).serialize(out);
+            io::put_i32(out, i as i32);
+        }
+        io::put_i64(out, self.max_plan_index);
+        io::put_i64(out, self.min_plan_index);
+        match &self.mod_file {
+            None => io::put_i32(out, -1),
+            Some((path, offset)) => {
+                io::put_i32(out, path.len() as i32);
+                out.extend_from_slice(path.as_bytes());
+                io::put_i64(out, *offset);
+            }
+        }
+        out.push(EMPTY_BLOCK);
     }
 
     /// Parses an IoTDB 2.x `.resource` up to the mods file (what follows is not read).

@@ -26,10 +26,8 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use tsfile::file::v4::DeviceId;
 use tsfile::file::writer::DeviceTimeRange;
-use tsfile::resource::{DeviceTimeRange as ResourceRange, TsFileResource};
-use tsfile::util::io::{self as tio, ByteReader};
+use tsfile::resource::{DeviceTimeRange as ResourceRange, ResourceV4, TsFileResource};
 pub use tsfiled_config::FormatVersion;
 pub use tsfiled_fsio::with_suffix;
 use tsfiled_fsio::{Fs, FsFile, FsRef};
@@ -87,100 +85,43 @@ pub fn format_of_name(file_name: &str) -> FormatVersion {
     }
 }
 
-/// `TsFileResource.VERSION_NUMBER` of IoTDB 2.x.
-const RESOURCE_V4_VERSION: u8 = 1;
-/// `ITimeIndex.ARRAY_DEVICE_TIME_INDEX_TYPE`.
-const ARRAY_DEVICE_TIME_INDEX: u8 = 3;
-/// `TsFileResourceBlockType.EMPTY_BLOCK`.
-const EMPTY_BLOCK: u8 = 0;
-
-/// Serializes the `.resource` of a v4 file as IoTDB 2.x does (`TsFileResource.serializeTo`
-/// with an `ArrayDeviceTimeIndex`), all integers big-endian:
-///
-/// ```text
-/// u8 1                          resource version
-/// u8 3                          time index type: array device time index
-/// i32 n                         devices
-/// n × (i64 start, i64 end)      time range of the device with index i
-/// n × (device id, i32 index)    device id: var-int segment count, each segment a
-///                               zigzag var-int length and UTF-8 (as in the TsFile)
-/// i64 max plan index            i64::MIN (none: the file has no operation index range)
-/// i64 min plan index            i64::MAX
-/// i32 -1                        no shared modification file (a null string)
-/// u8 0                          an empty block (no progress index)
-/// ```
+/// Serializes the `.resource` of a v4 file as IoTDB 2.x does ([`ResourceV4::serialize`]):
+/// the device time ranges, no plan index, no modification file, an empty block.
 pub fn resource_bytes_v4(devices: &[DeviceTimeRange]) -> Vec<u8> {
     let mut out = Vec::with_capacity(32 + devices.len() * 48);
-    out.push(RESOURCE_V4_VERSION);
-    out.push(ARRAY_DEVICE_TIME_INDEX);
-    tio::put_i32(&mut out, devices.len() as i32);
-    for d in devices {
-        tio::put_i64(&mut out, d.start_time);
-        tio::put_i64(&mut out, d.end_time);
-    }
-    for (i, d) in devices.iter().enumerate() {
-        DeviceId::from_path(&d.device).serialize(&mut out);
-        tio::put_i32(&mut out, i as i32);
-    }
-    tio::put_i64(&mut out, i64::MIN);
-    tio::put_i64(&mut out, i64::MAX);
-    tio::put_i32(&mut out, -1);
-    out.push(EMPTY_BLOCK);
+    let ranges = devices
+        .iter()
+        .map(|d| ResourceRange {
+            device: d.device.clone(),
+            start_time: d.start_time,
+            end_time: d.end_time,
+        })
+        .collect();
+    ResourceV4::without_plan_index(ranges).serialize(&mut out);
     out
 }
 
-/// Parses a v4 file's `.resource` ([`resource_bytes_v4`]): its device ranges.
+/// Parses a v4 file's `.resource`: its device ranges. Only what [`resource_bytes_v4`] writes
+/// is taken (a truncated or extended file, a plan index or a modification file is an error).
 pub fn parse_resource_v4(data: &[u8]) -> Result<Vec<DeviceTimeRange>, String> {
-    let mut r = ByteReader::new(data, 0);
-    let e = |e: tsfile::Error| e.to_string();
-    let version = r.read_u8("resource version").map_err(e)?;
-    let kind = r.read_u8("time index type").map_err(e)?;
-    if version != RESOURCE_V4_VERSION || kind != ARRAY_DEVICE_TIME_INDEX {
-        return Err(format!(
-            "not an IoTDB 2.x .resource with a device time index (version {version}, index type {kind})"
-        ));
+    let res = ResourceV4::deserialize(data).map_err(|e| e.to_string())?;
+    let devices: Vec<DeviceTimeRange> = res
+        .devices
+        .into_iter()
+        .map(|d| DeviceTimeRange {
+            device: d.device,
+            start_time: d.start_time,
+            end_time: d.end_time,
+        })
+        .collect();
+    if resource_bytes_v4(&devices) != data {
+        return Err(
+            "not a .resource as tsfiled writes it (plan index, modification file, \
+                    or bytes missing or extra after the device index)"
+                .to_string(),
+        );
     }
-    let n = r.read_i32("device count").map_err(e)?;
-    if n < 0 || n as usize > r.remaining() / 16 {
-        return Err(format!("device count {n} does not fit the file"));
-    }
-    let n = n as usize;
-    let mut times = Vec::with_capacity(n);
-    for _ in 0..n {
-        let start = r.read_i64("start time").map_err(e)?;
-        let end = r.read_i64("end time").map_err(e)?;
-        times.push((start, end));
-    }
-    let mut out: Vec<Option<DeviceTimeRange>> = vec![None; n];
-    for _ in 0..n {
-        let id = DeviceId::deserialize(&mut r).map_err(e)?;
-        let i = r.read_i32("device index").map_err(e)?;
-        let slot = usize::try_from(i)
-            .ok()
-            .and_then(|i| out.get_mut(i))
-            .ok_or_else(|| format!("device index {i} out of range"))?;
-        let (start_time, end_time) = times[i as usize];
-        *slot = Some(DeviceTimeRange {
-            device: id.path(),
-            start_time,
-            end_time,
-        });
-    }
-    r.read_i64("max plan index").map_err(e)?;
-    r.read_i64("min plan index").map_err(e)?;
-    let mods = r.read_i32("modification file name length").map_err(e)?;
-    if mods != -1 {
-        return Err(format!(
-            "a modification file name ({mods} bytes) is not expected here"
-        ));
-    }
-    r.read_u8("block type").map_err(e)?;
-    if r.remaining() != 0 {
-        return Err(format!("{} bytes after the last block", r.remaining()));
-    }
-    out.into_iter()
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| "two devices share an index".to_string())
+    Ok(devices)
 }
 
 /// The `.resource` bytes of a sealed file in `format`, with `version` its version.
