@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 use crate::path::{validate_device, validate_measurement};
 
@@ -39,10 +39,16 @@ pub struct DeviceConfig {
     /// IoTDB device path of the points, e.g. `root.plant.plc1`.
     pub path: String,
     /// Time between two polls (default 1 s).
-    #[serde(default = "default_poll_interval", deserialize_with = "duration")]
+    #[serde(
+        default = "default_poll_interval",
+        deserialize_with = "tsfiled_core::deserialize_duration"
+    )]
     pub poll_interval: Duration,
     /// Timeout of a connection attempt and of one read request (default 1 s).
-    #[serde(default = "default_timeout", deserialize_with = "duration")]
+    #[serde(
+        default = "default_timeout",
+        deserialize_with = "tsfiled_core::deserialize_duration"
+    )]
     pub timeout: Duration,
     /// Further attempts of a read request that timed out or lost the connection (each on a new
     /// connection) within one poll (default 2; at most 10).
@@ -50,10 +56,16 @@ pub struct DeviceConfig {
     pub retries: u32,
     /// First delay before reconnecting after a failed connection attempt, doubled per failure
     /// (default 500 ms).
-    #[serde(default = "default_backoff", deserialize_with = "duration")]
+    #[serde(
+        default = "default_backoff",
+        deserialize_with = "tsfiled_core::deserialize_duration"
+    )]
     pub reconnect_initial_backoff: Duration,
     /// Cap of the reconnect delay (default 30 s).
-    #[serde(default = "default_max_backoff", deserialize_with = "duration")]
+    #[serde(
+        default = "default_max_backoff",
+        deserialize_with = "tsfiled_core::deserialize_duration"
+    )]
     pub reconnect_max_backoff: Duration,
     /// Registers of one read request at most, 4–125 (default 125).
     #[serde(default = "default_max_registers")]
@@ -215,12 +227,6 @@ fn default_max_registers() -> u16 {
 }
 fn default_max_bits() -> u16 {
     MAX_BITS_PER_READ
-}
-
-/// Reads a duration such as `"250ms"` or `"1h30m"` ([`tsfiled_core::parse_duration`]).
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let s = String::deserialize(d)?;
-    tsfiled_core::parse_duration(&s).map_err(serde::de::Error::custom)
 }
 
 /// Splits `host:port` (port 502 when absent; `[v6]:port` for IPv6 literals).

@@ -64,7 +64,10 @@ pub struct NatsConfig {
     #[serde(default)]
     pub token_file: Option<PathBuf>,
     /// Timeout of one connection attempt (default 10 s).
-    #[serde(default = "default_connect_timeout", deserialize_with = "duration")]
+    #[serde(
+        default = "default_connect_timeout",
+        deserialize_with = "tsfiled_core::deserialize_duration"
+    )]
     pub connect_timeout: Duration,
     /// Messages of one pull request, and of one sink submission, at most (default 500).
     #[serde(default = "default_batch")]
@@ -75,7 +78,10 @@ pub struct NatsConfig {
     /// Ack wait of a consumer created by the source (default 30 s): a message not
     /// acknowledged by then is delivered again. While the sink is full the source asks for
     /// more time ("in progress") for the messages it holds.
-    #[serde(default = "default_ack_wait", deserialize_with = "duration")]
+    #[serde(
+        default = "default_ack_wait",
+        deserialize_with = "tsfiled_core::deserialize_duration"
+    )]
     pub ack_wait: Duration,
     /// Unacknowledged messages at most, for a consumer created by the source (default
     /// 10000), over all the sources sharing it.
@@ -87,14 +93,23 @@ pub struct NatsConfig {
     pub max_payload_bytes: usize,
     /// First delay before binding the consumer again after a failure, doubled per failure
     /// (default 500 ms).
-    #[serde(default = "default_backoff", deserialize_with = "duration")]
+    #[serde(
+        default = "default_backoff",
+        deserialize_with = "tsfiled_core::deserialize_duration"
+    )]
     pub reconnect_initial_backoff: Duration,
     /// Cap of that delay, and of the client's reconnect delay (default 30 s).
-    #[serde(default = "default_max_backoff", deserialize_with = "duration")]
+    #[serde(
+        default = "default_max_backoff",
+        deserialize_with = "tsfiled_core::deserialize_duration"
+    )]
     pub reconnect_max_backoff: Duration,
     /// On shutdown, how long submissions in progress may take to become durable and be
     /// acknowledged (default 5 s); what is not acknowledged by then is delivered again later.
-    #[serde(default = "default_drain", deserialize_with = "duration")]
+    #[serde(
+        default = "default_drain",
+        deserialize_with = "tsfiled_core::deserialize_duration"
+    )]
     pub drain_timeout: Duration,
 }
 
@@ -172,11 +187,6 @@ fn default_max_backoff() -> Duration {
 }
 fn default_drain() -> Duration {
     Duration::from_secs(5)
-}
-
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let s = String::deserialize(d)?;
-    tsfiled_core::parse_duration(&s).map_err(serde::de::Error::custom)
 }
 
 fn time_unit<'de, D: Deserializer<'de>>(d: D) -> Result<TimeUnit, D::Error> {
