@@ -233,23 +233,7 @@ pub fn convert_v4(
         }
         n += 1;
         let at = |e: Error| Error::invalid(format!("TSV line {n}: {e}"));
-        let text = line.strip_suffix('\n').unwrap_or(&line);
-        let text = text.strip_suffix('\r').unwrap_or(text);
-        let mut f = text.splitn(5, '\t');
-        let (Some(fd), Some(fm), Some(ft), Some(ftime), Some(fv)) =
-            (f.next(), f.next(), f.next(), f.next(), f.next())
-        else {
-            return Err(at(Error::invalid(
-                "expected 5 TAB-separated fields DEVICE, MEASUREMENT, TYPE, TIME, VALUE",
-            )));
-        };
-        let d = into_string(unescape(fd).map_err(at)?).map_err(at)?;
-        let m = into_string(unescape(fm).map_err(at)?).map_err(at)?;
-        let data_type: DataType = ft.parse().map_err(at)?;
-        let time: i64 = ftime
-            .parse()
-            .map_err(|_| at(Error::invalid(format!("time {ftime:?} is not an INT64"))))?;
-        let value = parse_value(data_type, fv).map_err(at)?;
+        let (d, m, data_type, time, value) = parse_tsv_line(&line).map_err(at)?;
         let dev = data.entry(d.clone()).or_default();
         let entry = match dev.get_mut(&m) {
             Some(e) => e,
@@ -326,23 +310,7 @@ pub fn convert(
         }
         n += 1;
         let at = |e: Error| Error::invalid(format!("TSV line {n}: {e}"));
-        let text = line.strip_suffix('\n').unwrap_or(&line);
-        let text = text.strip_suffix('\r').unwrap_or(text);
-        let mut f = text.splitn(5, '\t');
-        let (Some(fd), Some(fm), Some(ft), Some(ftime), Some(fv)) =
-            (f.next(), f.next(), f.next(), f.next(), f.next())
-        else {
-            return Err(at(Error::invalid(
-                "expected 5 TAB-separated fields DEVICE, MEASUREMENT, TYPE, TIME, VALUE",
-            )));
-        };
-        let d = into_string(unescape(fd).map_err(at)?).map_err(at)?;
-        let m = into_string(unescape(fm).map_err(at)?).map_err(at)?;
-        let data_type: DataType = ft.parse().map_err(at)?;
-        let time: i64 = ftime
-            .parse()
-            .map_err(|_| at(Error::invalid(format!("time {ftime:?} is not an INT64"))))?;
-        let value = parse_value(data_type, fv).map_err(at)?;
+        let (d, m, data_type, time, value) = parse_tsv_line(&line).map_err(at)?;
         if d != device || m != measurement {
             match w.schema(&d, &m) {
                 Some(s) if s.data_type != data_type => {
@@ -369,6 +337,29 @@ pub fn convert(
     }
     let (_, summary) = w.close()?;
     Ok(summary)
+}
+
+/// One canonical-dump line (`DEVICE`, `MEASUREMENT`, `TYPE`, `TIME`, `VALUE`, TAB-separated,
+/// escaped as the dump escapes them), its line end removed.
+fn parse_tsv_line(line: &str) -> Result<(String, String, DataType, i64, Value)> {
+    let text = line.strip_suffix('\n').unwrap_or(line);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    let mut f = text.splitn(5, '\t');
+    let (Some(fd), Some(fm), Some(ft), Some(ftime), Some(fv)) =
+        (f.next(), f.next(), f.next(), f.next(), f.next())
+    else {
+        return Err(Error::invalid(
+            "expected 5 TAB-separated fields DEVICE, MEASUREMENT, TYPE, TIME, VALUE",
+        ));
+    };
+    let d = into_string(unescape(fd)?)?;
+    let m = into_string(unescape(fm)?)?;
+    let data_type: DataType = ft.parse()?;
+    let time: i64 = ftime
+        .parse()
+        .map_err(|_| Error::invalid(format!("time {ftime:?} is not an INT64")))?;
+    let value = parse_value(data_type, fv)?;
+    Ok((d, m, data_type, time, value))
 }
 
 #[cfg(test)]
