@@ -5,8 +5,7 @@
 //! resumes by itself once space or write access is back — no restart needed.
 //!
 //! These tests mount file systems, which needs root (CI runs as root); without it they
-//! fail, they do not skip. Each test has a `_v4`
-//! twin, run with `storage.format_version = 4`.
+//! fail, they do not skip. Each test has a `_v4` twin, run with `storage.format_version = 4`.
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
