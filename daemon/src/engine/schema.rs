@@ -198,6 +198,33 @@ pub fn convert(v: &FieldValue, data_type: DataType) -> Result<tsfile::Value, &'s
     })
 }
 
+/// Whether `encoding` can store `v`: GORILLA (TsFile 0.10's and 2.x's), CHIMP and SPRINTZ
+/// end a page with NaN (FLOAT/DOUBLE), and TsFile 2.x's GORILLA and CHIMP with the INT32 or
+/// INT64 minimum (their end-of-page marker), so they refuse those values; such a point is
+/// rejected at intake (`type_mismatch`) instead of failing the flush.
+pub fn storable(v: &tsfile::Value, encoding: Encoding) -> Result<(), &'static str> {
+    use tsfile::Value as V;
+    let nan = match v {
+        V::Float(f) => f.is_nan(),
+        V::Double(d) => d.is_nan(),
+        _ => false,
+    };
+    let min = match v {
+        V::Int32(i) => *i == i32::MIN,
+        V::Int64(i) => *i == i64::MIN,
+        _ => false,
+    };
+    match encoding {
+        Encoding::GORILLA | Encoding::SPRINTZ if nan => {
+            Err("NaN cannot be stored with this series' encoding (its end-of-page marker)")
+        }
+        Encoding::GORILLA_V2 | Encoding::CHIMP if nan || min => Err(
+            "NaN and the INT32/INT64 minimum cannot be stored with this series' encoding (its end-of-page marker)",
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// A known series: interned names and its frozen type.
 #[derive(Debug, Clone)]
 pub struct SeriesInfo {
@@ -470,6 +497,54 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`storable`] refuses exactly what the format library's encoders refuse (every
+    /// encoding of either format, the marker values and their neighbours).
+    #[test]
+    fn storable_is_what_the_encoders_take() {
+        use tsfile::encoding::{get_encoder, get_encoder_v4, DEFAULT_FLOAT_PRECISION};
+        use tsfile::Value as V;
+        let values = [
+            V::Int32(i32::MIN),
+            V::Int32(i32::MIN + 1),
+            V::Int32(i32::MAX),
+            V::Int64(i64::MIN),
+            V::Int64(i64::MIN + 1),
+            V::Float(f32::NAN),
+            V::Float(f32::INFINITY),
+            V::Float(-0.0),
+            V::Double(f64::NAN),
+            V::Double(f64::NEG_INFINITY),
+            V::Double(1.5),
+        ];
+        let mut checked = 0;
+        for v in &values {
+            let t = v.data_type();
+            for e in Encoding::ALL.iter().copied() {
+                for v4 in [false, true] {
+                    let enc = if v4 {
+                        get_encoder_v4(e, t, DEFAULT_FLOAT_PRECISION)
+                    } else {
+                        get_encoder(e, t, DEFAULT_FLOAT_PRECISION)
+                    };
+                    let Ok(mut enc) = enc else { continue };
+                    let mut out = Vec::new();
+                    let taken = match v {
+                        V::Int32(x) => enc.encode_i32(*x, &mut out),
+                        V::Int64(x) => enc.encode_i64(*x, &mut out),
+                        V::Float(x) => enc.encode_f32(*x, &mut out),
+                        V::Double(x) => enc.encode_f64(*x, &mut out),
+                        _ => unreachable!(),
+                    }
+                    .and_then(|_| enc.flush(&mut out))
+                    .is_ok();
+                    assert_eq!(storable(v, e).is_ok(), taken, "{e} (v4: {v4}) {v:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 60, "{checked}");
+    }
 
     #[test]
     fn patterns() {
