@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use tsfiled_fsio::{Fs, FsRef};
 
@@ -22,6 +23,8 @@ pub(super) struct JournalState {
     /// Committed files whose renames into place failed (retried with every seal, at the
     /// sealer's end, and by recovery at the next start).
     pub(super) unrenamed: Vec<String>,
+    /// Slept at the start of every seal (a test hook: [`crate::hooks::TestHooks::seal_delay`]).
+    pub(super) seal_delay: Option<Duration>,
 }
 
 impl JournalState {
@@ -70,8 +73,7 @@ impl JournalState {
     /// Closes and fsyncs the files, writes their `.resource`, commits the seal in the
     /// journal and renames the files into place (the TsFile last).
     pub(super) fn complete(&mut self, job: SealJob) -> SealDone {
-        // Test-only hook (`TSFILED_TEST_SEAL_DELAY_MS`): a slow seal.
-        if let Some(d) = crate::wal::test_delay(&SEAL_DELAY, "TSFILED_TEST_SEAL_DELAY_MS") {
+        if let Some(d) = self.seal_delay {
             std::thread::sleep(d);
         }
         let mut done = SealDone::failed(&job, (FaultKind::Io, String::new()));
@@ -194,9 +196,6 @@ pub(super) fn finish_file(
     Ok((f.final_path, f.tmp_path, f.points))
 }
 
-pub(super) static SEAL_DELAY: std::sync::OnceLock<Option<std::time::Duration>> =
-    std::sync::OnceLock::new();
-
 #[cfg(test)]
 mod tests {
     use std::time::Instant;
@@ -239,6 +238,7 @@ mod tests {
             data_dir: tmp.path().to_path_buf(),
             fs: fs.clone(),
             unrenamed: vec![],
+            seal_delay: None,
         };
         let job = |id: u64, partition: i64| SealJob {
             id,
@@ -312,6 +312,7 @@ mod tests {
                 data_dir: data.into(),
                 fs,
                 unrenamed: vec![],
+                seal_delay: None,
             };
             sim.record(true);
             if let Some(k) = crash {

@@ -32,6 +32,7 @@ use tsfile::file::properties::WriterProperties;
 use tsfiled_fsio::FsRef;
 
 use crate::health::{FaultKind, StorageHealth, StorageOp};
+use crate::hooks::TestHooks;
 use crate::metrics::Metrics;
 use crate::wal::{Lsn, WalStats};
 use batch::{SeriesData, WriteBatch};
@@ -75,6 +76,8 @@ pub struct EngineOptions {
     pub fs: FsRef,
     /// The wall clock file names take their creation time from (tests set it).
     pub clock: WallClock,
+    /// Faults tests inject (none by default).
+    pub hooks: TestHooks,
 }
 
 /// A wall clock in milliseconds since the Unix epoch.
@@ -124,6 +127,7 @@ impl EngineOptions {
             tick: Duration::from_millis(500),
             fs: tsfiled_fsio::std_fs(),
             clock: WallClock::system(),
+            hooks: TestHooks::default(),
         }
     }
 }
@@ -286,6 +290,7 @@ impl Engine {
             health.count(StorageOp::Journal, FaultKind::of(&e));
         }
         let opts_data_dir = opts.data_dir.clone();
+        let seal_delay = opts.hooks.seal_delay;
         Ok(Engine {
             opts,
             groups: HashMap::new(),
@@ -301,6 +306,7 @@ impl Engine {
                 data_dir: opts_data_dir,
                 fs,
                 unrenamed: Vec::new(),
+                seal_delay,
             }),
             sealer: None,
             pending: HashMap::new(),
@@ -552,7 +558,7 @@ impl Engine {
             tracing::warn!(error = %e, "cannot start the sealer thread; sealing inline");
         }
         let tick = self.opts.tick;
-        let stall = stall_hook();
+        let stall = self.opts.hooks.stall_engine;
         let mut last_tick = Instant::now();
         loop {
             let msg = rx.recv_timeout(tick);
@@ -622,12 +628,6 @@ impl Engine {
     }
 }
 
-/// Test-only hook: with `TSFILED_TEST_STALL_ENGINE=1` in the environment the engine stops
-/// processing at its first live write (it parks forever), so the systemd watchdog test can
-/// see the pings stop. Never set it in production.
-pub fn stall_hook() -> bool {
-    std::env::var_os("TSFILED_TEST_STALL_ENGINE").is_some_and(|v| v == "1")
-}
 #[cfg(test)]
 mod tests {
     use super::files::{format_of_name, parse_resource_v4};

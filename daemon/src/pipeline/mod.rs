@@ -66,6 +66,12 @@ impl PipelineOptions {
         self.wal.fs = fs.clone();
         self.engine.fs = fs;
     }
+
+    /// Injects test faults into the pipeline's WAL and engine.
+    pub fn set_hooks(&mut self, hooks: crate::hooks::TestHooks) {
+        self.wal.hooks = hooks.clone();
+        self.engine.hooks = hooks;
+    }
 }
 
 /// A normalized batch (see [`Pipeline::normalize`]).
