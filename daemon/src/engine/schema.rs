@@ -401,8 +401,10 @@ impl Registry {
             .unwrap_or_else(|| self.defaults.inferred_type(first));
         let mut ty = self.defaults.series_type(data_type);
         if let Some(r) = rule {
+            // The configuration checked the rule's encoding against the pipeline's
+            // format; here only a type it cannot encode (a declared type) keeps the default.
             if let Some(e) = r.encoding {
-                if e.supports(data_type) {
+                if e.supports(data_type) || e.supports_v4(data_type) {
                     ty.encoding = e;
                 }
             }
@@ -592,6 +594,47 @@ mod tests {
         assert!(convert(&FieldValue::Int(1 << 40), DataType::INT32).is_err());
         assert!(convert(&FieldValue::Bool(true), DataType::INT64).is_err());
         assert!(convert(&FieldValue::Text("a".into()), DataType::TEXT).is_ok());
+    }
+
+    /// A rule's v4 encoding (validated by the configuration for a v4 pipeline) types the
+    /// series, and the journal keeps it across a restart.
+    #[test]
+    fn rules_with_v4_encodings_type_series_and_are_journaled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("schema.tsv");
+        let rule = |p: &str, t, e| SchemaRule {
+            pattern: PathPattern::parse(p).unwrap(),
+            data_type: Some(t),
+            encoding: Some(e),
+            compression: Some(Compression::ZSTD),
+        };
+        let rules = vec![
+            rule("root.sg.d.c", DataType::DOUBLE, Encoding::CHIMP),
+            rule("root.sg.d.z", DataType::INT64, Encoding::ZIGZAG),
+            rule("root.sg.d.g", DataType::FLOAT, Encoding::GORILLA_V2),
+            rule("root.sg.d.t", DataType::TEXT, Encoding::PLAIN_DICTIONARY),
+        ];
+        let want = [
+            ("c", DataType::DOUBLE, Encoding::CHIMP),
+            ("z", DataType::INT64, Encoding::ZIGZAG),
+            ("g", DataType::FLOAT, Encoding::GORILLA_V2),
+            ("t", DataType::TEXT, Encoding::PLAIN_DICTIONARY),
+        ];
+        {
+            let mut r = Registry::open(tsfiled_fsio::std_fs(), &path, rules).unwrap();
+            for (m, t, e) in want {
+                let s = r.resolve("root.sg.d", m, &FieldValue::Int(1));
+                assert_eq!((s.ty.data_type, s.ty.encoding), (t, e), "{m}");
+                assert_eq!(s.ty.compression, Compression::ZSTD);
+            }
+            r.sync().unwrap();
+        }
+        let r = Registry::open(tsfiled_fsio::std_fs(), &path, vec![]).unwrap();
+        for (m, t, e) in want {
+            let s = r.get("root.sg.d", m).unwrap();
+            assert_eq!((s.ty.data_type, s.ty.encoding), (t, e), "{m}");
+            assert_eq!(s.ty.compression, Compression::ZSTD);
+        }
     }
 
     #[test]
