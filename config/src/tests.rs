@@ -890,7 +890,10 @@ fn format_version_is_2_or_4_and_v4_limits_encodings() {
     }
     let c = ok(&format!("{MIN}[pipeline.storage]\nformat_version = 4\n[pipeline.schema_defaults]\ncompression = \"gzip\"\ntext = \"dictionary\"\nint64 = \"ZIGZAG\"\n"));
     let d = &c.pipelines[0].schema.defaults;
-    assert_eq!((d.compression, d.text, d.int64), (Compression::Gzip, Encoding::Dictionary, Encoding::Zigzag));
+    assert_eq!(
+        (d.compression, d.text, d.int64),
+        (Compression::Gzip, Encoding::Dictionary, Encoding::Zigzag)
+    );
     err1(
         &format!("{MIN}[pipeline.storage]\nformat_version = 4\n[[pipeline.schema]]\npattern = \"root.**\"\ntype = \"BOOLEAN\"\nencoding = \"RLE\"\n"),
         "t.toml:10:12: pipeline[0].schema[0].encoding: BOOLEAN RLE is not written in TsFile v4 (storage.format_version = 4); BOOLEAN takes \"PLAIN\"",

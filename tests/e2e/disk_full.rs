@@ -240,12 +240,7 @@ fn storage_errors(metrics: &str, kind: &str, op: &str) -> f64 {
 
 /// Checks every acknowledged point is in the sealed files exactly once with its value;
 /// prints and returns (acknowledged, found, missing, duplicated, wrong values).
-fn check(
-    data: &Path,
-    acked: &Acked,
-    what: &str,
-    fmt: Fmt,
-) -> (usize, usize, usize, usize, usize) {
+fn check(data: &Path, acked: &Acked, what: &str, fmt: Fmt) -> (usize, usize, usize, usize, usize) {
     let (points, files) = read_all_in(data, fmt);
     let (mut missing, mut dup, mut wrong) = (0, 0, 0);
     for ((d, t), v) in acked {

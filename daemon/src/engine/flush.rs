@@ -90,8 +90,18 @@ fn warn_refit(
         // The series' own encoding by the names of the format it was typed in, the one it
         // is written with by the names of `format`.
         let (own, to, written, formats) = match format {
-            FormatVersion::V2 => (ty.encoding.v4_name(), fitted.0.name(), "000002", "TsFile v4"),
-            FormatVersion::V4 => (ty.encoding.name(), fitted.0.v4_name(), "v4", "format 000002"),
+            FormatVersion::V2 => (
+                ty.encoding.v4_name(),
+                fitted.0.name(),
+                "000002",
+                "TsFile v4",
+            ),
+            FormatVersion::V4 => (
+                ty.encoding.name(),
+                fitted.0.v4_name(),
+                "v4",
+                "format 000002",
+            ),
         };
         tracing::warn!(
             series = %format_args!("{device}.{measurement}"),
@@ -591,16 +601,31 @@ mod fit_tests {
         use Encoding as E;
         let v4 = |t, e, c| fit_to_format(&ty(t, e, c), FormatVersion::V4);
         let v2 = |t, e, c| fit_to_format(&ty(t, e, c), FormatVersion::V2);
-        assert_eq!(v4(T::DOUBLE, E::GORILLA, C::SNAPPY), (E::GORILLA_V2, C::SNAPPY));
-        assert_eq!(v4(T::FLOAT, E::GORILLA, C::UNCOMPRESSED), (E::GORILLA_V2, C::UNCOMPRESSED));
+        assert_eq!(
+            v4(T::DOUBLE, E::GORILLA, C::SNAPPY),
+            (E::GORILLA_V2, C::SNAPPY)
+        );
+        assert_eq!(
+            v4(T::FLOAT, E::GORILLA, C::UNCOMPRESSED),
+            (E::GORILLA_V2, C::UNCOMPRESSED)
+        );
         assert_eq!(v4(T::BOOLEAN, E::RLE, C::SNAPPY), (E::PLAIN, C::SNAPPY));
         assert_eq!(v4(T::INT64, E::REGULAR, C::SNAPPY), (E::PLAIN, C::SNAPPY));
         assert_eq!(v4(T::INT64, E::TS_2DIFF, C::ZSTD), (E::TS_2DIFF, C::ZSTD));
         assert_eq!(v4(T::DOUBLE, E::RLE, C::SNAPPY), (E::PLAIN, C::SNAPPY));
-        assert_eq!(v2(T::DOUBLE, E::GORILLA_V2, C::LZ4), (E::GORILLA, C::SNAPPY));
+        assert_eq!(
+            v2(T::DOUBLE, E::GORILLA_V2, C::LZ4),
+            (E::GORILLA, C::SNAPPY)
+        );
         assert_eq!(v2(T::INT32, E::GORILLA_V2, C::GZIP), (E::PLAIN, C::SNAPPY));
         assert_eq!(v2(T::INT64, E::ZIGZAG, C::SNAPPY), (E::PLAIN, C::SNAPPY));
-        assert_eq!(v2(T::TEXT, E::PLAIN_DICTIONARY, C::ZSTD), (E::PLAIN, C::SNAPPY));
-        assert_eq!(v2(T::BOOLEAN, E::RLE, C::UNCOMPRESSED), (E::RLE, C::UNCOMPRESSED));
+        assert_eq!(
+            v2(T::TEXT, E::PLAIN_DICTIONARY, C::ZSTD),
+            (E::PLAIN, C::SNAPPY)
+        );
+        assert_eq!(
+            v2(T::BOOLEAN, E::RLE, C::UNCOMPRESSED),
+            (E::RLE, C::UNCOMPRESSED)
+        );
     }
 }
