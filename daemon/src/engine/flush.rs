@@ -194,7 +194,44 @@ impl FileWriter {
                             values,
                         })
                         .collect();
-                    writer.write_chunk_group(device, &chunks).map_err(ts_fail)?;
+                    match writer.write_chunk_group(device, &chunks) {
+                        Ok(()) => {}
+                        Err(tsfile::Error::InvalidInput(why)) => {
+                            // An encoder refused the values (nothing was written): a
+                            // SPRINTZ block of FLOAT/DOUBLE that no split into GORILLA frames
+                            // makes readable, or an end marker from an older write-ahead log.
+                            // The group is written with those series PLAIN, for this chunk.
+                            tracing::warn!(
+                                device = %device,
+                                "{why}; this chunk group's GORILLA, CHIMP and SPRINTZ series are written PLAIN"
+                            );
+                            let plain: Vec<MeasurementSchema> = schemas
+                                .iter()
+                                .map(|m| match m.encoding {
+                                    Encoding::GORILLA_V2 | Encoding::CHIMP | Encoding::SPRINTZ => {
+                                        MeasurementSchema::new(
+                                            &*m.measurement,
+                                            m.data_type,
+                                            Encoding::PLAIN,
+                                            m.compression,
+                                        )
+                                    }
+                                    _ => m.clone(),
+                                })
+                                .collect();
+                            let chunks: Vec<SeriesChunk<'_>> = group
+                                .iter()
+                                .zip(&plain)
+                                .map(|((_, _, times, values), schema)| SeriesChunk {
+                                    schema,
+                                    times,
+                                    values,
+                                })
+                                .collect();
+                            writer.write_chunk_group(device, &chunks).map_err(ts_fail)?;
+                        }
+                        Err(e) => return Err(ts_fail(e)),
+                    }
                     for (_, _, times, _) in group {
                         if let (Some(&first), Some(&last)) = (times.first(), times.last()) {
                             let r = ranges.entry(device.clone()).or_insert((first, last));
@@ -626,6 +663,90 @@ mod fit_tests {
         assert_eq!(
             v2(T::BOOLEAN, E::RLE, C::UNCOMPRESSED),
             (E::RLE, C::UNCOMPRESSED)
+        );
+    }
+}
+
+#[cfg(test)]
+mod refused_tests {
+    use super::*;
+    use tsfile::file::v4::TsFileReaderV4;
+    use tsfile::{DataType, Value};
+
+    /// Values a v4 encoder refuses (here NaN under GORILLA, as an older write-ahead log may
+    /// hold) do not fail the flush: that chunk group is written with the series PLAIN, and
+    /// every point reads back.
+    #[test]
+    fn a_chunk_group_an_encoder_refuses_is_written_plain() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f.tsfile");
+        let out = BufWriter::new(tsfiled_fsio::std_fs().create(&path).unwrap());
+        let mut w = FileWriter::new(out, WriterProperties::default(), FormatVersion::V4).unwrap();
+        let key = |m: &str| -> SeriesKey { (Arc::from("root.sg.d1"), Arc::from(m)) };
+        let ty = |e| SeriesType {
+            data_type: DataType::DOUBLE,
+            encoding: e,
+            compression: Compression::SNAPPY,
+        };
+        let series: Vec<FlushSeries> = vec![
+            (
+                key("g"),
+                ty(Encoding::GORILLA),
+                vec![1, 2, 3],
+                Column::Double(vec![1.5, f64::NAN, 2.5]),
+            ),
+            (
+                key("p"),
+                ty(Encoding::TS_2DIFF),
+                vec![1, 2, 3],
+                Column::Double(vec![0.25, 0.5, 0.75]),
+            ),
+        ];
+        let mut registered = HashSet::new();
+        w.write_flush(&series, &mut registered, 1).unwrap();
+        // A later flush of the same series is encoded as configured again.
+        let later: Vec<FlushSeries> = vec![(
+            key("g"),
+            ty(Encoding::GORILLA),
+            vec![4],
+            Column::Double(vec![3.5]),
+        )];
+        w.write_flush(&later, &mut registered, 2).unwrap();
+        let (mut out, _) = w.close().unwrap();
+        std::io::Write::flush(&mut out).unwrap();
+        drop(out);
+        let r = TsFileReaderV4::open_path(&path).unwrap();
+        let mut got = Vec::new();
+        for d in r.devices().unwrap() {
+            for ts in &d.series {
+                let encodings: Vec<u8> = ts
+                    .chunks
+                    .iter()
+                    .map(|(o, _)| r.chunk_header(*o).unwrap().0.encoding)
+                    .collect();
+                let points: Vec<String> = r
+                    .series_points(ts, None)
+                    .unwrap()
+                    .into_iter()
+                    .map(|(t, v)| match v {
+                        Value::Double(x) => format!("{t}={x}"),
+                        v => panic!("{v:?}"),
+                    })
+                    .collect();
+                got.push((ts.measurement.clone(), encodings, points.join(" ")));
+            }
+        }
+        // TsFile 2.x codes: PLAIN 0, TS_2DIFF 4, GORILLA 8.
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "g".to_string(),
+                    vec![0, 8],
+                    "1=1.5 2=NaN 3=2.5 4=3.5".to_string()
+                ),
+                ("p".to_string(), vec![4], "1=0.25 2=0.5 3=0.75".to_string()),
+            ]
         );
     }
 }
