@@ -1,5 +1,11 @@
-//! TsFile 0.10 data types, encodings and compressions as the configuration names them, the
-//! encoding/type pairs TsFile 0.10 accepts, and IoTDB path patterns for schema rules.
+//! TsFile data types, encodings and compressions as the configuration names them, the
+//! encoding/type pairs format 000002 (TsFile 0.10) and format v4 (TsFile 2.x) accept, and
+//! IoTDB path patterns for schema rules.
+//!
+//! Encoding names follow the format a pipeline writes, as TsFile and IoTDB name them:
+//! in format 000002 `GORILLA` is TsFile 0.10's GORILLA (code 6); in v4 `GORILLA` is TsFile
+//! 2.x's GORILLA (code 8) and code 6 is called `GORILLA_V1`, as Apache TsFile 2.x's
+//! `TSEncoding` and IoTDB 2.x's configuration name them.
 //!
 //! This crate does not depend on the `tsfile` crate: the enums here carry the canonical TsFile
 //! names ([`DataType::as_str`] etc.), which the daemon maps onto the format library's types.
@@ -61,7 +67,9 @@ name_enum! {
 }
 
 name_enum! {
-    /// A TsFile 0.10 value encoding.
+    /// A value encoding by its configuration name: the five of TsFile 0.10, then those
+    /// only TsFile 2.x (format v4) has. `Gorilla` is the format's own GORILLA (see the
+    /// module documentation).
     Encoding {
         /// `PLAIN`
         Plain = "PLAIN",
@@ -69,20 +77,45 @@ name_enum! {
         Rle = "RLE",
         /// `TS_2DIFF`
         Ts2Diff = "TS_2DIFF",
-        /// `GORILLA`
+        /// `GORILLA`: code 6 in format 000002, code 8 in v4.
         Gorilla = "GORILLA",
-        /// `REGULAR`
+        /// `REGULAR` (format 000002 only).
         Regular = "REGULAR",
+        /// `DICTIONARY` (v4 only; code 1).
+        Dictionary = "DICTIONARY",
+        /// `GORILLA_V1`: TsFile 2.x's name of code 6; no v4 writer writes it.
+        GorillaV1 = "GORILLA_V1",
+        /// `ZIGZAG` (v4 only).
+        Zigzag = "ZIGZAG",
+        /// `CHIMP` (v4 only).
+        Chimp = "CHIMP",
+        /// `SPRINTZ` (v4 only).
+        Sprintz = "SPRINTZ",
+        /// `RLBE` (v4 only).
+        Rlbe = "RLBE",
     }
 }
 
 name_enum! {
-    /// A TsFile 0.10 page compression.
+    /// A page compression: the two of TsFile 0.10, then those only format v4 has.
     Compression {
         /// `UNCOMPRESSED`
         Uncompressed = "UNCOMPRESSED",
         /// `SNAPPY`
         Snappy = "SNAPPY",
+        /// `GZIP` (v4 only).
+        Gzip = "GZIP",
+        /// `LZ4` (v4 only).
+        Lz4 = "LZ4",
+        /// `ZSTD` (v4 only).
+        Zstd = "ZSTD",
+    }
+}
+
+impl Compression {
+    /// Whether format 000002 (TsFile 0.10) has this compression.
+    pub fn supported_v2(self) -> bool {
+        matches!(self, Compression::Uncompressed | Compression::Snappy)
     }
 }
 
@@ -100,21 +133,28 @@ pub fn encoding_supported(t: DataType, e: Encoding) -> bool {
         E::Ts2Diff => matches!(t, T::Int32 | T::Int64 | T::Float | T::Double),
         E::Gorilla => matches!(t, T::Float | T::Double),
         E::Regular => matches!(t, T::Int32 | T::Int64),
+        E::Dictionary | E::GorillaV1 | E::Zigzag | E::Chimp | E::Sprintz | E::Rlbe => false,
     }
 }
 
-/// Whether the daemon writes a series of type `t` with encoding `e` in TsFile v4
-/// (`storage.format_version = 4`): the pairs the format library's v4 writer is verified to
-/// round-trip, in its own tests and by the Apache TsFile library: PLAIN for every type, RLE
-/// and TS_2DIFF for INT32 and INT64. TsFile 2.x has more (GORILLA and TS_2DIFF for FLOAT and
-/// DOUBLE among them) that are not verified yet; REGULAR is gone from TsFile 2.x.
+/// Whether the daemon writes a series of type `t` with encoding `e` (a TsFile 2.x name) in
+/// TsFile v4 (`storage.format_version = 4`): the format library's v4 matrix (the `tsfile`
+/// crate's `Encoding::supports_v4`, the pairs the Apache TsFile 2.x C++ library writes and
+/// reads; a daemon test checks that the two agree). PLAIN for every type; DICTIONARY for
+/// TEXT; RLE and ZIGZAG for INT32 and INT64; TS_2DIFF, GORILLA, CHIMP, SPRINTZ and RLBE for
+/// INT32, INT64, FLOAT and DOUBLE. BOOLEAN RLE is not written (the C++ library does not read
+/// it back), GORILLA_V1 and REGULAR are not written in v4.
 pub fn encoding_supported_v4(t: DataType, e: Encoding) -> bool {
     use DataType as T;
     use Encoding as E;
     match e {
         E::Plain => true,
-        E::Rle | E::Ts2Diff => matches!(t, T::Int32 | T::Int64),
-        E::Gorilla | E::Regular => false,
+        E::Dictionary => t == T::Text,
+        E::Rle | E::Zigzag => matches!(t, T::Int32 | T::Int64),
+        E::Ts2Diff | E::Gorilla | E::Chimp | E::Sprintz | E::Rlbe => {
+            matches!(t, T::Int32 | T::Int64 | T::Float | T::Double)
+        }
+        E::GorillaV1 | E::Regular => false,
     }
 }
 
@@ -283,6 +323,21 @@ mod tests {
         assert_eq!(encodings_for(Text), vec![Plain]);
         let accepted: usize = DataType::ALL.iter().map(|t| encodings_for(*t).len()).sum();
         assert_eq!(accepted, 2 + 4 + 4 + 4 + 4 + 1);
+        // v4: BOOLEAN PLAIN; INT32/INT64 PLAIN RLE TS_2DIFF GORILLA ZIGZAG CHIMP SPRINTZ RLBE;
+        // FLOAT/DOUBLE PLAIN TS_2DIFF GORILLA CHIMP SPRINTZ RLBE; TEXT PLAIN DICTIONARY.
+        assert_eq!(encodings_for_v4(Boolean), vec![Plain]);
+        assert_eq!(encodings_for_v4(Text), vec![Plain, Dictionary]);
+        assert_eq!(
+            encodings_for_v4(Int32),
+            vec![Plain, Rle, Ts2Diff, Gorilla, Zigzag, Chimp, Sprintz, Rlbe]
+        );
+        assert_eq!(
+            encodings_for_v4(Double),
+            vec![Plain, Ts2Diff, Gorilla, Chimp, Sprintz, Rlbe]
+        );
+        assert!(!encoding_supported_v4(Double, GorillaV1));
+        assert!(!encoding_supported_v4(Int64, Regular));
+        assert!(!encoding_supported(Int64, Zigzag));
     }
 
     #[test]
@@ -290,8 +345,10 @@ mod tests {
         assert_eq!(Encoding::parse("ts_2diff"), Some(Encoding::Ts2Diff));
         assert_eq!(DataType::parse("INT64"), Some(DataType::Int64));
         assert_eq!(DataType::parse("STRING"), None);
-        assert_eq!(Compression::parse("gzip"), None);
-        assert_eq!(Compression::choices(), "\"UNCOMPRESSED\", \"SNAPPY\"");
+        assert_eq!(Compression::parse("gzip"), Some(Compression::Gzip));
+        assert!(!Compression::Gzip.supported_v2());
+        assert!(Compression::Snappy.supported_v2());
+        assert_eq!(Encoding::parse("gorilla_v1"), Some(Encoding::GorillaV1));
     }
 
     #[test]

@@ -9,7 +9,10 @@ use std::time::Duration;
 use crate::diag::{Diagnostic, KeyPath};
 use crate::locate::SpanIndex;
 use crate::raw::Human;
-use crate::schema::{encoding_supported, encodings_for, Compression, DataType, Encoding};
+use crate::schema::{
+    encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4, Compression,
+    DataType, Encoding,
+};
 use crate::time::TimeUnit;
 use crate::units::{format_duration, parse_duration, parse_size, ByteSize};
 
@@ -338,7 +341,7 @@ impl Validator<'_> {
                 self.err(
                     path,
                     format!(
-                        "unknown compression \"{s}\"; expected {} (TsFile 0.10 as written by tsfiled)",
+                        "unknown compression \"{s}\"; expected one of {}",
                         Compression::choices()
                     ),
                 );
@@ -347,17 +350,58 @@ impl Validator<'_> {
         }
     }
 
-    /// Whether TsFile 0.10 can write type `t` with encoding `e`; reported when not.
-    pub fn check_encoding(&mut self, t: DataType, e: Encoding, path: &KeyPath) -> bool {
+    /// Whether the format of the pipeline (`v4`: TsFile v4, else format 000002) writes type
+    /// `t` with encoding `e` (see [`encoding_supported`], [`encoding_supported_v4`]);
+    /// reported when not, with the encodings the type takes in that format.
+    pub fn check_encoding(&mut self, t: DataType, e: Encoding, v4: bool, path: &KeyPath) -> bool {
+        if v4 {
+            if encoding_supported_v4(t, e) {
+                return true;
+            }
+            let ok: Vec<&str> = encodings_for_v4(t).iter().map(|e| e.as_str()).collect();
+            let note = match e {
+                Encoding::GorillaV1 => " (GORILLA_V1 is TsFile 2.x's name of format 000002's GORILLA; in v4 \"GORILLA\" is TsFile 2.x's GORILLA)",
+                Encoding::Regular => " (TsFile 2.x has no REGULAR encoder)",
+                _ => "",
+            };
+            self.err(
+                path,
+                format!(
+                    "{t} {e} is not written in TsFile v4 (storage.format_version = 4); {t} takes {}{note}",
+                    choices_text(&ok)
+                ),
+            );
+            return false;
+        }
         if encoding_supported(t, e) {
             return true;
         }
         let ok: Vec<&str> = encodings_for(t).iter().map(|e| e.as_str()).collect();
+        let note = if encoding_supported_v4(t, e) {
+            format!(" ({t} {e} is written in TsFile v4: storage.format_version = 4)")
+        } else {
+            String::new()
+        };
         self.err(
             path,
             format!(
-                "TsFile 0.10 cannot encode {t} with {e}; {t} takes {}",
+                "TsFile 0.10 cannot encode {t} with {e}; {t} takes {}{note}",
                 choices_text(&ok)
+            ),
+        );
+        false
+    }
+
+    /// Whether the pipeline's format (`v4`, else format 000002) has compression `c`;
+    /// reported when not.
+    pub fn check_compression(&mut self, c: Compression, v4: bool, path: &KeyPath) -> bool {
+        if v4 || c.supported_v2() {
+            return true;
+        }
+        self.err(
+            path,
+            format!(
+                "TsFile 0.10 has no compression {c}; format 000002 takes \"UNCOMPRESSED\" or \"SNAPPY\" ({c} is written in TsFile v4: storage.format_version = 4)"
             ),
         );
         false

@@ -47,8 +47,16 @@ fn data_type(t: cfg::DataType) -> Result<tsfile::DataType, String> {
     t.as_str().parse().map_err(|e| format!("{e}"))
 }
 
-fn encoding(e: cfg::Encoding) -> Result<tsfile::Encoding, String> {
-    e.as_str().parse().map_err(|e| format!("{e}"))
+/// The encoding a configuration name stands for in the pipeline's format: TsFile 0.10's
+/// names in format 000002 (`GORILLA` is code 6), TsFile 2.x's in v4 (`GORILLA` is code 8,
+/// `DICTIONARY` code 1), as Apache TsFile 2.x's `TSEncoding` names them.
+pub fn encoding(e: cfg::Encoding, format: cfg::FormatVersion) -> Result<tsfile::Encoding, String> {
+    match format {
+        cfg::FormatVersion::V2 => e.as_str().parse().map_err(|e| format!("{e}")),
+        cfg::FormatVersion::V4 => {
+            tsfile::Encoding::from_v4_name(e.as_str()).map_err(|e| format!("{e}"))
+        }
+    }
 }
 
 fn compression(c: cfg::Compression) -> Result<tsfile::Compression, String> {
@@ -102,6 +110,7 @@ impl Settings {
             o.wal.max_bytes = size(st.wal_max_size);
             o.wal.commit_bytes = size(st.wal_commit_size) as usize;
             let d = &p.schema.defaults;
+            let encoding = |e| encoding(e, st.format_version);
             o.defaults = TypeDefaults {
                 integer: data_type(d.integer_type)?,
                 float: data_type(d.float_type)?,
@@ -158,5 +167,43 @@ impl Settings {
             c = c.with_http_listen(a).expect("listen override");
         }
         Settings::from_config(&c).expect("the embedded default configuration maps")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The configuration's encoding matrices (tsfiled-core) are the format library's, name
+    /// for name in each format.
+    #[test]
+    fn encoding_matrices_are_the_format_library_s() {
+        for t in cfg::DataType::ALL {
+            let tt = data_type(*t).unwrap();
+            for e in cfg::Encoding::ALL {
+                let v2 = encoding(*e, cfg::FormatVersion::V2).is_ok_and(|x| x.supports(tt));
+                assert_eq!(cfg::encoding_supported(*t, *e), v2, "format 2: {t} {e}");
+                let v4 = encoding(*e, cfg::FormatVersion::V4).is_ok_and(|x| x.supports_v4(tt));
+                assert_eq!(cfg::encoding_supported_v4(*t, *e), v4, "format 4: {t} {e}");
+            }
+        }
+    }
+
+    /// GORILLA is code 6 in format 000002 and code 8 in v4, where code 6 is GORILLA_V1
+    /// and code 1 DICTIONARY (Apache TsFile 2.x's `TSEncoding`).
+    #[test]
+    fn encoding_names_follow_the_format() {
+        use cfg::{Encoding as E, FormatVersion as F};
+        let code = |e, f| encoding(e, f).map(|x: tsfile::Encoding| x.code());
+        assert_eq!(code(E::Gorilla, F::V2), Ok(6));
+        assert_eq!(code(E::Gorilla, F::V4), Ok(8));
+        assert_eq!(code(E::GorillaV1, F::V4), Ok(6));
+        assert_eq!(code(E::Dictionary, F::V4), Ok(1));
+        assert_eq!(code(E::Zigzag, F::V4), Ok(9));
+        assert_eq!(code(E::Chimp, F::V4), Ok(11));
+        assert_eq!(code(E::Sprintz, F::V4), Ok(12));
+        assert_eq!(code(E::Rlbe, F::V4), Ok(13));
+        assert_eq!(code(E::Ts2Diff, F::V4), Ok(4));
+        assert!(encoding(E::GorillaV1, F::V2).is_err());
     }
 }

@@ -1,24 +1,33 @@
 //! `[[pipeline.schema]]` rules and `[pipeline.schema_defaults]`.
 
 use tsfiled_core::{
-    choices_text, encoding_supported_v4, encodings_for_v4, Compression, DataType, Encoding,
-    PathPattern, Validator as V,
+    choices_text, encoding_supported_v4, Compression, DataType, Encoding, PathPattern,
+    Validator as V,
 };
 
 use crate::error::KeyPath;
 use crate::model::{SchemaDefaults, SchemaRule};
 use crate::raw::{RawSchemaDefaults, RawSchemaRule};
 
+/// `[pipeline.schema_defaults]` for a pipeline writing format v4 (`v4`) or 000002: each
+/// encoding must be one that format writes for the type. A default not written that the
+/// format does not write (v4: BOOLEAN RLE) becomes PLAIN.
 pub(super) fn validate_schema_defaults(
     v: &mut V<'_>,
     rd: &RawSchemaDefaults,
     dp: &KeyPath,
+    v4: bool,
 ) -> SchemaDefaults {
     let enc = |v: &mut V<'_>, val: &Option<String>, key: &str, t: DataType, d: Encoding| {
+        let d = if v4 && !encoding_supported_v4(t, d) {
+            Encoding::Plain
+        } else {
+            d
+        };
         let Some(s) = val else { return d };
         let path = dp.key(key);
         match v.encoding(s, &path) {
-            Some(e) if v.check_encoding(t, e, &path) => e,
+            Some(e) if v.check_encoding(t, e, v4, &path) => e,
             _ => d,
         }
     };
@@ -28,7 +37,13 @@ pub(super) fn validate_schema_defaults(
     let float = enc(v, &rd.float, "float", DataType::Float, Encoding::Gorilla);
     let double = enc(v, &rd.double, "double", DataType::Double, Encoding::Gorilla);
     let text = enc(v, &rd.text, "text", DataType::Text, Encoding::Plain);
-    let compression = v.compression(&rd.compression, &dp.key("compression"), Compression::Snappy);
+    let cpath = dp.key("compression");
+    let compression = v.compression(&rd.compression, &cpath, Compression::Snappy);
+    let compression = if v.check_compression(compression, v4, &cpath) {
+        compression
+    } else {
+        Compression::Snappy
+    };
     let pick =
         |v: &mut V<'_>, val: &Option<String>, key: &str, allowed: &[DataType], d: DataType| {
             let Some(s) = val else { return d };
@@ -74,11 +89,13 @@ pub(super) fn validate_schema_defaults(
     }
 }
 
+/// One `[[pipeline.schema]]` rule of a pipeline writing format v4 (`v4`) or 000002.
 pub(super) fn validate_rule(
     v: &mut V<'_>,
     r: &RawSchemaRule,
     rp: &KeyPath,
     defaults: &SchemaDefaults,
+    v4: bool,
 ) -> Option<SchemaRule> {
     let pattern = v.required(&r.pattern, rp, "pattern").and_then(|p| {
         PathPattern::parse(p)
@@ -88,12 +105,14 @@ pub(super) fn validate_rule(
     let data_type = v
         .required(&r.data_type, rp, "type")
         .and_then(|t| v.data_type(t, &rp.key("type")));
-    let compression = v.compression(&r.compression, &rp.key("compression"), defaults.compression);
+    let cpath = rp.key("compression");
+    let compression = v.compression(&r.compression, &cpath, defaults.compression);
+    v.check_compression(compression, v4, &cpath);
     let encoding = match (&r.encoding, data_type) {
         (Some(s), Some(t)) => {
             let path = rp.key("encoding");
             v.encoding(s, &path)
-                .filter(|e| v.check_encoding(t, *e, &path))
+                .filter(|e| v.check_encoding(t, *e, v4, &path))
         }
         (Some(s), None) => v.encoding(s, &rp.key("encoding")),
         (None, Some(t)) => Some(defaults.encoding_for(t)),
@@ -105,39 +124,4 @@ pub(super) fn validate_rule(
         encoding: encoding?,
         compression,
     })
-}
-
-/// With `format_version = 4`: an encoding the daemon does not write in v4 is an error where it
-/// is written, and a default not written becomes PLAIN.
-pub(super) fn fit_defaults_v4(v: &mut V<'_>, d: &mut SchemaDefaults, dp: &KeyPath) {
-    let keys = [
-        ("boolean", DataType::Boolean, &mut d.boolean),
-        ("int32", DataType::Int32, &mut d.int32),
-        ("int64", DataType::Int64, &mut d.int64),
-        ("float", DataType::Float, &mut d.float),
-        ("double", DataType::Double, &mut d.double),
-        ("text", DataType::Text, &mut d.text),
-    ];
-    for (key, t, e) in keys {
-        let path = dp.key(key);
-        if v.written(&path) {
-            check_encoding_v4(v, t, *e, &path);
-        } else if !encoding_supported_v4(t, *e) {
-            *e = Encoding::Plain;
-        }
-    }
-}
-
-/// With `format_version = 4`: `e` must be an encoding the daemon writes in v4 for `t`.
-pub(super) fn check_encoding_v4(v: &mut V<'_>, t: DataType, e: Encoding, path: &KeyPath) {
-    if !encoding_supported_v4(t, e) {
-        let ok: Vec<&str> = encodings_for_v4(t).iter().map(|e| e.as_str()).collect();
-        v.err(
-            path,
-            format!(
-                "{t} {e} is not written in TsFile v4 (storage.format_version = 4); {t} takes {}",
-                choices_text(&ok)
-            ),
-        );
-    }
 }
