@@ -194,7 +194,7 @@ fn example_mqtt_validates() {
     assert_eq!(m.session_expiry, Duration::from_secs(7 * 86400));
     assert_eq!(
         m.password,
-        Some(Password::File(
+        Some(Secret::File(
             "/run/credentials/tsfiled.service/mqtt-password".into()
         ))
     );
@@ -1333,13 +1333,10 @@ proptest::proptest! {
 #[test]
 fn mqtt_values() {
     assert_eq!(
-        format!("{:?}", Password::Inline("s3cret".into())),
+        format!("{:?}", Secret::Inline("s3cret".into())),
         "Inline(***)"
     );
-    assert_eq!(
-        format!("{:?}", Password::File("/pw".into())),
-        "File(\"/pw\")"
-    );
+    assert_eq!(format!("{:?}", Secret::File("/pw".into())), "File(\"/pw\")");
     // A whole configuration never shows an inline password either.
     let c = ok(&mqtt(
         "client_id = \"c\"\nusername = \"u\"\npassword = \"s3cret\"",

@@ -10,10 +10,10 @@ use std::time::Duration;
 use mqtt_harness::*;
 use rumqttc::QoS;
 use tsfiled_connectors::mqtt::{
-    CountingMetrics, MqttError, MqttProtocol, MqttSourceOptions, MqttTls, Password, PayloadFormat,
-    Qos,
+    CountingMetrics, MqttError, MqttProtocol, MqttSourceOptions, MqttTls, PayloadFormat, Qos,
 };
 use tsfiled_connectors::sink::{MemoryMode, MemorySink};
+use tsfiled_connectors::source::Secret;
 use tsfiled_connectors::TimeUnit;
 
 fn base(url: &str, client_id: &str, protocol: MqttProtocol) -> MqttSourceOptions {
@@ -600,7 +600,7 @@ async fn mutual_tls_and_password_file() {
     )
     .filter("tls/#", Qos::AtLeastOnce, json());
     o.username = Some("gw".into());
-    o.password = Some(Password::File(secret_file));
+    o.password = Some(Secret::File(secret_file));
     let tls = MqttTls {
         ca_file: Some(d.join("ca.pem")),
         client_auth: Some((d.join("client.pem"), d.join("client.key"))),
@@ -647,7 +647,7 @@ async fn mutual_tls_and_password_file() {
     )
     .filter("tls/#", Qos::AtLeastOnce, json());
     o.username = Some("gw".into());
-    o.password = Some(Password::Inline("wrong".into()));
+    o.password = Some(Secret::Inline("wrong".into()));
     o.tls = Some(tls);
     let c = Connector::start(o, Arc::new(MemorySink::new()));
     let m = c.metrics.clone();

@@ -37,13 +37,13 @@ mod source;
 mod tls;
 
 pub use config::{
-    BrokerAddress, MqttPayload, MqttProtocol, MqttSourceConfig, MqttTable, MqttTls, Password, Qos,
+    BrokerAddress, MqttPayload, MqttProtocol, MqttSourceConfig, MqttTable, MqttTls, Qos,
     TopicConfig, TopicTable,
 };
 pub use error::MqttError;
 pub use metrics::{CountingMetrics, MessageError, MqttMetrics, NoMetrics};
 pub use options::{
-    resolve_password, split_shared, topic_matches, MqttSourceOptions, PayloadFormat, TopicFilter,
+    split_shared, topic_matches, MqttSourceOptions, PayloadFormat, TopicFilter,
     DEFAULT_MAX_PAYLOAD, MQTT_MAX_PACKET,
 };
 pub use source::run;

@@ -5,28 +5,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::config::{BrokerAddress, MqttProtocol, MqttTls, Password, Qos};
+use super::config::{BrokerAddress, MqttProtocol, MqttTls, Qos};
+use crate::source::Secret;
 
 use crate::model::TimeUnit;
 
 use super::error::MqttError;
-
-/// Reads a password: the inline value, or the file's content without its trailing newline.
-pub fn resolve_password(password: &Password) -> Result<String, MqttError> {
-    let path = match password {
-        Password::Inline(s) => return Ok(s.clone()),
-        Password::File(p) => p,
-    };
-    let mut s = std::fs::read_to_string(path).map_err(|e| MqttError::File {
-        what: "password",
-        path: path.clone(),
-        source: e,
-    })?;
-    while s.ends_with('\n') || s.ends_with('\r') {
-        s.pop();
-    }
-    Ok(s)
-}
 
 /// How the payloads of a topic filter are parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,7 +106,7 @@ pub struct MqttSourceOptions {
     /// User name.
     pub username: Option<String>,
     /// Password (needs `username`).
-    pub password: Option<Password>,
+    pub password: Option<Secret>,
     /// TLS settings for `mqtts://`; `None`: the system roots
     /// ([`SYSTEM_CA_BUNDLE`](super::SYSTEM_CA_BUNDLE)) and no client certificate.
     pub tls: Option<MqttTls>,
@@ -526,7 +510,7 @@ mod tests {
         o.reconnect_max_backoff = Duration::from_millis(1);
         assert_eq!(invalid_field(&o), "reconnect_max_backoff");
         let mut o = opts();
-        o.password = Some(Password::Inline("x".into()));
+        o.password = Some(Secret::Inline("x".into()));
         assert_eq!(invalid_field(&o), "password");
         let mut o = opts();
         o.tls = Some(MqttTls {
@@ -567,28 +551,5 @@ mod tests {
         assert!(topic_matches("$SYS/#", "$SYS/x"));
         assert!(topic_matches("+", ""));
         assert!(!topic_matches("a/b", "a"));
-    }
-
-    #[test]
-    fn passwords() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("pw");
-        std::fs::write(&p, "s3cret\r\n").unwrap();
-        assert_eq!(resolve_password(&Password::File(p)).unwrap(), "s3cret");
-        assert_eq!(
-            resolve_password(&Password::Inline("x".into())).unwrap(),
-            "x"
-        );
-        assert!(matches!(
-            resolve_password(&Password::File(dir.path().join("missing"))),
-            Err(MqttError::File {
-                what: "password",
-                ..
-            })
-        ));
-        assert_eq!(
-            format!("{:?}", Password::Inline("pw".into())),
-            "Inline(***)"
-        );
     }
 }

@@ -37,7 +37,7 @@ use super::client::{self, Client, Conn, Event, Incoming};
 use super::dead_letter::{DeadLetters, Letter};
 use super::error::MqttError;
 use super::metrics::{MessageError, MqttMetrics};
-use super::options::{resolve_password, MqttSourceOptions};
+use super::options::MqttSourceOptions;
 use super::parse::Parsers;
 use super::session::SubscriptionRecord;
 use super::tls;
@@ -120,7 +120,12 @@ pub async fn run(
 ) -> Result<(), MqttError> {
     opts.validate()?;
     let ep = opts.endpoint()?;
-    let password = opts.password.as_ref().map(resolve_password).transpose()?;
+    let password = opts
+        .password
+        .as_ref()
+        .map(|p| p.resolve())
+        .transpose()
+        .map_err(|e| MqttError::invalid("password_file", e.to_string()))?;
     let tls = if ep.tls {
         Some(tls::client_config(opts.tls.as_ref())?)
     } else {
