@@ -55,6 +55,14 @@ pub enum Error {
         /// The error message.
         message: String,
     },
+    /// A client library could not be set up (e.g. the NATS client, a TLS configuration).
+    #[error("{client}: {message}")]
+    Client {
+        /// Which client, e.g. `nats client`.
+        client: &'static str,
+        /// What went wrong.
+        message: String,
+    },
     /// The sink closed (the pipeline is shutting down).
     #[error("the sink closed")]
     SinkClosed,
