@@ -21,7 +21,6 @@ pub mod error;
 pub mod iotdb_json;
 pub mod iotdb_rest;
 pub mod line_protocol;
-pub mod modbus;
 pub mod model;
 pub mod nats;
 pub mod path;
@@ -44,4 +43,5 @@ sources! {
     mqtt::MqttTable,
     csv::CsvTable,
     exec::ExecTable,
+    modbus::ModbusTable,
 }
