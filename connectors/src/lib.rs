@@ -22,7 +22,6 @@ pub mod iotdb_json;
 pub mod iotdb_rest;
 pub mod line_protocol;
 pub mod model;
-pub mod nats;
 pub mod path;
 pub mod reject;
 pub mod sink;
@@ -44,4 +43,5 @@ sources! {
     csv::CsvTable,
     exec::ExecTable,
     modbus::ModbusTable,
+    nats::NatsTable,
 }
