@@ -10,7 +10,7 @@ use std::time::Duration;
 use mqtt_harness::*;
 use rumqttc::QoS;
 use tsfiled_connectors::mqtt::{
-    CountingMetrics, MqttError, MqttProtocol, MqttSourceOptions, MqttTls, PayloadFormat, Qos,
+    CountingMetrics, MqttProtocol, MqttSourceOptions, MqttTls, PayloadFormat, Qos,
 };
 use tsfiled_connectors::sink::{MemoryMode, MemorySink};
 use tsfiled_connectors::source::Secret;
@@ -451,7 +451,10 @@ async fn closed_sink_stops_the_source_without_acknowledging() {
     c.subscribed(1).await;
     publish(broker.port, &[json_msg("x", 1)], QoS::AtLeastOnce).await;
     let r = c.join().await;
-    assert!(matches!(r, Err(MqttError::SinkClosed)), "{r:?}");
+    assert!(
+        matches!(r, Err(tsfiled_connectors::Error::SinkClosed)),
+        "{r:?}"
+    );
     // Not acknowledged: the broker redelivers it to the next run.
     let sink2 = Arc::new(MemorySink::new());
     let c2 = Connector::start(o, sink2.clone());
