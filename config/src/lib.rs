@@ -43,9 +43,9 @@ pub use tsfiled_connectors::csv::config::{
 };
 pub use tsfiled_connectors::http::{HttpEndpoint, HttpSourceConfig};
 pub use tsfiled_connectors::mqtt::config::{
-    BrokerAddress, MqttPayload, MqttProtocol, MqttSourceConfig, MqttTls, Password, Qos, TopicConfig,
+    BrokerAddress, MqttPayload, MqttProtocol, MqttSourceConfig, MqttTls, Qos, TopicConfig,
 };
-pub use tsfiled_connectors::source::LineProtocolMapping;
+pub use tsfiled_connectors::source::{LineProtocolMapping, Secret};
 pub use tsfiled_core::{
     check_strftime, check_timezone, check_topic_filter, encoding_supported, encoding_supported_v4,
     encodings_for, encodings_for_v4, format_duration, parse_duration, parse_size, ByteSize,

@@ -133,8 +133,48 @@ fn example(name: &str) -> &'static str {
         "http-telegraf" => include_str!("../examples/http-telegraf.toml"),
         "mqtt" => include_str!("../examples/mqtt.toml"),
         "csv" => include_str!("../examples/csv.toml"),
+        "modbus-nats" => include_str!("../examples/modbus-nats.toml"),
         _ => unreachable!(),
     }
+}
+
+#[test]
+fn example_modbus_nats_validates() {
+    use tsfiled_connectors::modbus::{ModbusSourceConfig, Order, RegisterKind, ValueType};
+    use tsfiled_connectors::nats::{NatsPayload, NatsSourceConfig};
+    let c = ok(example("modbus-nats"));
+    let p = &c.pipelines[0];
+    let Some(m) = p.sources[0].settings::<ModbusSourceConfig>() else {
+        panic!("{:?}", p.sources[0])
+    };
+    let d = &m.devices[0];
+    assert_eq!((d.host.as_str(), d.port, d.unit_id), ("10.0.0.7", 502, 1));
+    assert_eq!(d.poll_interval, Duration::from_millis(500));
+    let kinds: Vec<(RegisterKind, ValueType, Order)> = d
+        .register
+        .iter()
+        .map(|r| (r.kind, r.value_type, r.word_order))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (RegisterKind::Holding, ValueType::Float32, Order::Little),
+            (RegisterKind::Input, ValueType::Uint16, Order::Big),
+            (RegisterKind::Coil, ValueType::Bool, Order::Big),
+        ]
+    );
+    assert_eq!(d.register[1].scale, Some(0.01));
+    let Some(n) = p.sources[1].settings::<NatsSourceConfig>() else {
+        panic!("{:?}", p.sources[1])
+    };
+    assert_eq!(n.servers.len(), 3);
+    assert_eq!(
+        n.payload,
+        NatsPayload::Value {
+            subject_template: "sensors.{device}.{measurement}".into(),
+            path_prefix: "root.plant".into()
+        }
+    );
 }
 
 #[test]
@@ -194,7 +234,7 @@ fn example_mqtt_validates() {
     assert_eq!(m.session_expiry, Duration::from_secs(7 * 86400));
     assert_eq!(
         m.password,
-        Some(Password::File(
+        Some(Secret::File(
             "/run/credentials/tsfiled.service/mqtt-password".into()
         ))
     );
@@ -1371,13 +1411,10 @@ proptest::proptest! {
 #[test]
 fn mqtt_values() {
     assert_eq!(
-        format!("{:?}", Password::Inline("s3cret".into())),
+        format!("{:?}", Secret::Inline("s3cret".into())),
         "Inline(***)"
     );
-    assert_eq!(
-        format!("{:?}", Password::File("/pw".into())),
-        "File(\"/pw\")"
-    );
+    assert_eq!(format!("{:?}", Secret::File("/pw".into())), "File(\"/pw\")");
     // A whole configuration never shows an inline password either.
     let c = ok(&mqtt(
         "client_id = \"c\"\nusername = \"u\"\npassword = \"s3cret\"",

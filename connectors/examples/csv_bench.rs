@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use tsfiled_connectors::csv::{
-    parse_path, run, CountingMetrics, CsvParseOptions, CsvSourceOptions,
+    parse_path, run, CountingMetrics, CsvParseOptions, CsvRun, CsvTable,
 };
 use tsfiled_connectors::sink::MemorySink;
 
@@ -157,15 +157,26 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     let sink = Arc::new(MemorySink::counting());
     let metrics = Arc::new(CountingMetrics::default());
-    let mut o = CsvSourceOptions::new(vec![watch.clone()], tmp.path().join("state"));
+    let mut o = tsfiled_connectors::source::validate_table::<CsvTable>(&format!(
+        "directories = [{:?}]\n",
+        watch.display().to_string()
+    ))
+    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     o.settle = Duration::from_millis(100);
+    let csv_run = CsvRun::new(tmp.path().join("state"));
     reset_peak();
     let base = status_kib("VmRSS:");
     let t = Instant::now();
     let cpu0 = cpu_secs("self");
     let r = rt.block_on(async {
         let token = CancellationToken::new();
-        let h = tokio::spawn(run(o, sink.clone(), token.clone(), metrics.clone()));
+        let h = tokio::spawn(run(
+            o,
+            csv_run,
+            sink.clone(),
+            token.clone(),
+            metrics.clone(),
+        ));
         fs::rename(&gen_path, watch.join("bench.csv"))?;
         while CountingMetrics::get(&metrics.files_done) == 0 {
             if h.is_finished() {

@@ -55,6 +55,24 @@ pub enum Error {
         /// The error message.
         message: String,
     },
+    /// A setting of a source is invalid (found when the source starts).
+    #[error("{source_type} setting `{key}`: {message}")]
+    Invalid {
+        /// The source type, e.g. `mqtt`.
+        source_type: &'static str,
+        /// The setting (the configuration key it comes from).
+        key: &'static str,
+        /// What is wrong / what was expected.
+        message: String,
+    },
+    /// A client library could not be set up (e.g. the NATS client, a TLS configuration).
+    #[error("{client}: {message}")]
+    Client {
+        /// Which client, e.g. `nats client`.
+        client: &'static str,
+        /// What went wrong.
+        message: String,
+    },
     /// The sink closed (the pipeline is shutting down).
     #[error("the sink closed")]
     SinkClosed,

@@ -21,9 +21,7 @@ pub mod error;
 pub mod iotdb_json;
 pub mod iotdb_rest;
 pub mod line_protocol;
-pub mod modbus;
 pub mod model;
-pub mod nats;
 pub mod path;
 pub mod reject;
 pub mod sink;
@@ -44,4 +42,6 @@ sources! {
     mqtt::MqttTable,
     csv::CsvTable,
     exec::ExecTable,
+    modbus::ModbusTable,
+    nats::NatsTable,
 }

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tsfiled_connectors::csv::{run, CountingMetrics, CsvSourceOptions};
+use tsfiled_connectors::csv::{run, CountingMetrics, CsvRun, CsvTable};
 use tsfiled_connectors::sink::MemorySink;
+use tsfiled_connectors::source::validate_table;
 
 struct Counting;
 
@@ -90,10 +91,21 @@ async fn a_large_file_streams_in_bounded_memory() {
 
     let sink = Arc::new(MemorySink::counting());
     let metrics = Arc::new(CountingMetrics::default());
-    let mut o = CsvSourceOptions::new(vec![watch.clone()], tmp.path().join("state"));
+    let mut o = validate_table::<CsvTable>(&format!(
+        "directories = [{:?}]\n",
+        watch.display().to_string()
+    ))
+    .unwrap();
     o.settle = Duration::from_millis(100);
+    let csv_run = CsvRun::new(tmp.path().join("state"));
     let token = CancellationToken::new();
-    let handle = tokio::spawn(run(o, sink.clone(), token.clone(), metrics.clone()));
+    let handle = tokio::spawn(run(
+        o,
+        csv_run,
+        sink.clone(),
+        token.clone(),
+        metrics.clone(),
+    ));
     tokio::time::sleep(Duration::from_millis(50)).await;
 
     // The measured region starts here.

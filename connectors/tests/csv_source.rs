@@ -11,9 +11,10 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tsfiled_connectors::csv::{
-    run, CountingMetrics, CsvFormat, CsvParseOptions, CsvSourceOptions, OnSuccess,
+    run, CountingMetrics, CsvFormat, CsvRun, CsvSourceConfig, CsvTable, OnSuccess,
 };
 use tsfiled_connectors::sink::{BatchSink, MemoryMode, MemorySink, SinkFuture};
+use tsfiled_connectors::source::validate_table;
 use tsfiled_connectors::{Batch, Error, FieldValue, Record, TypeHint};
 
 struct Source {
@@ -23,10 +24,10 @@ struct Source {
 }
 
 impl Source {
-    fn start(opts: CsvSourceOptions, sink: Arc<dyn BatchSink>) -> Source {
+    fn start(o: Options, sink: Arc<dyn BatchSink>) -> Source {
         let token = CancellationToken::new();
         let metrics = Arc::new(CountingMetrics::default());
-        let handle = tokio::spawn(run(opts, sink, token.clone(), metrics.clone()));
+        let handle = tokio::spawn(run(o.config, o.run, sink, token.clone(), metrics.clone()));
         Source {
             token,
             handle,
@@ -62,11 +63,26 @@ fn dirs() -> Dirs {
     }
 }
 
-fn options(d: &Dirs) -> CsvSourceOptions {
-    let mut o = CsvSourceOptions::new(vec![d.watch.clone()], d.state.clone());
-    o.settle = Duration::from_millis(200);
-    o.rescan_interval = Duration::from_millis(500);
-    o
+/// A source's settings (validated from its table, so every default is the configuration's)
+/// and the context of its run.
+#[derive(Clone)]
+struct Options {
+    config: CsvSourceConfig,
+    run: CsvRun,
+}
+
+fn options(d: &Dirs) -> Options {
+    let mut config = validate_table::<CsvTable>(&format!(
+        "directories = [{:?}]\n",
+        d.watch.display().to_string()
+    ))
+    .unwrap();
+    config.settle = Duration::from_millis(200);
+    config.rescan_interval = Duration::from_millis(500);
+    Options {
+        config,
+        run: CsvRun::new(d.state.clone()),
+    }
 }
 
 /// Waits for `cond` (a generous safety limit only: a test never asserts on timing).
@@ -260,7 +276,7 @@ async fn a_file_written_slowly_is_not_read_before_it_is_complete() {
     let d = dirs();
     let mut o = options(&d);
     // Longer than any gap between the writer's pieces (50 ms) by a wide margin.
-    o.settle = Duration::from_secs(3);
+    o.config.settle = Duration::from_secs(3);
     let sink = Arc::new(MemorySink::new());
     let src = Source::start(o, sink.clone());
     let content = wide(0..200);
@@ -283,7 +299,7 @@ async fn a_file_written_slowly_is_not_read_before_it_is_complete() {
 async fn close_without_final_newline_waits_for_settle_then_takes_the_last_line() {
     let d = dirs();
     let mut o = options(&d);
-    o.settle = Duration::from_millis(600);
+    o.config.settle = Duration::from_millis(600);
     let sink = Arc::new(MemorySink::new());
     let src = Source::start(o, sink.clone());
     // Closed after writing, but the last line has no line break: not complete on close.
@@ -341,11 +357,8 @@ async fn crash_mid_file_then_restart_loses_and_doubles_nothing() {
         .unwrap();
 
     let mut o = options(&d);
-    o.parse = CsvParseOptions {
-        max_batch_points: 700,
-        ..CsvParseOptions::default()
-    };
-    o.max_concurrent_files = 2;
+    o.run.max_batch_points = 700;
+    o.config.max_concurrent_files = 2;
     for allow in [3u64, 5] {
         let gate = Arc::new(Gate {
             inner: MemorySink::new(),
@@ -418,7 +431,7 @@ async fn a_full_sink_delays_but_neither_loses_nor_doubles() {
         MemoryMode::Full(Duration::from_millis(10)),
     ]);
     let mut o = options(&d);
-    o.parse.max_batch_points = 100;
+    o.run.max_batch_points = 100;
     let src = Source::start(o, sink.clone());
     until("the file done", || src.get(|m| &m.files_done) == 1).await;
     assert_eq!(points(&sink.records()), wide_points("root.sg.d1", 0..1000));
@@ -449,9 +462,9 @@ async fn delete_on_success_recursive_dirs_and_device_formats() {
         "Time,Device,s1\n1,root.sg.d1,1\n2,root.sg.d2,2\n",
     );
     let mut o = options(&d);
-    o.recursive = true;
-    o.on_success = OnSuccess::Delete;
-    o.parse.format = CsvFormat::IotdbDevice;
+    o.config.recursive = true;
+    o.config.on_success = OnSuccess::Delete;
+    o.config.format = CsvFormat::IotdbDevice;
     let sink = Arc::new(MemorySink::new());
     let src = Source::start(o, sink.clone());
     until("first file", || src.get(|m| &m.files_deleted) == 1).await;
@@ -476,7 +489,7 @@ async fn delete_on_success_recursive_dirs_and_device_formats() {
 async fn a_replaced_file_is_read_from_the_start_and_a_grown_one_from_its_checkpoint() {
     let d = dirs();
     let mut o = options(&d);
-    o.parse.max_batch_points = 10;
+    o.run.max_batch_points = 10;
     // First run: a sink that takes one batch and then hangs; abort.
     let path = d.watch.join("a.csv");
     write_old(&path, &wide(0..100));
@@ -547,7 +560,7 @@ async fn ten_thousand_small_files() {
         .unwrap();
     }
     let mut o = options(&d);
-    o.max_concurrent_files = 8;
+    o.config.max_concurrent_files = 8;
     let sink = Arc::new(MemorySink::new());
     let src = Source::start(o, sink.clone());
     until("all files done", || src.get(|m| &m.files_done) == N as u64).await;

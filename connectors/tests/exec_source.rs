@@ -2,68 +2,21 @@
 //! from stdout, restarts with backoff, stderr, stop on cancellation; and its configuration
 //! table's validation.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use tsfiled_connectors::exec::{ExecFormat, ExecSourceConfig, ExecTable};
 use tsfiled_connectors::sink::MemorySink;
 use tsfiled_connectors::source::{
-    validate_table, Counter, Gauge, SourceContext, SourceMetrics, SourceSettings, StatusReporter,
+    validate_table, RecordingMetrics, SourceContext, SourceSettings, StatusReporter,
 };
-use tsfiled_connectors::{FieldValue, Record, TimeUnit};
-
-/// Counters and gauges by name (with the extra label value, if any).
-#[derive(Default)]
-struct Metrics {
-    counters: Mutex<HashMap<String, Arc<AtomicU64>>>,
-    gauges: Mutex<HashMap<String, Arc<AtomicI64>>>,
-}
-
-impl Metrics {
-    fn get(&self, name: &str) -> u64 {
-        let c = self.counters.lock().unwrap();
-        c.get(name).map_or(0, |v| v.load(Ordering::Relaxed))
-    }
-}
-
-impl SourceMetrics for Metrics {
-    fn counter(&self, name: &str, _help: &str, extra: Option<(&str, &str)>) -> Counter {
-        let key = match extra {
-            Some((k, v)) => format!("{name}{{{k}={v}}}"),
-            None => name.to_string(),
-        };
-        let c = self
-            .counters
-            .lock()
-            .unwrap()
-            .entry(key)
-            .or_default()
-            .clone();
-        Arc::new(move |n| {
-            c.fetch_add(n, Ordering::Relaxed);
-        })
-    }
-    fn gauge(&self, name: &str, _help: &str) -> Gauge {
-        let g = self
-            .gauges
-            .lock()
-            .unwrap()
-            .entry(name.to_string())
-            .or_default()
-            .clone();
-        Arc::new(move |v| g.store(v, Ordering::Relaxed))
-    }
-    fn progress(&self) {}
-    fn pending(&self, _items: u64) {}
-}
+use tsfiled_connectors::{FieldValue, Record};
 
 struct Running {
     sink: Arc<MemorySink>,
-    metrics: Arc<Metrics>,
+    metrics: Arc<RecordingMetrics>,
     status: StatusReporter,
     token: CancellationToken,
     task: tokio::task::JoinHandle<Result<(), String>>,
@@ -71,19 +24,14 @@ struct Running {
 
 fn start(cfg: &ExecSourceConfig) -> Running {
     let sink = Arc::new(MemorySink::new());
-    let metrics = Arc::new(Metrics::default());
-    let token = CancellationToken::new();
-    let status = StatusReporter::new("starting");
-    let cx = SourceContext {
-        pipeline: "p".into(),
-        name: "exec".into(),
-        sink: sink.clone(),
-        shutdown: token.clone(),
-        metrics: metrics.clone(),
-        state_dir: PathBuf::from("unused"),
-        status: status.clone(),
-        stored_unit: TimeUnit::Millis,
-    };
+    let metrics = Arc::new(RecordingMetrics::default());
+    let cx = SourceContext::for_test(
+        "exec",
+        sink.clone(),
+        metrics.clone(),
+        PathBuf::from("unused"),
+    );
+    let (token, status) = (cx.shutdown.clone(), cx.status.clone());
     let task = tokio::spawn(cfg.start(cx));
     Running {
         sink,
@@ -164,7 +112,7 @@ async fn line_protocol_from_stdout_becomes_records() {
             ),
         ]
     );
-    assert_eq!(r.metrics.get("tsfiled_exec_lines_total"), 3);
+    assert_eq!(r.metrics.counter_value("tsfiled_exec_lines_total"), 3);
     r.stop().await.unwrap();
 }
 
@@ -210,7 +158,7 @@ async fn an_exiting_program_is_restarted_and_its_stderr_counted() {
     r.until("three runs' points", |r| r.sink.records().len() >= 3)
         .await;
     r.until("three stderr lines", |r| {
-        r.metrics.get("tsfiled_exec_stderr_lines_total") >= 3
+        r.metrics.counter_value("tsfiled_exec_stderr_lines_total") >= 3
     })
     .await;
     let values: Vec<FieldValue> = r.sink.records()[..3]
@@ -221,7 +169,7 @@ async fn an_exiting_program_is_restarted_and_its_stderr_counted() {
         values,
         [FieldValue::Int(1), FieldValue::Int(2), FieldValue::Int(3)]
     );
-    assert!(r.metrics.get("tsfiled_exec_restarts_total") >= 2);
+    assert!(r.metrics.counter_value("tsfiled_exec_restarts_total") >= 2);
     r.stop().await.unwrap();
     let runs = std::fs::read_to_string(&starts).unwrap().lines().count();
     assert!(runs >= 3, "{runs} runs");
@@ -294,7 +242,7 @@ async fn a_missing_program_is_retried_without_stopping_the_source() {
     cfg.restart_max_delay = Duration::from_millis(20);
     let r = start(&cfg);
     r.until("two failed restarts", |r| {
-        r.metrics.get("tsfiled_exec_restarts_total") >= 2
+        r.metrics.counter_value("tsfiled_exec_restarts_total") >= 2
     })
     .await;
     assert_eq!(r.status.get(), "restarting");
@@ -310,7 +258,10 @@ async fn a_line_over_the_limit_is_dropped_alone() {
     r.until("a record", |r| !r.sink.records().is_empty()).await;
     let rec = &r.sink.records()[0];
     assert_eq!((&*rec.device, rec.time), ("root.x.m", 5));
-    assert_eq!(r.metrics.get("tsfiled_exec_lines_too_long_total"), 1);
+    assert_eq!(
+        r.metrics.counter_value("tsfiled_exec_lines_too_long_total"),
+        1
+    );
     r.stop().await.unwrap();
 }
 

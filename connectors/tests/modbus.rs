@@ -11,9 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
-use tsfiled_connectors::modbus::{self, ModbusConfig, ModbusError, ModbusStats};
+use tsfiled_connectors::modbus::ModbusTable;
 use tsfiled_connectors::sink::MemorySink;
-use tsfiled_connectors::{FieldValue, Record, TimeUnit, TypeHint};
+use tsfiled_connectors::source::{
+    validate_table, RecordingMetrics, SourceContext, SourceSettings, StatusReporter,
+};
+use tsfiled_connectors::{FieldValue, Record, TypeHint};
 
 /// The simulator: unit 17 with registers packed by `struct` (`>`: big endian, `<`: little),
 /// printing each request it receives as `REQ fc=.. unit=.. address=.. count=..`.
@@ -167,32 +170,37 @@ async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 
 struct Running {
     sink: Arc<MemorySink>,
-    stats: Arc<ModbusStats>,
+    metrics: Arc<RecordingMetrics>,
+    status: StatusReporter,
     stop: CancellationToken,
-    task: tokio::task::JoinHandle<Result<(), ModbusError>>,
+    task: tokio::task::JoinHandle<Result<(), String>>,
 }
 
+/// Starts a source with the keys of one `type = "modbus"` table (`[[device]]` sub-tables);
+/// timestamps in milliseconds.
 fn start(config_toml: &str) -> Running {
-    let config: ModbusConfig = toml::from_str(config_toml).unwrap();
+    let settings = validate_table::<ModbusTable>(config_toml).unwrap();
     let sink = Arc::new(MemorySink::new());
-    let stats = Arc::new(ModbusStats::default());
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(modbus::run(
-        config,
-        TimeUnit::Millis,
-        sink.clone(),
-        stop.clone(),
-        stats.clone(),
-    ));
+    let metrics = Arc::new(RecordingMetrics::default());
+    let cx = SourceContext::for_test("modbus", sink.clone(), metrics.clone(), "state".into());
+    let (stop, status) = (cx.shutdown.clone(), cx.status.clone());
+    let task = tokio::spawn(settings.start(cx));
     Running {
         sink,
-        stats,
+        metrics,
+        status,
         stop,
         task,
     }
 }
 
 impl Running {
+    /// The counter `tsfiled_modbus_<name>_total`.
+    fn count(&self, name: &str) -> u64 {
+        self.metrics
+            .counter_value(&format!("tsfiled_modbus_{name}_total"))
+    }
+
     async fn finish(self) {
         assert!(!self.task.is_finished(), "the source stopped on its own");
         self.stop.cancel();
@@ -293,7 +301,8 @@ async fn reads_every_type_and_order_in_batched_requests() {
     wait_for("two polls", || src.sink.records().len() >= 2).await;
     let records = src.sink.records();
     let after = now_ms();
-    let exceptions = src.stats.exceptions();
+    let exceptions = src.count("exceptions");
+    let status = src.status.get();
     src.finish().await;
 
     let r = &records[0];
@@ -349,6 +358,8 @@ async fn reads_every_type_and_order_in_batched_requests() {
     .collect();
     assert_eq!(sim.requests(), want);
     assert!(exceptions >= 2, "{exceptions}");
+    // An exception is an answer: the device counts as polled.
+    assert_eq!(status, "polling");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -372,11 +383,12 @@ async fn server_that_disappears_and_comes_back() {
     })
     .await;
     sim.stop();
-    let errors = src.stats.connect_errors();
+    let errors = src.count("connect_errors");
     wait_for("failed reconnects while the server is down", || {
-        src.stats.connect_errors() >= errors + 2
+        src.count("connect_errors") >= errors + 2
     })
     .await;
+    assert_eq!(src.status.get(), "degraded");
     let polled = src.sink.records().len();
     let sim = Simulator::start(port, 2);
     wait_for("a poll of the restarted server", || {
@@ -388,8 +400,12 @@ async fn server_that_disappears_and_comes_back() {
     .await;
     let records = src.sink.records();
     assert!(records.len() > polled);
-    assert!(src.stats.connects() >= 2, "{:?}", src.stats);
-    assert!(src.stats.skipped_polls() >= 1, "{:?}", src.stats);
+    wait_for("the status back to polling", || {
+        src.status.get() == "polling"
+    })
+    .await;
+    assert!(src.count("connects") >= 2);
+    assert!(src.count("skipped_polls") >= 1);
     // A poll cut by the outage may lack a field; no value is ever wrong.
     for r in &records {
         for (m, (v, _)) in fields(r) {
@@ -416,11 +432,12 @@ async fn unknown_unit_and_unreachable_device_do_not_stop_the_others() {
         + &entry("generation", "holding", 31, "");
     let src = start(&config);
     wait_for("exceptions, connection errors and polls", || {
-        src.stats.exceptions() >= 2
-            && src.stats.connect_errors() >= 2
+        src.count("exceptions") >= 2
+            && src.count("connect_errors") >= 2
             && src.sink.records().len() >= 3
     })
     .await;
+    assert_eq!(src.status.get(), "degraded");
     let records = src.sink.records();
     for r in &records {
         assert_eq!(&*r.device, "root.plant.plc17");
@@ -429,23 +446,17 @@ async fn unknown_unit_and_unreachable_device_do_not_stop_the_others() {
     src.finish().await;
 }
 
-#[tokio::test]
-async fn invalid_settings_are_refused_before_connecting() {
-    let config: ModbusConfig =
-        toml::from_str(&(device(1, 17, "") + &entry("x", "coil", 0, "type = \"float32\"")))
-            .unwrap();
-    let r = modbus::run(
-        config,
-        TimeUnit::Millis,
-        Arc::new(MemorySink::new()),
-        CancellationToken::new(),
-        Arc::new(ModbusStats::default()),
+#[test]
+fn invalid_settings_are_refused_before_connecting() {
+    let errs = validate_table::<ModbusTable>(
+        &(device(1, 17, "") + &entry("x", "coil", 0, "type = \"float32\"")),
     )
-    .await;
-    match r {
-        Err(ModbusError::Invalid { key, .. }) => assert_eq!(key, "device[0].register[0].type"),
-        other => panic!("{other:?}"),
-    }
+    .unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].contains(": device[0].register[0].type: a coil is a bool"),
+        "{errs:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -470,12 +481,12 @@ async fn silent_server_times_out_and_is_retried_on_new_connections() {
     ));
     // One poll: the request and its 2 retries, each on a new connection.
     wait_for("three timed-out attempts", || {
-        src.stats.read_errors() >= 3 && accepted.load(std::sync::atomic::Ordering::SeqCst) >= 3
+        src.count("read_errors") >= 3 && accepted.load(std::sync::atomic::Ordering::SeqCst) >= 3
     })
     .await;
-    assert_eq!(src.stats.read_errors(), 3);
+    assert_eq!(src.count("read_errors"), 3);
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
-    assert_eq!(src.stats.skipped_polls(), 1);
+    assert_eq!(src.count("skipped_polls"), 1);
     assert!(src.sink.records().is_empty());
     src.finish().await;
 }

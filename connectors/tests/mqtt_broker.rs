@@ -10,10 +10,10 @@ use std::time::Duration;
 use mqtt_harness::*;
 use rumqttc::QoS;
 use tsfiled_connectors::mqtt::{
-    CountingMetrics, MqttError, MqttProtocol, MqttSourceOptions, MqttTls, Password, PayloadFormat,
-    Qos,
+    CountingMetrics, MqttProtocol, MqttSourceOptions, MqttTls, PayloadFormat, Qos,
 };
 use tsfiled_connectors::sink::{MemoryMode, MemorySink};
+use tsfiled_connectors::source::Secret;
 use tsfiled_connectors::TimeUnit;
 
 fn base(url: &str, client_id: &str, protocol: MqttProtocol) -> MqttSourceOptions {
@@ -451,7 +451,10 @@ async fn closed_sink_stops_the_source_without_acknowledging() {
     c.subscribed(1).await;
     publish(broker.port, &[json_msg("x", 1)], QoS::AtLeastOnce).await;
     let r = c.join().await;
-    assert!(matches!(r, Err(MqttError::SinkClosed)), "{r:?}");
+    assert!(
+        matches!(r, Err(tsfiled_connectors::Error::SinkClosed)),
+        "{r:?}"
+    );
     // Not acknowledged: the broker redelivers it to the next run.
     let sink2 = Arc::new(MemorySink::new());
     let c2 = Connector::start(o, sink2.clone());
@@ -600,7 +603,7 @@ async fn mutual_tls_and_password_file() {
     )
     .filter("tls/#", Qos::AtLeastOnce, json());
     o.username = Some("gw".into());
-    o.password = Some(Password::File(secret_file));
+    o.password = Some(Secret::File(secret_file));
     let tls = MqttTls {
         ca_file: Some(d.join("ca.pem")),
         client_auth: Some((d.join("client.pem"), d.join("client.key"))),
@@ -647,7 +650,7 @@ async fn mutual_tls_and_password_file() {
     )
     .filter("tls/#", Qos::AtLeastOnce, json());
     o.username = Some("gw".into());
-    o.password = Some(Password::Inline("wrong".into()));
+    o.password = Some(Secret::Inline("wrong".into()));
     o.tls = Some(tls);
     let c = Connector::start(o, Arc::new(MemorySink::new()));
     let m = c.metrics.clone();

@@ -12,9 +12,12 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, stream};
 use tokio_util::sync::CancellationToken;
-use tsfiled_connectors::nats::{self, NatsConfig, NatsError, NatsStats};
+use tsfiled_connectors::nats::NatsTable;
 use tsfiled_connectors::sink::{MemoryMode, MemorySink};
-use tsfiled_connectors::{FieldValue, Record, TimeUnit};
+use tsfiled_connectors::source::{
+    validate_table, RecordingMetrics, SourceContext, SourceSettings, StatusReporter,
+};
+use tsfiled_connectors::{Error, FieldValue, Record};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -201,31 +204,35 @@ fn times(records: &[Record]) -> BTreeSet<i64> {
 
 struct Running {
     sink: Arc<MemorySink>,
-    stats: Arc<NatsStats>,
+    metrics: Arc<RecordingMetrics>,
+    status: StatusReporter,
     stop: CancellationToken,
-    task: tokio::task::JoinHandle<Result<(), NatsError>>,
+    task: tokio::task::JoinHandle<Result<(), String>>,
 }
 
+/// Starts a source with the keys of one `type = "nats"` table; timestamps in milliseconds.
 fn start(config_toml: &str, sink: Arc<MemorySink>) -> Running {
-    let config: NatsConfig = toml::from_str(config_toml).unwrap();
-    let stats = Arc::new(NatsStats::default());
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(nats::run(
-        config,
-        TimeUnit::Millis,
-        sink.clone(),
-        stop.clone(),
-        stats.clone(),
-    ));
+    let settings = validate_table::<NatsTable>(config_toml).unwrap();
+    let metrics = Arc::new(RecordingMetrics::default());
+    let cx = SourceContext::for_test("nats", sink.clone(), metrics.clone(), "state".into());
+    let (stop, status) = (cx.shutdown.clone(), cx.status.clone());
+    let task = tokio::spawn(settings.start(cx));
     Running {
         sink,
-        stats,
+        metrics,
+        status,
         stop,
         task,
     }
 }
 
 impl Running {
+    /// The counter `tsfiled_nats_<name>_total`.
+    fn count(&self, name: &str) -> u64 {
+        self.metrics
+            .counter_value(&format!("tsfiled_nats_{name}_total"))
+    }
+
     async fn finish(self) {
         assert!(!self.task.is_finished(), "the source stopped on its own");
         self.stop.cancel();
@@ -288,7 +295,7 @@ async fn cluster_node_killed_mid_stream_loses_no_acknowledged_point() {
         assert_eq!(&*r.device, "root.js.d");
         assert_eq!(r.fields[0].value, FieldValue::Int(r.time));
     }
-    assert!(src.stats.acked() >= N, "{:?}", src.stats);
+    assert!(src.count("acked") >= N);
     src.finish().await;
 }
 
@@ -344,8 +351,8 @@ async fn acknowledges_only_durable_points() {
     closed.set_mode(MemoryMode::Closed);
     let first = start(&cfg, closed.clone());
     let r = first.task.await.expect("no panic");
-    assert_eq!(r, Err(NatsError::SinkClosed));
-    assert_eq!(first.stats.acked(), 0);
+    assert_eq!(r, Err(Error::SinkClosed.to_string()));
+    assert_eq!(first.metrics.counter_value("tsfiled_nats_acked_total"), 0);
     let info = js
         .get_stream("TS")
         .await
@@ -408,7 +415,7 @@ async fn values_named_by_subject_and_unusable_messages_terminated() {
         Arc::new(MemorySink::new()),
     );
     wait_for("three points and one terminated message", || {
-        src.sink.points() == 3 && src.stats.terminated() == 1
+        src.sink.points() == 3 && src.count("terminated") == 1
     })
     .await;
     let mut got: Vec<(String, String, FieldValue)> = src
@@ -445,7 +452,7 @@ async fn values_named_by_subject_and_unusable_messages_terminated() {
     assert_eq!(with_ts.time, 1_700_000_000_000);
     // The terminated message is not delivered again (ack wait 1 s).
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert_eq!(src.stats.received(), 4, "{:?}", src.stats);
+    assert_eq!(src.count("messages"), 4);
     let info = js
         .get_stream("TS")
         .await
@@ -508,6 +515,7 @@ async fn password_from_a_file() {
         Arc::new(MemorySink::new()),
     );
     wait_for("the point", || src.sink.points() == 1).await;
+    wait_for("status consuming", || src.status.get() == "consuming").await;
     assert_eq!(times(&src.sink.records()), BTreeSet::from([7]));
     src.finish().await;
 }

@@ -32,9 +32,7 @@ pub use schema::{
     DataType, Encoding, PathPattern, PatternNode,
 };
 pub use time::TimeUnit;
-pub use units::{
-    deserialize_duration, format_duration, parse_duration, parse_size, ByteSize, UnitError,
-};
+pub use units::{format_duration, parse_duration, parse_size, ByteSize, UnitError};
 pub use validate::{choices_text, same_path, Validator, PRECISIONS};
 
 #[doc(hidden)]

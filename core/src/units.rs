@@ -201,13 +201,6 @@ fn duration_hint() -> &'static str {
      (units: ns, us, ms, s, m, h, d)"
 }
 
-/// Serde `deserialize_with` for a duration string such as `"250ms"` or `"1h30m"`
-/// ([`parse_duration`]), for sources that deserialize their settings with serde.
-pub fn deserialize_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let s = <String as serde::Deserialize>::deserialize(d)?;
-    parse_duration(&s).map_err(serde::de::Error::custom)
-}
-
 /// Parses a duration: one or more `<integer><unit>` parts, e.g. `"1h30m"`, `"250ms"`, `"7d"`.
 ///
 /// Units: `ns`, `us` (or `µs`), `ms`, `s`, `m` (minutes), `h`, `d` (24 h). A bare number is

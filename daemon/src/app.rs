@@ -121,11 +121,13 @@ impl SourceStarter {
         let run = settings.start(cx);
         let kind = settings.type_name();
         let l = label.clone();
+        let ended = status.clone();
         let task = tokio::spawn(async move {
             let r = run.await;
             if let Err(e) = &r {
                 tracing::error!(source = %l, kind, error = %e, "source stopped");
             }
+            ended.set(if r.is_ok() { "stopped" } else { "failed" });
             r
         });
         RunningSource {
@@ -267,11 +269,12 @@ impl Daemon {
             _ => None,
         };
         let up = format!("{} pipeline(s) up; HTTP on {http_addr}", pipelines.len());
-        let _ = notifier.ready_with_status(&up);
+        let _ = notifier.ready_with_status(&status_line(&up, &[], &state));
         if notifier.is_enabled() {
-            tokio::spawn(storage_status(
+            tokio::spawn(systemd_status(
                 notifier.clone(),
                 pipelines.clone(),
+                state.clone(),
                 up,
                 http_token.clone(),
             ));
@@ -492,15 +495,57 @@ impl Daemon {
     }
 }
 
-/// Keeps systemd's `STATUS=` line telling whether storage is failing (checked every second,
-/// sent on change): `systemctl status` then shows why intake is refused.
-async fn storage_status(
+/// Sources listed one by one on the `STATUS=` line at most; beyond, counted by state.
+const STATUS_SOURCES_LISTED: usize = 8;
+
+/// The sources' part of the `STATUS=` line, from their status reporters:
+/// `sources: p/mqtt connected, p/csv watching`, or with many sources
+/// `12 sources: 10 connected, 2 disconnected` (states in order of first appearance).
+fn sources_status(sources: &[SourceStatus]) -> String {
+    if sources.len() <= STATUS_SOURCES_LISTED {
+        let each: Vec<String> = sources
+            .iter()
+            .map(|s| format!("{}/{} {}", s.pipeline, s.name, s.state.get()))
+            .collect();
+        return format!("sources: {}", each.join(", "));
+    }
+    let mut counts: Vec<(&'static str, usize)> = Vec::new();
+    for s in sources {
+        let state = s.state.get();
+        match counts.iter_mut().find(|(st, _)| *st == state) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((state, 1)),
+        }
+    }
+    let each: Vec<String> = counts.iter().map(|(st, n)| format!("{n} {st}")).collect();
+    format!("{} sources: {}", sources.len(), each.join(", "))
+}
+
+/// The whole `STATUS=` line: `up` (or the storage problems) and the sources' states.
+fn status_line(up: &str, failing: &[String], http: &HttpState) -> String {
+    let head = if failing.is_empty() {
+        up.to_string()
+    } else {
+        failing.join("; ")
+    };
+    let sources = match http.sources.read() {
+        Ok(list) if !list.is_empty() => sources_status(&list),
+        _ => return head,
+    };
+    format!("{head}; {sources}")
+}
+
+/// Keeps systemd's `STATUS=` line telling whether storage is failing and what state each
+/// source reports (checked every second, sent on change): `systemctl status` then shows why
+/// intake is refused or which source is disconnected.
+async fn systemd_status(
     notifier: Notifier,
     pipelines: Vec<Arc<Pipeline>>,
+    http: Arc<HttpState>,
     up: String,
     stop: CancellationToken,
 ) {
-    let mut last = up.clone();
+    let mut last = status_line(&up, &[], &http);
     let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
     loop {
         tokio::select! {
@@ -522,11 +567,7 @@ async fn storage_status(
                 ))
             })
             .collect();
-        let text = if failing.is_empty() {
-            up.clone()
-        } else {
-            failing.join("; ")
-        };
+        let text = status_line(&up, &failing, &http);
         if text != last {
             let _ = notifier.status(&text);
             last = text;
@@ -552,4 +593,46 @@ pub async fn run(
         }
     }
     daemon.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(pipeline: &str, name: &str, state: &'static str) -> SourceStatus {
+        SourceStatus {
+            pipeline: pipeline.into(),
+            name: name.into(),
+            type_name: "mqtt",
+            state: StatusReporter::new(state),
+        }
+    }
+
+    #[test]
+    fn the_status_line_shows_each_source_state_as_reported() {
+        let list = vec![
+            source("p", "m", "disconnected"),
+            source("p", "c", "watching"),
+        ];
+        assert_eq!(
+            sources_status(&list),
+            "sources: p/m disconnected, p/c watching"
+        );
+        // The reporter is shared: a later state shows on the next line.
+        list[0].state.set("connected");
+        assert_eq!(
+            sources_status(&list),
+            "sources: p/m connected, p/c watching"
+        );
+        let many: Vec<SourceStatus> = (0..10)
+            .map(|i| {
+                source(
+                    "q",
+                    &format!("s{i}"),
+                    if i < 7 { "connected" } else { "failed" },
+                )
+            })
+            .collect();
+        assert_eq!(sources_status(&many), "10 sources: 7 connected, 3 failed");
+    }
 }

@@ -58,6 +58,12 @@ fn notifies_ready_reloading_stopping_and_pings_the_watchdog() {
         seen.iter().any(|m| m.contains("STATUS=1 pipeline(s) up")),
         "{seen:?}"
     );
+    // The status line carries each source's state as its status reporter shows it.
+    assert!(
+        seen.iter()
+            .any(|m| m.contains("; sources: default/http listening")),
+        "{seen:?}"
+    );
     next_message(&sock, "WATCHDOG=1", &mut seen);
     let r = post(
         d.addr,

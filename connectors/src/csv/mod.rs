@@ -23,8 +23,8 @@ pub mod value;
 pub use config::{CsvTable, RawColumn};
 pub use metrics::{CountingMetrics, CsvMetrics, FileResult, NoMetrics};
 pub use options::{
-    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, CsvSourceConfig,
-    CsvSourceOptions, GenericCsv, Glob, OnSuccess, Template, TimeFormat,
+    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, CsvRun, CsvSourceConfig,
+    GenericCsv, Glob, OnSuccess, Template, TimeFormat,
 };
 pub use parser::{
     is_gzip, parse_path, parse_reader, Chunk, CsvParser, FileContext, ParseSummary, ResumePoint,

@@ -1,5 +1,5 @@
 //! The `csv` source on the plugin API: effective configuration, machine checks, and the run
-//! (settings → [`CsvSourceOptions`], telemetry → the source's metrics handle and status).
+//! (settings and a [`CsvRun`], telemetry → the source's metrics handle and status).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use super::config::{
     RawColumn, TimeFormat,
 };
 use super::metrics::{CsvMetrics, FileResult};
-use super::options::{CsvParseOptions, CsvSourceOptions};
+use super::options::{CsvParseOptions, CsvRun};
 use crate::model::TimeUnit;
 use crate::source::{Counter, Gauge, SourceContext, SourceFuture, SourceMetrics, SourceSettings};
 
@@ -137,10 +137,11 @@ impl SourceSettings for CsvSourceConfig {
     }
 
     fn start(&self, cx: SourceContext) -> SourceFuture {
-        let options = self.options(&cx.name, cx.stored_unit, &cx.state_dir);
+        let mut csv_run = CsvRun::new(cx.state_dir.join("csv").join(&cx.name));
+        csv_run.stored_unit = cx.stored_unit;
         let metrics: Arc<dyn CsvMetrics> = Arc::new(HandleMetrics::new(cx.metrics.clone()));
-        tracing::info!(source = %format!("{}/{}", cx.pipeline, cx.name), dirs = ?options.directories, "CSV source starting");
-        let run = super::run(options, cx.sink, cx.shutdown, metrics);
+        tracing::info!(source = %format!("{}/{}", cx.pipeline, cx.name), dirs = ?self.directories, "CSV source starting");
+        let run = super::run(self.clone(), csv_run, cx.sink, cx.shutdown, metrics);
         Box::pin(async move { run.await.map_err(|e| e.to_string()) })
     }
 }
@@ -158,24 +159,6 @@ impl CsvSourceConfig {
             precision: stored,
             ..CsvParseOptions::default()
         }
-    }
-
-    /// The connector's options for source `name`; its checkpoints live under
-    /// `state_dir/csv/<name>`.
-    pub fn options(&self, name: &str, stored: TimeUnit, state_dir: &Path) -> CsvSourceOptions {
-        let c = self;
-        let mut o = CsvSourceOptions::new(c.directories.clone(), state_dir.join("csv").join(name));
-        o.patterns = c.patterns.clone();
-        o.ignore = c.ignore.clone();
-        o.recursive = c.recursive;
-        o.settle = c.settle;
-        o.parse = c.parse_options(stored);
-        o.done_dir = c.done_dir.clone();
-        o.error_dir = c.error_dir.clone();
-        o.on_success = c.on_success;
-        o.max_concurrent_files = c.max_concurrent_files.max(1) as usize;
-        o.rescan_interval = c.rescan_interval;
-        o
     }
 }
 

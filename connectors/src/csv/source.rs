@@ -8,7 +8,7 @@
 //! - it was renamed into the directory (inotify `IN_MOVED_TO`) — the recommended contract for
 //!   writers: write elsewhere (or as `*.tmp`/`*.part`/a dotfile) and rename;
 //! - it was closed after writing (`IN_CLOSE_WRITE`) and ends with a line break (or is gzip),
-//!   unless [`CsvSourceOptions::close_write_completes`] is off;
+//!   unless [`CsvRun::close_write_completes`] is off;
 //! - its size and mtime have not changed for `settle` (checked on every scan tick; a file last
 //!   modified more than `settle` ago is taken at first sight, e.g. at startup).
 //!
@@ -54,7 +54,7 @@ use tokio_util::sync::CancellationToken;
 use super::checkpoint::{mtime_ns, Checkpoint, Fingerprint, Store};
 use super::files::{delete_file, move_file, unique_name, write_report};
 use super::metrics::{CsvMetrics, FileResult};
-use super::options::{CsvSourceOptions, OnSuccess};
+use super::options::{CsvParseOptions, CsvRun, CsvSourceConfig, OnSuccess};
 use super::parser::{is_gzip, Chunk, CsvParser, FileContext, ParseSummary, ResumePoint};
 use super::records::Input;
 use crate::error::Error;
@@ -67,12 +67,17 @@ use crate::sink::{BatchSink, SinkError, SinkOutcome};
 /// stops taking files, lets each file in progress finish the batch being submitted and write
 /// its checkpoint, and returns. Returns [`Error::SinkClosed`] when the sink closed.
 pub async fn run(
-    opts: CsvSourceOptions,
+    opts: CsvSourceConfig,
+    run: CsvRun,
     sink: Arc<dyn BatchSink>,
     shutdown: CancellationToken,
     metrics: Arc<dyn CsvMetrics>,
 ) -> Result<(), Error> {
-    let parser = CsvParser::new(&opts.parse)?;
+    let parser = CsvParser::new(&CsvParseOptions {
+        max_batch_points: run.max_batch_points,
+        max_record_bytes: run.max_record_bytes,
+        ..opts.parse_options(run.stored_unit)
+    })?;
     if opts.patterns.is_empty() {
         return Err(Error::CsvOption {
             key: "patterns",
@@ -103,8 +108,8 @@ pub async fn run(
             error: d.join(&opts.error_dir),
         });
     }
-    let store = Store::open(opts.fs.clone(), &opts.state_dir)
-        .map_err(|e| Error::io(format!("state directory {}", opts.state_dir.display()), &e))?;
+    let store = Store::open(run.fs.clone(), &run.state_dir)
+        .map_err(|e| Error::io(format!("state directory {}", run.state_dir.display()), &e))?;
     // Checkpoints of files that are gone were finished (moved) just before a crash.
     let stale = store.all().unwrap_or_default();
     for ck in stale {
@@ -119,7 +124,8 @@ pub async fn run(
         sink,
         metrics,
         stop: stop.clone(),
-        max_in_flight: opts.max_concurrent_files.max(1),
+        max_in_flight: opts.max_concurrent_files.max(1) as usize,
+        close_write_completes: run.close_write_completes,
         opts,
     });
     let mut s = Scheduler {
@@ -144,7 +150,8 @@ struct Root {
 }
 
 struct Shared {
-    opts: CsvSourceOptions,
+    opts: CsvSourceConfig,
+    close_write_completes: bool,
     parser: CsvParser,
     store: Store,
     sink: Arc<dyn BatchSink>,
@@ -461,7 +468,7 @@ impl Scheduler {
         let complete = match hint {
             Hint::MovedIn => true,
             Hint::ClosedWrite => {
-                self.shared.opts.close_write_completes && (is_gzip(path) || ends_with_newline(path))
+                self.shared.close_write_completes && (is_gzip(path) || ends_with_newline(path))
             }
             Hint::Seen => false,
         };

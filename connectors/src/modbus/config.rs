@@ -1,118 +1,118 @@
-//! Settings of one Modbus source ([`ModbusConfig`]): serde form of its `[[pipeline.source]]`
-//! table, defaults and validation.
+//! The `modbus` source's `[[pipeline.source]]` table (with `[[…device]]` and
+//! `[[…device.register]]` sub-tables), its validation and its settings.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
-use serde::Deserialize;
+use tsfiled_core::path::{validate_device, validate_measurement};
+use tsfiled_core::{config_table, format_duration, FieldDoc, Human, KeyPath, Validator};
 
-use crate::path::{validate_device, validate_measurement};
-
-use super::ModbusError;
+use crate::source::{SourceEnv, SourceTable};
 
 /// Largest register count of one read request (Modbus: 125 for function codes 3 and 4).
 pub const MAX_REGISTERS_PER_READ: u16 = 125;
 /// Largest bit count of one read request (Modbus: 2000 for function codes 1 and 2).
 pub const MAX_BITS_PER_READ: u16 = 2000;
 
-/// A Modbus TCP source: polls one or more devices.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModbusConfig {
-    /// Source name (logs).
-    #[serde(default = "default_name")]
-    pub name: String,
-    /// Polled devices (`[[…device]]` tables; at least one).
-    #[serde(default)]
-    pub device: Vec<DeviceConfig>,
+config_table! {
+    /// `type = "modbus"`: Modbus TCP devices polled for registers, coils and discrete inputs.
+    pub struct ModbusTable {
+        /// Name of the source, unique in its pipeline.
+        #[key("name", "string", "the source type (\"modbus\")")]
+        name: Option<String>,
+        /// The polled devices (`[[pipeline.source.device]]` tables; at least one), each on its
+        /// own connection.
+        #[key("device", "array of tables", "required")]
+        device: Option<Vec<DeviceTable>>,
+    }
 }
 
-/// One polled device: a TCP endpoint and unit id, and what to read from it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DeviceConfig {
-    /// `host:port` of the Modbus TCP server (the port defaults to 502).
-    pub address: String,
-    /// Unit (slave) identifier, 0–255 (default 1).
-    #[serde(default = "default_unit_id")]
-    pub unit_id: u8,
-    /// IoTDB device path of the points, e.g. `root.plant.plc1`.
-    pub path: String,
-    /// Time between two polls (default 1 s).
-    #[serde(
-        default = "default_poll_interval",
-        deserialize_with = "tsfiled_core::deserialize_duration"
-    )]
-    pub poll_interval: Duration,
-    /// Timeout of a connection attempt and of one read request (default 1 s).
-    #[serde(
-        default = "default_timeout",
-        deserialize_with = "tsfiled_core::deserialize_duration"
-    )]
-    pub timeout: Duration,
-    /// Further attempts of a read request that timed out or lost the connection (each on a new
-    /// connection) within one poll (default 2; at most 10).
-    #[serde(default = "default_retries")]
-    pub retries: u32,
-    /// First delay before reconnecting after a failed connection attempt, doubled per failure
-    /// (default 500 ms).
-    #[serde(
-        default = "default_backoff",
-        deserialize_with = "tsfiled_core::deserialize_duration"
-    )]
-    pub reconnect_initial_backoff: Duration,
-    /// Cap of the reconnect delay (default 30 s).
-    #[serde(
-        default = "default_max_backoff",
-        deserialize_with = "tsfiled_core::deserialize_duration"
-    )]
-    pub reconnect_max_backoff: Duration,
-    /// Registers of one read request at most, 4–125 (default 125).
-    #[serde(default = "default_max_registers")]
-    pub max_registers_per_read: u16,
-    /// Coils or discrete inputs of one read request at most, 1–2000 (default 2000).
-    #[serde(default = "default_max_bits")]
-    pub max_bits_per_read: u16,
-    /// Unconfigured addresses one read request may span between two entries (default 0: only
-    /// contiguous entries share a request). Some devices refuse reads of unmapped addresses.
-    #[serde(default)]
-    pub max_gap: u16,
-    /// What to read (`[[…register]]` tables; at least one): each entry is one measurement.
-    #[serde(default)]
-    pub register: Vec<RegisterConfig>,
+config_table! {
+    /// `[[pipeline.source.device]]` of a `modbus` source: one TCP endpoint and unit id.
+    pub struct DeviceTable {
+        /// `host:port` of the Modbus TCP server (`[v6 address]:port` for IPv6); the port
+        /// defaults to 502.
+        #[key("address", "host:port", "required")]
+        address: Option<String>,
+        /// Unit (slave) identifier, 0 to 255.
+        #[key("unit_id", "integer", "1")]
+        unit_id: Option<i64>,
+        /// IoTDB device path of the points, e.g. `root.plant.plc1`: each poll is one record of
+        /// this device at the poll's start time, one field per register entry read.
+        #[key("path", "IoTDB path", "required")]
+        path: Option<String>,
+        /// Time between two polls.
+        #[key("poll_interval", "duration", "\"1s\"")]
+        poll_interval: Option<Human>,
+        /// Timeout of a connection attempt and of one read request.
+        #[key("timeout", "duration", "\"1s\"")]
+        timeout: Option<Human>,
+        /// Further attempts (0 to 10) of a read request that timed out or lost the connection,
+        /// each on a new connection, within one poll.
+        #[key("retries", "integer", "2")]
+        retries: Option<i64>,
+        /// First delay before reconnecting after a failed connection attempt, doubled per
+        /// failure; polls due meanwhile are skipped.
+        #[key("reconnect_initial_backoff", "duration", "\"500ms\"")]
+        reconnect_initial_backoff: Option<Human>,
+        /// Cap of the reconnect delay.
+        #[key("reconnect_max_backoff", "duration", "\"30s\"")]
+        reconnect_max_backoff: Option<Human>,
+        /// Registers of one read request at most, 4 to 125.
+        #[key("max_registers_per_read", "integer", "125")]
+        max_registers_per_read: Option<i64>,
+        /// Coils or discrete inputs of one read request at most, 1 to 2000.
+        #[key("max_bits_per_read", "integer", "2000")]
+        max_bits_per_read: Option<i64>,
+        /// Unconfigured addresses one read request may span between two entries (0: only
+        /// contiguous entries share a request). Some devices refuse reads of unmapped
+        /// addresses.
+        #[key("max_gap", "integer", "0")]
+        max_gap: Option<i64>,
+        /// What to read (`[[pipeline.source.device.register]]` tables; at least one): each
+        /// entry is one measurement.
+        #[key("register", "array of tables", "required")]
+        register: Option<Vec<RegisterTable>>,
+    }
 }
 
-/// One measurement: a register (or register range), coil or discrete input.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RegisterConfig {
-    /// Measurement name.
-    pub measurement: String,
-    /// Which table the address is in.
-    pub kind: RegisterKind,
-    /// 0-based protocol address of the (first) register, coil or input.
-    pub address: u16,
-    /// Value type (default `uint16` for registers; coils and discrete inputs are `bool`).
-    #[serde(rename = "type", default)]
-    pub data_type: Option<ValueType>,
-    /// Byte order within each register (default `big`).
-    #[serde(default)]
-    pub byte_order: Order,
-    /// Order of the registers of a 32- or 64-bit value (default `big`: the first register holds
-    /// the most significant word).
-    #[serde(default)]
-    pub word_order: Order,
-    /// Factor applied to the value: `value * scale + offset` (the point is then a DOUBLE).
-    #[serde(default)]
-    pub scale: Option<f64>,
-    /// Offset added after `scale` (the point is then a DOUBLE).
-    #[serde(default)]
-    pub offset: Option<f64>,
+config_table! {
+    /// `[[pipeline.source.device.register]]`: one measurement read from a device.
+    pub struct RegisterTable {
+        /// Measurement name (unique in its device).
+        #[key("measurement", "string", "required")]
+        measurement: Option<String>,
+        /// Which table the address is in: holding registers (function code 3), input
+        /// registers (4), coils (1) or discrete inputs (2).
+        #[key("kind", "\"holding\" | \"input\" | \"coil\" | \"discrete_input\"", "required")]
+        kind: Option<String>,
+        /// 0-based protocol address of the (first) register, coil or input.
+        #[key("address", "integer", "required")]
+        address: Option<i64>,
+        /// How the registers are read: 1 register for `int16`/`uint16` (INT32 points), 2 for
+        /// `int32` (INT32), `uint32` (INT64) and `float32` (FLOAT), 4 for `int64` (INT64) and
+        /// `float64` (DOUBLE). Coils and discrete inputs are `bool` (BOOLEAN).
+        #[key("type", "\"int16\" | \"uint16\" | \"int32\" | \"uint32\" | \"int64\" | \"float32\" | \"float64\" | \"bool\"", "\"uint16\" for registers, \"bool\" for coils and discrete inputs")]
+        data_type: Option<String>,
+        /// Byte order within each register (`"big"`: Modbus' own order).
+        #[key("byte_order", "\"big\" | \"little\"", "\"big\"")]
+        byte_order: Option<String>,
+        /// Order of the registers of a 32- or 64-bit value (`"big"`: the first register holds
+        /// the most significant word).
+        #[key("word_order", "\"big\" | \"little\"", "\"big\"")]
+        word_order: Option<String>,
+        /// Factor applied to the value, `value * scale + offset`; the point is then a DOUBLE.
+        /// Not for coils and discrete inputs.
+        #[key("scale", "float", "none")]
+        scale: Option<f64>,
+        /// Offset added after `scale`; the point is then a DOUBLE.
+        #[key("offset", "float", "none")]
+        offset: Option<f64>,
+    }
 }
 
 /// The four Modbus data tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RegisterKind {
     /// Holding registers (function code 3).
     Holding,
@@ -124,6 +124,13 @@ pub enum RegisterKind {
     DiscreteInput,
 }
 
+const KINDS: &[(&str, RegisterKind)] = &[
+    ("holding", RegisterKind::Holding),
+    ("input", RegisterKind::Input),
+    ("coil", RegisterKind::Coil),
+    ("discrete_input", RegisterKind::DiscreteInput),
+];
+
 impl RegisterKind {
     /// Whether the table holds bits (coils, discrete inputs) rather than 16-bit registers.
     pub fn is_bit(self) -> bool {
@@ -132,18 +139,12 @@ impl RegisterKind {
 
     /// The configuration name.
     pub fn name(self) -> &'static str {
-        match self {
-            RegisterKind::Holding => "holding",
-            RegisterKind::Input => "input",
-            RegisterKind::Coil => "coil",
-            RegisterKind::DiscreteInput => "discrete_input",
-        }
+        name_of(KINDS, self)
     }
 }
 
 /// How the registers of an entry are read as a value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueType {
     /// A bit (coils and discrete inputs only).
     Bool,
@@ -163,6 +164,17 @@ pub enum ValueType {
     Float64,
 }
 
+const VALUE_TYPES: &[(&str, ValueType)] = &[
+    ("int16", ValueType::Int16),
+    ("uint16", ValueType::Uint16),
+    ("int32", ValueType::Int32),
+    ("uint32", ValueType::Uint32),
+    ("int64", ValueType::Int64),
+    ("float32", ValueType::Float32),
+    ("float64", ValueType::Float64),
+    ("bool", ValueType::Bool),
+];
+
 impl ValueType {
     /// Registers (or bits, for `bool`) the value occupies.
     pub fn width(self) -> u16 {
@@ -175,8 +187,7 @@ impl ValueType {
 }
 
 /// Byte order within a register, or order of the registers of a value.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Order {
     /// Most significant first (Modbus' own order).
     #[default]
@@ -185,48 +196,81 @@ pub enum Order {
     Little,
 }
 
-impl RegisterConfig {
-    /// The value type, defaults applied.
-    pub fn value_type(&self) -> ValueType {
-        match self.data_type {
-            Some(t) => t,
-            None if self.kind.is_bit() => ValueType::Bool,
-            None => ValueType::Uint16,
-        }
-    }
+const ORDERS: &[(&str, Order)] = &[("big", Order::Big), ("little", Order::Little)];
 
+fn name_of<T: PartialEq + Copy>(table: &[(&'static str, T)], v: T) -> &'static str {
+    table
+        .iter()
+        .find(|(_, t)| *t == v)
+        .map_or("", |(n, _)| *n)
+}
+
+/// The validated settings of a `modbus` source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModbusSourceConfig {
+    /// The polled devices (at least one).
+    pub devices: Vec<DeviceConfig>,
+}
+
+/// One polled device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceConfig {
+    /// The `address` as written.
+    pub address: String,
+    /// Host name or IP address.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// Unit (slave) identifier.
+    pub unit_id: u8,
+    /// IoTDB device path.
+    pub path: String,
+    /// Time between two polls.
+    pub poll_interval: Duration,
+    /// Connection and request timeout.
+    pub timeout: Duration,
+    /// Further attempts of a failed read request.
+    pub retries: u32,
+    /// First reconnect delay.
+    pub reconnect_initial_backoff: Duration,
+    /// Reconnect delay cap.
+    pub reconnect_max_backoff: Duration,
+    /// Registers of one read request at most.
+    pub max_registers_per_read: u16,
+    /// Bits of one read request at most.
+    pub max_bits_per_read: u16,
+    /// Unconfigured addresses one request may span.
+    pub max_gap: u16,
+    /// The entries (at least one), in configuration order.
+    pub register: Vec<RegisterConfig>,
+}
+
+/// One measurement: a register (or register range), coil or discrete input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegisterConfig {
+    /// Measurement name.
+    pub measurement: String,
+    /// Which table the address is in.
+    pub kind: RegisterKind,
+    /// 0-based protocol address of the (first) register, coil or input.
+    pub address: u16,
+    /// Value type (defaults applied).
+    pub value_type: ValueType,
+    /// Byte order within each register.
+    pub byte_order: Order,
+    /// Order of the registers of a 32- or 64-bit value.
+    pub word_order: Order,
+    /// Factor applied to the value.
+    pub scale: Option<f64>,
+    /// Offset added after `scale`.
+    pub offset: Option<f64>,
+}
+
+impl RegisterConfig {
     /// Whether `scale` or `offset` applies.
     pub fn is_scaled(&self) -> bool {
         self.scale.is_some() || self.offset.is_some()
     }
-}
-
-fn default_name() -> String {
-    "modbus".into()
-}
-fn default_unit_id() -> u8 {
-    1
-}
-fn default_poll_interval() -> Duration {
-    Duration::from_secs(1)
-}
-fn default_timeout() -> Duration {
-    Duration::from_secs(1)
-}
-fn default_retries() -> u32 {
-    2
-}
-fn default_backoff() -> Duration {
-    Duration::from_millis(500)
-}
-fn default_max_backoff() -> Duration {
-    Duration::from_secs(30)
-}
-fn default_max_registers() -> u16 {
-    MAX_REGISTERS_PER_READ
-}
-fn default_max_bits() -> u16 {
-    MAX_BITS_PER_READ
 }
 
 /// Splits `host:port` (port 502 when absent; `[v6]:port` for IPv6 literals).
@@ -266,142 +310,287 @@ pub(crate) fn split_address(address: &str) -> Result<(String, u16), String> {
     Ok((host.to_string(), port))
 }
 
-impl ModbusConfig {
-    /// Checks every setting; the error names the key, e.g. `device[0].register[2].type`.
-    pub fn validate(&self) -> Result<(), ModbusError> {
-        if self.device.is_empty() {
-            return Err(ModbusError::invalid(
-                "device",
-                "at least one device is needed",
-            ));
-        }
-        for (i, d) in self.device.iter().enumerate() {
-            d.validate(&format!("device[{i}]"))?;
-        }
-        Ok(())
+impl SourceTable for ModbusTable {
+    const TYPE: &'static str = "modbus";
+    const SUMMARY: &'static str =
+        "Modbus TCP devices polled for holding and input registers, coils and discrete inputs";
+    const EXAMPLE: &'static str = "[[pipeline.source.device]]\naddress = \"10.0.0.7:502\"\npath = \"root.plant.plc1\"\n[[pipeline.source.device.register]]\nmeasurement = \"temperature\"\nkind = \"holding\"\naddress = 0\n";
+    type Settings = ModbusSourceConfig;
+
+    fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {
+        vec![
+            ("", Self::KEYS),
+            ("device[].", DeviceTable::KEYS),
+            ("device[].register[].", RegisterTable::KEYS),
+        ]
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    fn validate(
+        &self,
+        v: &mut Validator<'_>,
+        at: &KeyPath,
+        _env: &SourceEnv<'_>,
+    ) -> Option<ModbusSourceConfig> {
+        let before = v.diags.len();
+        let devices = match &self.device {
+            Some(d) if !d.is_empty() => d
+                .iter()
+                .enumerate()
+                .filter_map(|(i, d)| d.validate(v, &at.key("device").index(i)))
+                .collect(),
+            _ => {
+                v.err(
+                    &at.key("device"),
+                    "at least one [[pipeline.source.device]] is needed",
+                );
+                Vec::new()
+            }
+        };
+        (v.diags.len() == before).then_some(ModbusSourceConfig { devices })
     }
 }
 
-impl DeviceConfig {
-    fn validate(&self, at: &str) -> Result<(), ModbusError> {
-        let key = |k: &str| format!("{at}.{k}");
-        split_address(&self.address).map_err(|m| ModbusError::invalid(key("address"), m))?;
-        validate_device(&self.path).map_err(|e| {
-            ModbusError::invalid(
-                key("path"),
-                format!("{:?} is not a device path: {e}", self.path),
-            )
-        })?;
-        if self.poll_interval.is_zero() {
-            return Err(ModbusError::invalid(key("poll_interval"), "must be > 0"));
-        }
-        if self.timeout.is_zero() {
-            return Err(ModbusError::invalid(key("timeout"), "must be > 0"));
-        }
-        if self.retries > 10 {
-            return Err(ModbusError::invalid(
-                key("retries"),
-                format!("{} is more than 10", self.retries),
-            ));
-        }
-        if self.reconnect_initial_backoff.is_zero() {
-            return Err(ModbusError::invalid(
-                key("reconnect_initial_backoff"),
-                "must be > 0",
-            ));
-        }
-        if self.reconnect_max_backoff < self.reconnect_initial_backoff {
-            return Err(ModbusError::invalid(
-                key("reconnect_max_backoff"),
-                "must be at least reconnect_initial_backoff",
-            ));
-        }
-        if !(4..=MAX_REGISTERS_PER_READ).contains(&self.max_registers_per_read) {
-            return Err(ModbusError::invalid(
-                key("max_registers_per_read"),
-                format!(
-                    "{} is not 4-{MAX_REGISTERS_PER_READ}",
-                    self.max_registers_per_read
-                ),
-            ));
-        }
-        if !(1..=MAX_BITS_PER_READ).contains(&self.max_bits_per_read) {
-            return Err(ModbusError::invalid(
-                key("max_bits_per_read"),
-                format!("{} is not 1-{MAX_BITS_PER_READ}", self.max_bits_per_read),
-            ));
-        }
-        if self.register.is_empty() {
-            return Err(ModbusError::invalid(
-                key("register"),
-                "at least one register entry is needed",
-            ));
-        }
-        let mut names = HashSet::new();
-        for (j, r) in self.register.iter().enumerate() {
-            let at = format!("{at}.register[{j}]");
-            r.validate(&at)?;
-            if !names.insert(r.measurement.as_str()) {
-                return Err(ModbusError::invalid(
-                    format!("{at}.measurement"),
-                    format!("{:?} is already used by another entry", r.measurement),
-                ));
+/// An integer from `min` to `max` that fits `T`; `default` when not written or out of range.
+fn int<T: TryFrom<i64> + Into<i64> + Copy>(
+    v: &mut Validator<'_>,
+    value: &Option<i64>,
+    at: &KeyPath,
+    default: T,
+    min: T,
+    max: T,
+) -> T {
+    let n = v.int(value, at, default.into(), min.into(), max.into());
+    T::try_from(n).unwrap_or(default)
+}
+
+impl DeviceTable {
+    fn validate(&self, v: &mut Validator<'_>, at: &KeyPath) -> Option<DeviceConfig> {
+        let before = v.diags.len();
+        let address = v.required(&self.address, at, "address").map(str::to_string);
+        let (host, port) = match address.as_deref().map(split_address) {
+            Some(Ok(hp)) => hp,
+            Some(Err(e)) => {
+                v.err(&at.key("address"), e);
+                (String::new(), 0)
+            }
+            None => (String::new(), 0),
+        };
+        let path = v.required(&self.path, at, "path").map(str::to_string);
+        if let Some(p) = &path {
+            if let Err(e) = validate_device(p) {
+                v.err(&at.key("path"), format!("{p:?} is not a device path: {e}"));
             }
         }
-        Ok(())
-    }
-}
-
-impl RegisterConfig {
-    fn validate(&self, at: &str) -> Result<(), ModbusError> {
-        let key = |k: &str| format!("{at}.{k}");
-        validate_measurement(&self.measurement).map_err(|e| {
-            ModbusError::invalid(
-                key("measurement"),
-                format!("{:?} is not a measurement name: {e}", self.measurement),
-            )
-        })?;
-        let t = self.value_type();
-        if self.kind.is_bit() != (t == ValueType::Bool) {
-            let msg = if self.kind.is_bit() {
-                format!("a {} is a bool", self.kind.name())
-            } else {
-                format!("a {} register cannot be a bool", self.kind.name())
-            };
-            return Err(ModbusError::invalid(key("type"), msg));
+        let unit_id = int(v, &self.unit_id, &at.key("unit_id"), 1u8, 0, 255);
+        let poll_interval = v.positive_duration(
+            &self.poll_interval,
+            &at.key("poll_interval"),
+            Duration::from_secs(1),
+        );
+        let timeout =
+            v.positive_duration(&self.timeout, &at.key("timeout"), Duration::from_secs(1));
+        let retries = int(v, &self.retries, &at.key("retries"), 2u32, 0, 10);
+        let reconnect_initial_backoff = v.positive_duration(
+            &self.reconnect_initial_backoff,
+            &at.key("reconnect_initial_backoff"),
+            Duration::from_millis(500),
+        );
+        let reconnect_max_backoff = v.positive_duration(
+            &self.reconnect_max_backoff,
+            &at.key("reconnect_max_backoff"),
+            Duration::from_secs(30),
+        );
+        if reconnect_max_backoff < reconnect_initial_backoff {
+            v.err(
+                &at.key("reconnect_max_backoff"),
+                "must be at least reconnect_initial_backoff",
+            );
         }
-        if u32::from(self.address) + u32::from(t.width()) > 65536 {
-            return Err(ModbusError::invalid(
-                key("address"),
-                format!("{} registers from {} pass 65535", t.width(), self.address),
-            ));
-        }
-        if t == ValueType::Bool && self.is_scaled() {
-            let k = if self.scale.is_some() {
-                "scale"
-            } else {
-                "offset"
-            };
-            return Err(ModbusError::invalid(key(k), "not allowed for a bool"));
-        }
-        for (k, v) in [("scale", self.scale), ("offset", self.offset)] {
-            if let Some(v) = v {
-                if !v.is_finite() {
-                    return Err(ModbusError::invalid(key(k), format!("{v} is not finite")));
+        let max_registers_per_read = int(
+            v,
+            &self.max_registers_per_read,
+            &at.key("max_registers_per_read"),
+            MAX_REGISTERS_PER_READ,
+            4,
+            MAX_REGISTERS_PER_READ,
+        );
+        let max_bits_per_read = int(
+            v,
+            &self.max_bits_per_read,
+            &at.key("max_bits_per_read"),
+            MAX_BITS_PER_READ,
+            1,
+            MAX_BITS_PER_READ,
+        );
+        let max_gap = int(v, &self.max_gap, &at.key("max_gap"), 0u16, 0, 1000);
+        let mut register = Vec::new();
+        match &self.register {
+            Some(r) if !r.is_empty() => {
+                let mut names = HashSet::new();
+                for (j, r) in r.iter().enumerate() {
+                    let rat = at.key("register").index(j);
+                    let Some(r) = r.validate(v, &rat) else {
+                        continue;
+                    };
+                    if !names.insert(r.measurement.clone()) {
+                        v.err(
+                            &rat.key("measurement"),
+                            format!("{:?} is already used by another entry", r.measurement),
+                        );
+                    }
+                    register.push(r);
                 }
             }
+            _ => v.err(
+                &at.key("register"),
+                "at least one [[pipeline.source.device.register]] entry is needed",
+            ),
         }
-        Ok(())
+        if v.diags.len() != before {
+            return None;
+        }
+        Some(DeviceConfig {
+            address: address.unwrap_or_default(),
+            host,
+            port,
+            unit_id,
+            path: path.unwrap_or_default(),
+            poll_interval,
+            timeout,
+            retries,
+            reconnect_initial_backoff,
+            reconnect_max_backoff,
+            max_registers_per_read,
+            max_bits_per_read,
+            max_gap,
+            register,
+        })
+    }
+}
+
+impl RegisterTable {
+    fn validate(&self, v: &mut Validator<'_>, at: &KeyPath) -> Option<RegisterConfig> {
+        let before = v.diags.len();
+        let measurement = v
+            .required(&self.measurement, at, "measurement")
+            .map(str::to_string);
+        if let Some(m) = &measurement {
+            if let Err(e) = validate_measurement(m) {
+                v.err(
+                    &at.key("measurement"),
+                    format!("{m:?} is not a measurement name: {e}"),
+                );
+            }
+        }
+        let kind = match &self.kind {
+            None => {
+                v.err(&at.key("kind"), "missing required key `kind`");
+                RegisterKind::Holding
+            }
+            k => v.choice(k, &at.key("kind"), RegisterKind::Holding, KINDS),
+        };
+        let default_type = if kind.is_bit() {
+            ValueType::Bool
+        } else {
+            ValueType::Uint16
+        };
+        let value_type = v.choice(&self.data_type, &at.key("type"), default_type, VALUE_TYPES);
+        if kind.is_bit() != (value_type == ValueType::Bool) {
+            let msg = if kind.is_bit() {
+                format!("a {} is a bool", kind.name())
+            } else {
+                format!("a {} register cannot be a bool", kind.name())
+            };
+            v.err(&at.key("type"), msg);
+        }
+        let address = match self.address {
+            None => {
+                v.err(&at.key("address"), "missing required key `address`");
+                0
+            }
+            a => int(v, &a, &at.key("address"), 0u16, 0, u16::MAX),
+        };
+        if u32::from(address) + u32::from(value_type.width()) > 65536 {
+            v.err(
+                &at.key("address"),
+                format!("{} registers from {address} pass 65535", value_type.width()),
+            );
+        }
+        let byte_order = v.choice(&self.byte_order, &at.key("byte_order"), Order::Big, ORDERS);
+        let word_order = v.choice(&self.word_order, &at.key("word_order"), Order::Big, ORDERS);
+        for (k, x) in [("scale", self.scale), ("offset", self.offset)] {
+            match x {
+                Some(_) if kind.is_bit() => {
+                    v.err_key(&at.key(k), format!("not allowed for a {}", kind.name()))
+                }
+                Some(x) if !x.is_finite() => v.err(&at.key(k), format!("{x} is not finite")),
+                _ => {}
+            }
+        }
+        (v.diags.len() == before).then(|| RegisterConfig {
+            measurement: measurement.unwrap_or_default(),
+            kind,
+            address,
+            value_type,
+            byte_order,
+            word_order,
+            scale: self.scale,
+            offset: self.offset,
+        })
+    }
+}
+
+impl ModbusSourceConfig {
+    /// The table with every default written out.
+    pub(super) fn table(&self, name: &str) -> ModbusTable {
+        let dur = |d: Duration| Some(Human::Text(format_duration(d)));
+        ModbusTable {
+            name: Some(name.to_string()),
+            device: Some(
+                self.devices
+                    .iter()
+                    .map(|d| DeviceTable {
+                        address: Some(d.address.clone()),
+                        unit_id: Some(d.unit_id.into()),
+                        path: Some(d.path.clone()),
+                        poll_interval: dur(d.poll_interval),
+                        timeout: dur(d.timeout),
+                        retries: Some(d.retries.into()),
+                        reconnect_initial_backoff: dur(d.reconnect_initial_backoff),
+                        reconnect_max_backoff: dur(d.reconnect_max_backoff),
+                        max_registers_per_read: Some(d.max_registers_per_read.into()),
+                        max_bits_per_read: Some(d.max_bits_per_read.into()),
+                        max_gap: Some(d.max_gap.into()),
+                        register: Some(
+                            d.register
+                                .iter()
+                                .map(|r| RegisterTable {
+                                    measurement: Some(r.measurement.clone()),
+                                    kind: Some(r.kind.name().to_string()),
+                                    address: Some(r.address.into()),
+                                    data_type: Some(name_of(VALUE_TYPES, r.value_type).into()),
+                                    byte_order: Some(name_of(ORDERS, r.byte_order).into()),
+                                    word_order: Some(name_of(ORDERS, r.word_order).into()),
+                                    scale: r.scale,
+                                    offset: r.offset,
+                                })
+                                .collect(),
+                        ),
+                    })
+                    .collect(),
+            ),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parse(toml_text: &str) -> ModbusConfig {
-        toml::from_str(toml_text).unwrap()
-    }
+    use crate::source::validate_table;
 
     const GOOD: &str = r#"
         name = "plc"
@@ -425,21 +614,24 @@ mod tests {
 
     #[test]
     fn parses_with_defaults() {
-        let c = parse(GOOD);
-        c.validate().unwrap();
-        assert_eq!(c.name, "plc");
-        let d = &c.device[0];
+        let c = validate_table::<ModbusTable>(GOOD).unwrap();
+        let d = &c.devices[0];
+        assert_eq!((d.host.as_str(), d.port), ("127.0.0.1", 5020));
         assert_eq!(d.unit_id, 17);
         assert_eq!(d.poll_interval, Duration::from_millis(250));
         assert_eq!(d.timeout, Duration::from_secs(1));
         assert_eq!(d.retries, 2);
+        assert_eq!(d.reconnect_initial_backoff, Duration::from_millis(500));
+        assert_eq!(d.reconnect_max_backoff, Duration::from_secs(30));
         assert_eq!(d.max_registers_per_read, 125);
         assert_eq!(d.max_bits_per_read, 2000);
         assert_eq!(d.max_gap, 0);
         let r = &d.register[0];
-        assert_eq!(r.value_type(), ValueType::Float32);
+        assert_eq!(r.value_type, ValueType::Float32);
         assert_eq!((r.byte_order, r.word_order), (Order::Big, Order::Little));
-        assert_eq!(d.register[1].value_type(), ValueType::Bool);
+        assert_eq!(r.scale, Some(0.5));
+        assert_eq!(d.register[1].value_type, ValueType::Bool);
+        assert_eq!(d.register[1].kind, RegisterKind::Coil);
     }
 
     #[test]
@@ -485,30 +677,47 @@ mod tests {
                 "address = 0\nscale = 2.0",
                 "device[0].register[1].scale",
             ),
+            ("unit_id = 17", "unit_id = 256", "device[0].unit_id"),
+            (
+                "kind = \"holding\"",
+                "kind = \"holdings\"",
+                "device[0].register[0].kind",
+            ),
+            (
+                "word_order = \"little\"",
+                "word_order = \"middle\"",
+                "device[0].register[0].word_order",
+            ),
+            (
+                "\"250ms\"",
+                "\"250\"",
+                "device[0].poll_interval",
+            ),
         ];
         for (from, to, key) in cases {
             let text = GOOD.replacen(from, to, 1);
             assert_ne!(text, GOOD, "{from}");
-            let err = parse(&text).validate().expect_err(key);
-            match &err {
-                ModbusError::Invalid { key: k, .. } => assert_eq!(k, key, "{err}"),
-                other => panic!("{other:?}"),
-            }
-            assert!(err.to_string().contains(key), "{err}");
+            let errs = validate_table::<ModbusTable>(&text).expect_err(key);
+            assert_eq!(errs.len(), 1, "{errs:?}");
+            // `line:column: key: message`
+            assert_eq!(errs[0].split(": ").nth(1), Some(key), "{errs:?}");
         }
     }
 
     #[test]
-    fn serde_refuses_unknown_keys_and_values() {
-        for bad in [
-            GOOD.replacen("kind = \"holding\"", "kind = \"holdings\"", 1),
-            GOOD.replacen("word_order = \"little\"", "word_order = \"middle\"", 1),
-            GOOD.replacen("unit_id = 17", "unit_id = 256", 1),
-            GOOD.replacen("unit_id = 17", "unit = 17", 1),
-            GOOD.replacen("\"250ms\"", "\"250\"", 1),
-        ] {
-            assert!(toml::from_str::<ModbusConfig>(&bad).is_err(), "{bad}");
-        }
+    fn every_device_and_entry_is_required_and_keys_are_known() {
+        let errs = validate_table::<ModbusTable>("name = \"m\"\n").unwrap_err();
+        assert!(errs[0].ends_with("device: at least one [[pipeline.source.device]] is needed"));
+        let bad = GOOD.replacen("unit_id = 17", "unit = 17", 1);
+        let errs = validate_table::<ModbusTable>(&bad).unwrap_err();
+        assert!(errs[0].contains("`unit`"), "{errs:?}");
+    }
+
+    #[test]
+    fn the_effective_table_validates_to_the_same_settings() {
+        let c = validate_table::<ModbusTable>(GOOD).unwrap();
+        let text = toml::to_string(&c.table("plc")).unwrap();
+        assert_eq!(validate_table::<ModbusTable>(&text).unwrap(), c, "{text}");
     }
 
     #[test]

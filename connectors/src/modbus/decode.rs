@@ -9,7 +9,7 @@ use super::config::{Order, RegisterConfig, ValueType};
 /// `byte_order` swaps the two bytes of each register; `word_order` little reverses the
 /// registers; the result is then read most significant byte first.
 pub(crate) fn decode_words(words: &[u16], reg: &RegisterConfig) -> Field {
-    let t = reg.value_type();
+    let t = reg.value_type;
     let mut bytes = [0u8; 8];
     let n = words.len().min(4);
     for i in 0..n {
@@ -96,7 +96,7 @@ mod tests {
             measurement: "m".into(),
             kind: RegisterKind::Holding,
             address: 0,
-            data_type: Some(t),
+            value_type: t,
             byte_order: byte,
             word_order: word,
             scale: None,
@@ -169,7 +169,7 @@ mod tests {
         assert_eq!(f.value, FieldValue::Float(287.5));
         assert_eq!(f.type_hint, Some(TypeHint::Double));
         r.kind = RegisterKind::Coil;
-        r.data_type = None;
+        r.value_type = ValueType::Bool;
         r.scale = None;
         r.offset = None;
         let f = decode_bit(true, &r);

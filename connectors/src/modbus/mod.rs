@@ -13,7 +13,8 @@
 //!   connection; an exception response (e.g. an illegal address) drops that request's fields
 //!   from the poll. A device that cannot be reached is reconnected with exponential backoff
 //!   (`reconnect_initial_backoff` to `reconnect_max_backoff`); polls due meanwhile are skipped.
-//!   Every failure is logged on change and counted ([`ModbusStats`]).
+//!   Every failure is logged on change and counted (`tsfiled_modbus_*` metrics); the status
+//!   page shows `polling` while every device answers, `degraded` while some do not.
 //! - Delivery: at most once. Polled values have no upstream acknowledgement; a poll's record
 //!   is handed to the sink and the next poll of the device waits until it is durable (or
 //!   until the source stops).
@@ -23,74 +24,26 @@ mod decode;
 mod plan;
 mod source;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 pub use config::{
-    DeviceConfig, ModbusConfig, Order, RegisterConfig, RegisterKind, ValueType, MAX_BITS_PER_READ,
-    MAX_REGISTERS_PER_READ,
+    DeviceConfig, DeviceTable, ModbusSourceConfig, ModbusTable, Order, RegisterConfig,
+    RegisterKind, RegisterTable, ValueType, MAX_BITS_PER_READ, MAX_REGISTERS_PER_READ,
 };
-pub use source::run;
 
-/// Errors of the Modbus source.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ModbusError {
-    /// A setting is invalid.
-    #[error("modbus setting `{key}`: {message}")]
-    Invalid {
-        /// The key, e.g. `device[0].register[2].type`.
-        key: String,
-        /// What is wrong / what was expected.
-        message: String,
-    },
-    /// The sink closed (the pipeline is shutting down).
-    #[error("the sink closed")]
-    SinkClosed,
-}
+use crate::source::{SourceContext, SourceFuture, SourceSettings};
 
-impl ModbusError {
-    pub(crate) fn invalid(key: impl Into<String>, message: impl Into<String>) -> ModbusError {
-        ModbusError::Invalid {
-            key: key.into(),
-            message: message.into(),
-        }
+impl SourceSettings for ModbusSourceConfig {
+    type Table = ModbusTable;
+
+    fn to_table(&self, name: &str, _secret: &dyn Fn(&str) -> String) -> ModbusTable {
+        self.table(name)
     }
-}
 
-/// Counters of a Modbus source (for the daemon's metrics and the tests).
-#[derive(Debug, Default)]
-pub struct ModbusStats {
-    polls: AtomicU64,
-    skipped_polls: AtomicU64,
-    points: AtomicU64,
-    connects: AtomicU64,
-    connect_errors: AtomicU64,
-    read_errors: AtomicU64,
-    exceptions: AtomicU64,
-}
+    fn initial_state(&self) -> &'static str {
+        "connecting"
+    }
 
-macro_rules! counters {
-    ($($name:ident, $inc:ident: $doc:literal;)*) => {
-        impl ModbusStats {
-            $(
-                #[doc = $doc]
-                pub fn $name(&self) -> u64 {
-                    self.$name.load(Ordering::Relaxed)
-                }
-                pub(crate) fn $inc(&self, n: u64) {
-                    self.$name.fetch_add(n, Ordering::Relaxed);
-                }
-            )*
-        }
-    };
-}
-
-counters! {
-    polls, add_polls: "Polls done (at least one request answered).";
-    skipped_polls, add_skipped_polls: "Polls skipped because the device could not be reached.";
-    points, add_points: "Points made durable by the sink.";
-    connects, add_connects: "Connections established.";
-    connect_errors, add_connect_errors: "Connection attempts that failed or timed out.";
-    read_errors, add_read_errors: "Read requests that timed out or lost the connection.";
-    exceptions, add_exceptions: "Read requests answered with a Modbus exception.";
+    fn start(&self, cx: SourceContext) -> SourceFuture {
+        let run = source::run(self.clone(), cx);
+        Box::pin(async move { run.await.map_err(|e| e.to_string()) })
+    }
 }

@@ -23,13 +23,13 @@ pub(crate) fn plan(dev: &DeviceConfig) -> Vec<Read> {
     let mut order: Vec<usize> = (0..dev.register.len()).collect();
     order.sort_by_key(|&i| {
         let r = &dev.register[i];
-        (r.kind, r.address, r.value_type().width())
+        (r.kind, r.address, r.value_type.width())
     });
     let mut reads: Vec<Read> = Vec::new();
     for i in order {
         let r = &dev.register[i];
         let start = u32::from(r.address);
-        let end = start + u32::from(r.value_type().width());
+        let end = start + u32::from(r.value_type.width());
         let max = u32::from(if r.kind.is_bit() {
             dev.max_bits_per_read
         } else {
@@ -61,7 +61,8 @@ pub(crate) fn plan(dev: &DeviceConfig) -> Vec<Read> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modbus::config::ModbusConfig;
+    use crate::modbus::config::ModbusTable;
+    use crate::source::validate_table;
 
     fn device(extra: &str, regs: &[(&str, &str, u16)]) -> DeviceConfig {
         let mut text = format!("[[device]]\naddress = \"h:1\"\npath = \"root.a\"\n{extra}\n");
@@ -73,9 +74,8 @@ mod tests {
                 text.push_str(&format!("type = \"{ty}\"\n"));
             }
         }
-        let c: ModbusConfig = toml::from_str(&text).unwrap();
-        c.validate().unwrap();
-        c.device.into_iter().next().unwrap()
+        let c = validate_table::<ModbusTable>(&text).unwrap();
+        c.devices.into_iter().next().unwrap()
     }
 
     fn ranges(reads: &[Read]) -> Vec<(RegisterKind, u16, u16, Vec<usize>)> {

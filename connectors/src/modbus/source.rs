@@ -1,5 +1,6 @@
 //! The poll loop: one task per device, each with its own connection.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -12,44 +13,118 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::{Batch, Record, TimeUnit};
 use crate::sink::{BatchSink, SinkError};
+use crate::source::{Counter, SourceContext, SourceMetrics, StatusReporter};
+use crate::Error;
 
-use super::config::{split_address, DeviceConfig, ModbusConfig, RegisterKind};
+use super::config::{DeviceConfig, ModbusSourceConfig, RegisterKind};
 use super::decode::{decode_bit, decode_words};
 use super::plan::{plan, Read};
-use super::{ModbusError, ModbusStats};
 
-/// Runs one Modbus source until `shutdown` is cancelled (or the sink closes).
-///
-/// Validates `config`, then polls every device on its own task; an unreachable device is not
-/// an error (it is reconnected with backoff). Timestamps are in `stored_unit`. Returns
-/// [`ModbusError::SinkClosed`] if the sink closed first, or a validation error.
-pub async fn run(
-    config: ModbusConfig,
-    stored_unit: TimeUnit,
-    sink: Arc<dyn BatchSink>,
-    shutdown: CancellationToken,
-    stats: Arc<ModbusStats>,
-) -> Result<(), ModbusError> {
-    config.validate()?;
-    let stop = shutdown.child_token();
-    let name: Arc<str> = config.name.into();
+/// The source's counters (pre-labelled with pipeline and source).
+struct Telemetry {
+    polls: Counter,
+    skipped_polls: Counter,
+    connects: Counter,
+    connect_errors: Counter,
+    read_errors: Counter,
+    exceptions: Counter,
+    handle: Arc<dyn SourceMetrics>,
+    status: StatusReporter,
+    /// Devices whose last poll failed, and devices whose last poll was answered: the status
+    /// is `degraded` while any fails, else `polling` once one answered (else `connecting`).
+    failing: AtomicUsize,
+    answering: AtomicUsize,
+}
+
+impl Telemetry {
+    fn new(cx: &SourceContext) -> Telemetry {
+        let m = cx.metrics.as_ref();
+        Telemetry {
+            polls: m.counter(
+                "tsfiled_modbus_polls_total",
+                "Modbus polls done (at least one request answered).",
+                None,
+            ),
+            skipped_polls: m.counter(
+                "tsfiled_modbus_skipped_polls_total",
+                "Modbus polls skipped or unanswered because the device could not be reached.",
+                None,
+            ),
+            connects: m.counter(
+                "tsfiled_modbus_connects_total",
+                "Modbus TCP connections established.",
+                None,
+            ),
+            connect_errors: m.counter(
+                "tsfiled_modbus_connect_errors_total",
+                "Modbus TCP connection attempts that failed or timed out.",
+                None,
+            ),
+            read_errors: m.counter(
+                "tsfiled_modbus_read_errors_total",
+                "Modbus read requests that timed out or lost the connection.",
+                None,
+            ),
+            exceptions: m.counter(
+                "tsfiled_modbus_exceptions_total",
+                "Modbus read requests answered with an exception (e.g. an illegal address).",
+                None,
+            ),
+            handle: cx.metrics.clone(),
+            status: cx.status.clone(),
+            failing: AtomicUsize::new(0),
+            answering: AtomicUsize::new(0),
+        }
+    }
+
+    /// A device's state changed from `before` (`None`: not known yet) to answering
+    /// (`true`) or failing.
+    fn device_state(&self, before: Option<bool>, now: bool) {
+        let counter = |answering: bool| {
+            if answering {
+                &self.answering
+            } else {
+                &self.failing
+            }
+        };
+        if let Some(b) = before {
+            counter(b).fetch_sub(1, Ordering::Relaxed);
+        }
+        counter(now).fetch_add(1, Ordering::Relaxed);
+        let state = if self.failing.load(Ordering::Relaxed) > 0 {
+            "degraded"
+        } else if self.answering.load(Ordering::Relaxed) > 0 {
+            "polling"
+        } else {
+            "connecting"
+        };
+        self.status.set(state);
+    }
+}
+
+/// Runs one Modbus source until `cx.shutdown` is cancelled (or the sink closes): polls every
+/// device on its own task; an unreachable device is not an error (it is reconnected with
+/// backoff). Returns [`Error::SinkClosed`] if the sink closed first.
+pub(super) async fn run(config: ModbusSourceConfig, cx: SourceContext) -> Result<(), Error> {
+    let stop = cx.shutdown.child_token();
+    let name: Arc<str> = format!("{}/{}", cx.pipeline, cx.name).into();
+    let telemetry = Arc::new(Telemetry::new(&cx));
     let mut tasks = JoinSet::new();
-    for (i, dev) in config.device.into_iter().enumerate() {
-        let (host, port) = split_address(&dev.address)
-            .map_err(|m| ModbusError::invalid(format!("device[{i}].address"), m))?;
+    for dev in config.devices {
         let poller = Poller {
             name: name.clone(),
             reads: plan(&dev),
-            target: format!("{host}:{port}"),
+            target: format!("{}:{}", dev.host, dev.port),
             backoff: dev.reconnect_initial_backoff,
             dev,
-            stored_unit,
-            sink: sink.clone(),
+            stored_unit: cx.stored_unit,
+            sink: cx.sink.clone(),
             stop: stop.clone(),
-            stats: stats.clone(),
+            t: telemetry.clone(),
             conn: None,
             next_connect: None,
             healthy: true,
+            state: None,
             exception_logged: Vec::new(),
         };
         tasks.spawn(poller.run());
@@ -93,7 +168,7 @@ struct Poller {
     stored_unit: TimeUnit,
     sink: Arc<dyn BatchSink>,
     stop: CancellationToken,
-    stats: Arc<ModbusStats>,
+    t: Arc<Telemetry>,
     conn: Option<Context>,
     /// No connection attempt before this instant (reconnect backoff).
     next_connect: Option<Instant>,
@@ -101,6 +176,8 @@ struct Poller {
     backoff: Duration,
     /// False once a failure was logged, until a poll answers every request.
     healthy: bool,
+    /// What the status counts this device as: answering, failing, or not known yet.
+    state: Option<bool>,
     /// Read indexes whose exception was logged.
     exception_logged: Vec<usize>,
 }
@@ -114,7 +191,7 @@ fn unix_now(unit: TimeUnit) -> i64 {
 }
 
 impl Poller {
-    async fn run(mut self) -> Result<(), ModbusError> {
+    async fn run(mut self) -> Result<(), Error> {
         let mut tick = tokio::time::interval(self.dev.poll_interval);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let stop = self.stop.clone();
@@ -144,8 +221,17 @@ impl Poller {
         result
     }
 
+    /// Counts this device as answering or failing on the status.
+    fn set_state(&mut self, answering: bool) {
+        if self.state != Some(answering) {
+            self.t.device_state(self.state, answering);
+            self.state = Some(answering);
+        }
+    }
+
     /// Warns once per failure episode.
     fn failure(&mut self, what: String) {
+        self.set_state(false);
         if self.healthy {
             tracing::warn!(source = %self.name, device = %self.dev.path, address = %self.target, "{what}");
             self.healthy = false;
@@ -169,12 +255,12 @@ impl Poller {
                 self.conn = Some(tcp::attach_slave(stream, Slave(self.dev.unit_id)));
                 self.next_connect = None;
                 self.backoff = self.dev.reconnect_initial_backoff;
-                self.stats.add_connects(1);
+                (self.t.connects)(1);
                 tracing::debug!(source = %self.name, address = %self.target, "connected");
                 true
             }
             failed => {
-                self.stats.add_connect_errors(1);
+                (self.t.connect_errors)(1);
                 let why = match failed {
                     Ok(Err(e)) => e.to_string(),
                     _ => format!("no connection within {:?}", self.dev.timeout),
@@ -194,7 +280,7 @@ impl Poller {
     /// One poll: every read request, then the record of what was read.
     async fn poll(&mut self) -> Option<Record> {
         if !self.connect().await {
-            self.stats.add_skipped_polls(1);
+            (self.t.skipped_polls)(1);
             return None;
         }
         let time = unix_now(self.stored_unit);
@@ -209,7 +295,7 @@ impl Poller {
                     for &i in &self.reads[k].entries {
                         let reg = &self.dev.register[i];
                         let from = reg.address as usize - start;
-                        let to = from + reg.value_type().width() as usize;
+                        let to = from + reg.value_type.width() as usize;
                         fields.push(decode_words(&words[from..to], reg));
                     }
                 }
@@ -231,13 +317,16 @@ impl Poller {
             }
         }
         if answered > 0 {
-            self.stats.add_polls(1);
+            (self.t.polls)(1);
         } else {
-            self.stats.add_skipped_polls(1);
+            (self.t.skipped_polls)(1);
         }
         if !failed && !self.healthy {
             tracing::info!(source = %self.name, device = %self.dev.path, address = %self.target, "device answers again");
             self.healthy = true;
+        }
+        if !failed {
+            self.set_state(true);
         }
         if fields.is_empty() {
             return None;
@@ -302,7 +391,7 @@ impl Poller {
                     format!("short answer to {what}: {got} values")
                 }
                 Ok(Ok(Err(code))) => {
-                    self.stats.add_exceptions(1);
+                    (self.t.exceptions)(1);
                     if !self.exception_logged.contains(&k) {
                         self.exception_logged.push(k);
                         tracing::warn!(source = %self.name, device = %self.dev.path, address = %self.target,
@@ -314,7 +403,7 @@ impl Poller {
                 Ok(Err(e)) => format!("reading {what}: {e}"),
                 Err(_) => format!("reading {what}: no answer within {:?}", self.dev.timeout),
             };
-            self.stats.add_read_errors(1);
+            (self.t.read_errors)(1);
             self.failure(format!("{problem}; reconnecting"));
             // The stream's state is unknown (a late answer may still come): start afresh.
             self.conn = None;
@@ -324,7 +413,7 @@ impl Poller {
 
     /// Hands the poll's record to the sink and waits until it is durable, retrying while the
     /// sink is full or failing.
-    async fn submit(&mut self, record: Record, received: Instant) -> Result<(), ModbusError> {
+    async fn submit(&mut self, record: Record, received: Instant) -> Result<(), Error> {
         let mut io_delay = Duration::from_millis(100);
         loop {
             let batch = Batch {
@@ -333,13 +422,13 @@ impl Poller {
             };
             let wait = match self.sink.submit(batch, received).await {
                 Ok(outcome) => {
-                    self.stats.add_points(outcome.accepted);
+                    self.t.handle.progress();
                     for r in outcome.rejections.iter().take(5) {
                         tracing::warn!(source = %self.name, device = %self.dev.path, "point rejected: {r}");
                     }
                     return Ok(());
                 }
-                Err(SinkError::Closed) => return Err(ModbusError::SinkClosed),
+                Err(SinkError::Closed) => return Err(Error::SinkClosed),
                 Err(SinkError::Full { retry_after, .. }) => {
                     retry_after.clamp(Duration::from_millis(1), Duration::from_secs(30))
                 }

@@ -10,7 +10,7 @@ use tsfiled_core::{
     TopicTemplate, Validator,
 };
 
-use crate::source::{line_mapping, LineProtocolMapping, SourceEnv, SourceTable};
+use crate::source::{line_mapping, LineProtocolMapping, Secret, SourceEnv, SourceTable};
 
 config_table! {
     /// `type = "mqtt"`: subscription to an MQTT broker.
@@ -203,24 +203,6 @@ impl BrokerAddress {
     }
 }
 
-/// Where the MQTT password comes from. `Debug` never shows an inline password.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Password {
-    /// Written in the configuration.
-    Inline(String),
-    /// Read from this file (trailing newline removed) when connecting.
-    File(PathBuf),
-}
-
-impl std::fmt::Debug for Password {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Password::Inline(_) => f.write_str("Inline(***)"),
-            Password::File(p) => f.debug_tuple("File").field(p).finish(),
-        }
-    }
-}
-
 /// TLS settings of an `mqtts://` source.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MqttTls {
@@ -312,7 +294,7 @@ pub struct MqttSourceConfig {
     /// User name.
     pub username: Option<String>,
     /// Password.
-    pub password: Option<Password>,
+    pub password: Option<Secret>,
     /// TLS, present iff the URL is `mqtts://`.
     pub tls: Option<MqttTls>,
     /// Keep-alive (whole seconds).
@@ -410,20 +392,7 @@ fn validate_mqtt(
         other => other.clone(),
     };
     let username = v.nonempty(&m.username, &sp.key("username"));
-    let password = match (&m.password, &m.password_file) {
-        (Some(_), Some(_)) => {
-            v.err_key(
-                &sp.key("password_file"),
-                "give either password or password_file, not both",
-            );
-            None
-        }
-        (Some(p), None) => Some(Password::Inline(p.clone())),
-        (None, Some(_)) => v
-            .nonempty(&m.password_file, &sp.key("password_file"))
-            .map(|f| Password::File(PathBuf::from(f))),
-        (None, None) => None,
-    };
+    let password = Secret::from_keys(v, &m.password, &m.password_file, sp, "password");
     if password.is_some() && username.is_none() && protocol == MqttProtocol::V311 {
         let key = if m.password.is_some() {
             "password"

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::error::MqttError;
+use crate::Error;
 
 /// One dead-letter entry.
 #[derive(Debug)]
@@ -40,26 +40,18 @@ impl DeadLetters {
         source: &str,
         path: Option<&Path>,
         max_payload: usize,
-    ) -> Result<DeadLetters, MqttError> {
+    ) -> Result<DeadLetters, Error> {
         let file = match path {
             None => None,
             Some(p) => {
                 if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| MqttError::File {
-                        what: "dead_letter",
-                        path: dir.to_path_buf(),
-                        source: e,
-                    })?;
+                    std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("mqtt dead_letter file {}", dir.display()), &e))?;
                 }
                 let f = OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(p)
-                    .map_err(|e| MqttError::File {
-                        what: "dead_letter",
-                        path: p.to_path_buf(),
-                        source: e,
-                    })?;
+                    .map_err(|e| Error::io(format!("mqtt dead_letter file {}", p.display()), &e))?;
                 Some((p.to_path_buf(), f))
             }
         };

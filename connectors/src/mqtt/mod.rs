@@ -27,7 +27,6 @@ mod backoff;
 mod client;
 pub mod config;
 mod dead_letter;
-mod error;
 mod metrics;
 mod options;
 mod parse;
@@ -37,14 +36,22 @@ mod source;
 mod tls;
 
 pub use config::{
-    BrokerAddress, MqttPayload, MqttProtocol, MqttSourceConfig, MqttTable, MqttTls, Password, Qos,
+    BrokerAddress, MqttPayload, MqttProtocol, MqttSourceConfig, MqttTable, MqttTls, Qos,
     TopicConfig, TopicTable,
 };
-pub use error::MqttError;
 pub use metrics::{CountingMetrics, MessageError, MqttMetrics, NoMetrics};
 pub use options::{
-    resolve_password, split_shared, topic_matches, MqttSourceOptions, PayloadFormat, TopicFilter,
+    split_shared, topic_matches, MqttSourceOptions, PayloadFormat, TopicFilter,
     DEFAULT_MAX_PAYLOAD, MQTT_MAX_PACKET,
 };
 pub use source::run;
 pub use tls::SYSTEM_CA_BUNDLE;
+
+/// An invalid MQTT setting, found when the source starts.
+pub(crate) fn invalid(key: &'static str, message: impl Into<String>) -> crate::Error {
+    crate::Error::Invalid {
+        source_type: "mqtt",
+        key,
+        message: message.into(),
+    }
+}

@@ -5,28 +5,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::config::{BrokerAddress, MqttProtocol, MqttTls, Password, Qos};
+use super::config::{BrokerAddress, MqttProtocol, MqttTls, Qos};
+use crate::source::Secret;
 
 use crate::model::TimeUnit;
 
-use super::error::MqttError;
-
-/// Reads a password: the inline value, or the file's content without its trailing newline.
-pub fn resolve_password(password: &Password) -> Result<String, MqttError> {
-    let path = match password {
-        Password::Inline(s) => return Ok(s.clone()),
-        Password::File(p) => p,
-    };
-    let mut s = std::fs::read_to_string(path).map_err(|e| MqttError::File {
-        what: "password",
-        path: path.clone(),
-        source: e,
-    })?;
-    while s.ends_with('\n') || s.ends_with('\r') {
-        s.pop();
-    }
-    Ok(s)
-}
+use super::invalid;
+use crate::Error;
 
 /// How the payloads of a topic filter are parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,7 +107,7 @@ pub struct MqttSourceOptions {
     /// User name.
     pub username: Option<String>,
     /// Password (needs `username`).
-    pub password: Option<Password>,
+    pub password: Option<Secret>,
     /// TLS settings for `mqtts://`; `None`: the system roots
     /// ([`SYSTEM_CA_BUNDLE`](super::SYSTEM_CA_BUNDLE)) and no client certificate.
     pub tls: Option<MqttTls>,
@@ -221,8 +206,8 @@ impl MqttSourceOptions {
     }
 
     /// The broker address parsed from [`url`](Self::url).
-    pub fn endpoint(&self) -> Result<BrokerAddress, MqttError> {
-        BrokerAddress::parse(&self.url).map_err(|m| MqttError::invalid("url", m))
+    pub fn endpoint(&self) -> Result<BrokerAddress, Error> {
+        BrokerAddress::parse(&self.url).map_err(|m| invalid("url", m))
     }
 
     /// The filters as subscribed (with the shared-subscription prefix).
@@ -237,17 +222,17 @@ impl MqttSourceOptions {
     }
 
     /// Checks every rule; errors name the field and what was expected.
-    pub fn validate(&self) -> Result<(), MqttError> {
+    pub fn validate(&self) -> Result<(), Error> {
         let ep = self.endpoint()?;
         if self.filters.is_empty() {
-            return Err(MqttError::invalid(
+            return Err(invalid(
                 "topics",
                 "at least one topic filter is required",
             ));
         }
         if let Some(g) = &self.shared_group {
             if g.is_empty() || g.contains(['/', '+', '#']) {
-                return Err(MqttError::invalid(
+                return Err(invalid(
                     "shared_group",
                     format!("{g:?}: a group name is non-empty and has no '/', '+' or '#'"),
                 ));
@@ -256,7 +241,7 @@ impl MqttSourceOptions {
         for (i, f) in self.filters.iter().enumerate() {
             let shared = f.filter.starts_with("$share/");
             if shared && self.shared_group.is_some() {
-                return Err(MqttError::invalid(
+                return Err(invalid(
                     "topics",
                     format!(
                         "topic {i} ({:?}) is already a shared subscription and shared_group is set",
@@ -266,7 +251,7 @@ impl MqttSourceOptions {
             }
             let plain = if shared {
                 split_shared(&f.filter).map(|(_, p)| p).ok_or_else(|| {
-                    MqttError::invalid(
+                    invalid(
                         "topics",
                         format!(
                             "topic {i} ({:?}): expected $share/<group>/<filter>",
@@ -278,42 +263,42 @@ impl MqttSourceOptions {
                 f.filter.as_str()
             };
             tsfiled_core::check_topic_filter(plain).map_err(|m| {
-                MqttError::invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
+                invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
             })?;
             super::parse::build_parser(&f.format, self.stored_unit).map_err(|m| {
-                MqttError::invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
+                invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
             })?;
         }
         let persistent_needed = self.filters.iter().any(|f| f.qos > Qos::AtMostOnce);
         if persistent_needed {
             if self.client_id.trim().is_empty() {
-                return Err(MqttError::invalid(
+                return Err(invalid(
                     "client_id",
                     "QoS 1/2 needs a stable, non-empty client id (the broker keeps \
                      unacknowledged messages for it)",
                 ));
             }
             if self.clean_session {
-                return Err(MqttError::invalid(
+                return Err(invalid(
                     "clean_session",
                     "QoS 1/2 needs a persistent session: set clean_session = false",
                 ));
             }
             if self.protocol == MqttProtocol::V5 && self.session_expiry.is_zero() {
-                return Err(MqttError::invalid(
+                return Err(invalid(
                     "session_expiry",
                     "QoS 1/2 over MQTT 5 needs a session expiry > 0",
                 ));
             }
         }
         if !self.clean_session && self.client_id.is_empty() {
-            return Err(MqttError::invalid(
+            return Err(invalid(
                 "client_id",
                 "a persistent session needs a non-empty client id",
             ));
         }
         if self.client_id.starts_with(' ') {
-            return Err(MqttError::invalid(
+            return Err(invalid(
                 "client_id",
                 "must not start with a space",
             ));
@@ -323,13 +308,13 @@ impl MqttSourceOptions {
             || (!ka.is_zero() && ka < Duration::from_secs(5))
             || ka > Duration::from_secs(65535)
         {
-            return Err(MqttError::invalid(
+            return Err(invalid(
                 "keep_alive",
                 format!("{ka:?}: expected 0 (off) or 5 s to 65535 s in whole seconds"),
             ));
         }
         if self.connect_timeout.as_secs() == 0 || self.connect_timeout.subsec_nanos() != 0 {
-            return Err(MqttError::invalid(
+            return Err(invalid(
                 "connect_timeout",
                 format!(
                     "{:?}: expected whole seconds, at least 1",
@@ -338,7 +323,7 @@ impl MqttSourceOptions {
             ));
         }
         if self.max_payload_bytes == 0 || self.max_payload_bytes > MQTT_MAX_PACKET {
-            return Err(MqttError::invalid(
+            return Err(invalid(
                 "max_payload_bytes",
                 format!(
                     "{}: expected 1 to {MQTT_MAX_PACKET}",
@@ -347,7 +332,7 @@ impl MqttSourceOptions {
             ));
         }
         if self.in_flight == 0 || self.in_flight > 65535 {
-            return Err(MqttError::invalid(
+            return Err(invalid(
                 "max_inflight",
                 format!("{}: expected 1 to 65535", self.in_flight),
             ));
@@ -355,7 +340,7 @@ impl MqttSourceOptions {
         if self.reconnect_initial_backoff.is_zero()
             || self.reconnect_max_backoff < self.reconnect_initial_backoff
         {
-            return Err(MqttError::invalid(
+            return Err(invalid(
                 "reconnect_max_backoff",
                 format!(
                     "{:?}: expected at least the initial backoff {:?} (> 0)",
@@ -364,13 +349,13 @@ impl MqttSourceOptions {
             ));
         }
         if self.max_batch_messages == 0 || self.max_concurrent_submits == 0 {
-            return Err(MqttError::invalid(
+            return Err(invalid(
                 "max_batch_messages",
                 "max_batch_messages and max_concurrent_submits must be at least 1",
             ));
         }
         if self.password.is_some() && self.username.is_none() {
-            return Err(MqttError::invalid(
+            return Err(invalid(
                 "password",
                 "a password needs a username",
             ));
@@ -380,7 +365,7 @@ impl MqttSourceOptions {
             .as_ref()
             .is_some_and(|t| t.ca_file.is_some() || t.client_auth.is_some());
         if !ep.tls && tls_files {
-            return Err(MqttError::invalid(
+            return Err(invalid(
                 "tls",
                 "TLS files are set but the URL is not mqtts://",
             ));
@@ -433,7 +418,7 @@ mod tests {
 
     fn invalid_field(o: &MqttSourceOptions) -> &'static str {
         match o.validate() {
-            Err(MqttError::Invalid { field, .. }) => field,
+            Err(Error::Invalid { key, .. }) => key,
             other => panic!("expected an invalid field, got {other:?}"),
         }
     }
@@ -526,7 +511,7 @@ mod tests {
         o.reconnect_max_backoff = Duration::from_millis(1);
         assert_eq!(invalid_field(&o), "reconnect_max_backoff");
         let mut o = opts();
-        o.password = Some(Password::Inline("x".into()));
+        o.password = Some(Secret::Inline("x".into()));
         assert_eq!(invalid_field(&o), "password");
         let mut o = opts();
         o.tls = Some(MqttTls {
@@ -567,28 +552,5 @@ mod tests {
         assert!(topic_matches("$SYS/#", "$SYS/x"));
         assert!(topic_matches("+", ""));
         assert!(!topic_matches("a/b", "a"));
-    }
-
-    #[test]
-    fn passwords() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("pw");
-        std::fs::write(&p, "s3cret\r\n").unwrap();
-        assert_eq!(resolve_password(&Password::File(p)).unwrap(), "s3cret");
-        assert_eq!(
-            resolve_password(&Password::Inline("x".into())).unwrap(),
-            "x"
-        );
-        assert!(matches!(
-            resolve_password(&Password::File(dir.path().join("missing"))),
-            Err(MqttError::File {
-                what: "password",
-                ..
-            })
-        ));
-        assert_eq!(
-            format!("{:?}", Password::Inline("pw".into())),
-            "Inline(***)"
-        );
     }
 }

@@ -8,7 +8,8 @@ use crate::model::{Batch, TimeUnit};
 use crate::path::DeviceTemplate;
 use crate::topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
 
-use super::error::MqttError;
+use super::invalid;
+use crate::Error;
 use super::options::{split_shared, topic_matches, MqttSourceOptions, PayloadFormat};
 
 /// Turns one message into records. `now` is the arrival time in the stored unit (for
@@ -105,7 +106,7 @@ pub(crate) struct Parsers {
 
 impl Parsers {
     /// Builds one parser per filter.
-    pub fn build(opts: &MqttSourceOptions) -> Result<Parsers, MqttError> {
+    pub fn build(opts: &MqttSourceOptions) -> Result<Parsers, Error> {
         let mut routes = Vec::with_capacity(opts.filters.len());
         for (i, f) in opts.filters.iter().enumerate() {
             let plain = split_shared(&f.filter)
@@ -113,7 +114,7 @@ impl Parsers {
                 .unwrap_or(&f.filter)
                 .to_string();
             let parser = build_parser(&f.format, opts.stored_unit).map_err(|m| {
-                MqttError::invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
+                invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
             })?;
             routes.push((plain, parser));
         }

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use tsfiled_core::probe::{dir_writable, file_readable, CheckItem};
 use tsfiled_core::{format_duration, Human};
 
-use super::config::{MqttPayload, MqttProtocol, MqttSourceConfig, MqttTable, Password, TopicTable};
+use super::config::{MqttPayload, MqttProtocol, MqttSourceConfig, MqttTable, TopicTable};
 use super::metrics::{MessageError, MqttMetrics};
 use super::options::{MqttSourceOptions, PayloadFormat, TopicFilter};
 use crate::model::TimeUnit;
 use crate::source::{
-    Counter, Gauge, SourceContext, SourceFuture, SourceMetrics, SourceSettings, StatusReporter,
+    Counter, Gauge, Secret, SourceContext, SourceFuture, SourceMetrics, SourceSettings, StatusReporter,
 };
 
 fn p(path: &Path) -> Option<String> {
@@ -32,11 +32,7 @@ impl SourceSettings for MqttSourceConfig {
 
     fn to_table(&self, name: &str, secret: &dyn Fn(&str) -> String) -> MqttTable {
         let m = self;
-        let (password, password_file) = match &m.password {
-            None => (None, None),
-            Some(Password::Inline(pw)) => (Some(secret(pw)), None),
-            Some(Password::File(f)) => (None, p(f)),
-        };
+        let (password, password_file) = Secret::to_keys(m.password.as_ref(), secret);
         let tls = m.tls.as_ref();
         MqttTable {
             name: t(name),
@@ -98,12 +94,10 @@ impl SourceSettings for MqttSourceConfig {
     }
 
     fn check(&self, at: &str, out: &mut Vec<CheckItem>) {
+        Secret::check(self.password.as_ref(), at, "password", out);
         let mut result = |key: &str, r: Result<String, String>| {
             out.push(CheckItem::from_result(format!("{at}.{key}"), r));
         };
-        if let Some(Password::File(f)) = &self.password {
-            result("password_file", file_readable(f));
-        }
         if let Some(tls) = &self.tls {
             if let Some(ca) = &tls.ca_file {
                 result("ca_file", file_readable(ca));

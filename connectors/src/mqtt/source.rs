@@ -35,9 +35,10 @@ use crate::sink::{BatchSink, SinkError, SinkOutcome};
 use super::backoff::{seed, Backoff};
 use super::client::{self, Client, Conn, Event, Incoming};
 use super::dead_letter::{DeadLetters, Letter};
-use super::error::MqttError;
+use super::invalid;
+use crate::Error;
 use super::metrics::{MessageError, MqttMetrics};
-use super::options::{resolve_password, MqttSourceOptions};
+use super::options::MqttSourceOptions;
 use super::parse::Parsers;
 use super::session::SubscriptionRecord;
 use super::tls;
@@ -111,16 +112,21 @@ fn unix_now(unit: TimeUnit) -> i64 {
 ///
 /// On shutdown it stops reading, lets submissions in progress finish and sends their
 /// acknowledgements (up to `drain_timeout`), then disconnects. Returns
-/// [`MqttError::SinkClosed`] if the sink closed first, or a setup error.
+/// [`Error::SinkClosed`] if the sink closed first, or a setup error.
 pub async fn run(
     opts: MqttSourceOptions,
     sink: Arc<dyn BatchSink>,
     shutdown: CancellationToken,
     metrics: Arc<dyn MqttMetrics>,
-) -> Result<(), MqttError> {
+) -> Result<(), Error> {
     opts.validate()?;
     let ep = opts.endpoint()?;
-    let password = opts.password.as_ref().map(resolve_password).transpose()?;
+    let password = opts
+        .password
+        .as_ref()
+        .map(|p| p.resolve())
+        .transpose()
+        .map_err(|e| invalid("password_file", e.to_string()))?;
     let tls = if ep.tls {
         Some(tls::client_config(opts.tls.as_ref())?)
     } else {
@@ -205,7 +211,7 @@ pub async fn run(
         }
     };
     if sink_closed {
-        Err(MqttError::SinkClosed)
+        Err(Error::SinkClosed)
     } else {
         Ok(())
     }

@@ -1,224 +1,185 @@
-//! Settings of one NATS JetStream source ([`NatsConfig`]): serde form of its
-//! `[[pipeline.source]]` table, defaults and validation.
+//! The `nats` source's `[[pipeline.source]]` table, its validation and its settings.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use tsfiled_core::path::check_prefix;
+use tsfiled_core::{config_table, format_duration, ByteSize, FieldDoc, Human, KeyPath, Validator};
 
-use crate::model::TimeUnit;
+use super::parse::subject_as_topic;
+use crate::source::{line_mapping, LineProtocolMapping, Secret, SourceEnv, SourceTable};
+use crate::topic_value::TopicTemplate;
 
-use super::NatsError;
-
-/// A NATS JetStream source: a durable pull consumer on an existing stream.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NatsConfig {
-    /// Source name (logs; the NATS connection name).
-    #[serde(default = "default_name")]
-    pub name: String,
-    /// Server URLs, e.g. `["nats://10.0.0.1:4222", "nats://10.0.0.2:4222"]` (at least one;
-    /// the client also learns the other members of a cluster from the server).
-    pub servers: Vec<String>,
-    /// The JetStream stream to read (it must exist).
-    pub stream: String,
-    /// Name of the durable pull consumer. Created (with `filter_subject`, `ack_wait`,
-    /// `max_ack_pending`, delivering the whole stream) when missing; an existing consumer is
-    /// used as it is. Several sources (daemons) with the same consumer split the stream.
-    pub consumer: String,
-    /// Subject filter of a consumer created by the source (default: the whole stream).
-    #[serde(default)]
-    pub filter_subject: Option<String>,
-    /// Payload format: `iotdb-json` (default), `line` (InfluxDB line protocol) or `value` (one
-    /// plain value; device and measurement come from the subject through `subject_template`).
-    #[serde(default)]
-    pub payload: PayloadKind,
-    /// For `payload = "value"` (required there): how the subject names the series, e.g.
-    /// `plant.{device}.{measurement}`: `{device}` tokens form the device path below
-    /// `path_prefix`, `{measurement}` (once) is the measurement, `*` skips a token, a final
-    /// `>` skips the rest.
-    #[serde(default)]
-    pub subject_template: Option<String>,
-    /// For `value` and `line`: path prefix of the device paths (default `root.nats`).
-    #[serde(default = "default_prefix")]
-    pub path_prefix: String,
-    /// For `line`: device path below `path_prefix` (default `{measurement}.{tags}`).
-    #[serde(default = "default_device_template")]
-    pub device_template: String,
-    /// For `line`: unit of line-protocol timestamps (default `ns`).
-    #[serde(default = "default_precision", deserialize_with = "time_unit")]
-    pub precision: TimeUnit,
-    /// User name (with `password` or `password_file`).
-    #[serde(default)]
-    pub username: Option<String>,
-    /// Password (needs `username`).
-    #[serde(default)]
-    pub password: Option<Secret>,
-    /// File holding the password (trailing newline removed), instead of `password`.
-    #[serde(default)]
-    pub password_file: Option<PathBuf>,
-    /// Authentication token (instead of `username`/`password`).
-    #[serde(default)]
-    pub token: Option<Secret>,
-    /// File holding the token (trailing newline removed), instead of `token`.
-    #[serde(default)]
-    pub token_file: Option<PathBuf>,
-    /// Timeout of one connection attempt (default 10 s).
-    #[serde(
-        default = "default_connect_timeout",
-        deserialize_with = "tsfiled_core::deserialize_duration"
-    )]
-    pub connect_timeout: Duration,
-    /// Messages of one pull request, and of one sink submission, at most (default 500).
-    #[serde(default = "default_batch")]
-    pub batch: usize,
-    /// Sink submissions in progress at once (default 4).
-    #[serde(default = "default_concurrent")]
-    pub max_concurrent_submits: usize,
-    /// Ack wait of a consumer created by the source (default 30 s): a message not
-    /// acknowledged by then is delivered again. While the sink is full the source asks for
-    /// more time ("in progress") for the messages it holds.
-    #[serde(
-        default = "default_ack_wait",
-        deserialize_with = "tsfiled_core::deserialize_duration"
-    )]
-    pub ack_wait: Duration,
-    /// Unacknowledged messages at most, for a consumer created by the source (default
-    /// 10000), over all the sources sharing it.
-    #[serde(default = "default_max_ack_pending")]
-    pub max_ack_pending: i64,
-    /// Largest payload accepted (default 1 MiB); larger messages are terminated (never
-    /// delivered again) and counted.
-    #[serde(default = "default_max_payload")]
-    pub max_payload_bytes: usize,
-    /// First delay before binding the consumer again after a failure, doubled per failure
-    /// (default 500 ms).
-    #[serde(
-        default = "default_backoff",
-        deserialize_with = "tsfiled_core::deserialize_duration"
-    )]
-    pub reconnect_initial_backoff: Duration,
-    /// Cap of that delay, and of the client's reconnect delay (default 30 s).
-    #[serde(
-        default = "default_max_backoff",
-        deserialize_with = "tsfiled_core::deserialize_duration"
-    )]
-    pub reconnect_max_backoff: Duration,
-    /// On shutdown, how long submissions in progress may take to become durable and be
-    /// acknowledged (default 5 s); what is not acknowledged by then is delivered again later.
-    #[serde(
-        default = "default_drain",
-        deserialize_with = "tsfiled_core::deserialize_duration"
-    )]
-    pub drain_timeout: Duration,
-}
-
-/// A password or token; `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(pub String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("***")
+config_table! {
+    /// `type = "nats"`: a NATS JetStream durable pull consumer.
+    pub struct NatsTable {
+        /// Name of the source, unique in its pipeline (also the NATS connection name).
+        #[key("name", "string", "the source type (\"nats\")")]
+        name: Option<String>,
+        /// Server URLs, e.g. `["nats://10.0.0.1:4222", "nats://10.0.0.2:4222"]` (at least one;
+        /// the client also learns the other members of a cluster from the server).
+        #[key("servers", "array of strings", "required")]
+        servers: Option<Vec<String>>,
+        /// The JetStream stream to read (it must exist).
+        #[key("stream", "string", "required")]
+        stream: Option<String>,
+        /// Name of the durable pull consumer. Created (with `filter_subject`, `ack_wait`,
+        /// `max_ack_pending`, delivering the whole stream, explicit acknowledgements) when
+        /// missing; an existing consumer is used as it is. Several daemons with the same
+        /// consumer split the stream.
+        #[key("consumer", "string", "required")]
+        consumer: Option<String>,
+        /// Subject filter of a consumer created by the source (default: the whole stream).
+        #[key("filter_subject", "subject", "none")]
+        filter_subject: Option<String>,
+        /// Payload format: IoTDB JSON, InfluxDB line protocol, or one plain value whose device
+        /// and measurement come from the subject (`subject_template`).
+        #[key("payload", "\"iotdb-json\" | \"line\" | \"value\"", "\"iotdb-json\"")]
+        payload: Option<String>,
+        /// For `payload = "value"` (required there): how the subject names the series, e.g.
+        /// `plant.{device}.{measurement}`: `{device}` tokens form the device path below
+        /// `path_prefix`, `{measurement}` (once) is the measurement, `*` skips a token, a final
+        /// `>` skips the rest.
+        #[key("subject_template", "template", "none")]
+        subject_template: Option<String>,
+        /// For `payload = "value"` and `"line"`: path prefix of the device paths.
+        #[key("path_prefix", "IoTDB path", "\"root.nats\" (payloads \"value\" and \"line\")")]
+        path_prefix: Option<String>,
+        /// For `payload = "line"`: device path below `path_prefix`, as in the http source.
+        #[key("device_template", "template", "\"{measurement}.{tags}\" (payload \"line\")")]
+        device_template: Option<String>,
+        /// For `payload = "line"`: unit of line-protocol timestamps.
+        #[key("precision", "\"ns\" | \"us\" | \"ms\" | \"s\"", "\"ns\" (payload \"line\")")]
+        precision: Option<String>,
+        /// User name (with `password` or `password_file`).
+        #[key("username", "string", "none")]
+        username: Option<String>,
+        /// Password (prefer `password_file`); needs `username`.
+        #[key("password", "string", "none")]
+        password: Option<String>,
+        /// File holding the password (trailing newline ignored), e.g. a systemd credential.
+        #[key("password_file", "path", "none")]
+        password_file: Option<String>,
+        /// Authentication token (instead of `username` and password).
+        #[key("token", "string", "none")]
+        token: Option<String>,
+        /// File holding the token (trailing newline ignored).
+        #[key("token_file", "path", "none")]
+        token_file: Option<String>,
+        /// Timeout of one connection attempt.
+        #[key("connect_timeout", "duration", "\"10s\"")]
+        connect_timeout: Option<Human>,
+        /// Messages of one pull request, and of one submission to the pipeline, at most
+        /// (1 to 100000).
+        #[key("batch", "integer", "500")]
+        batch: Option<i64>,
+        /// Submissions to the pipeline in progress at once (1 to 64).
+        #[key("max_concurrent_submits", "integer", "4")]
+        max_concurrent_submits: Option<i64>,
+        /// Ack wait of a consumer created by the source (at least 1s): a message not
+        /// acknowledged by then is delivered again. While the pipeline is full the source asks
+        /// for more time ("in progress") for the messages it holds.
+        #[key("ack_wait", "duration", "\"30s\"")]
+        ack_wait: Option<Human>,
+        /// Unacknowledged messages at most, for a consumer created by the source, over all the
+        /// sources sharing it.
+        #[key("max_ack_pending", "integer", "10000")]
+        max_ack_pending: Option<i64>,
+        /// Largest payload accepted; larger messages are terminated (never delivered again)
+        /// and counted.
+        #[key("max_payload_size", "size", "\"1MiB\"")]
+        max_payload_size: Option<Human>,
+        /// First delay before binding the consumer again after a failure, doubled per failure.
+        #[key("reconnect_initial_backoff", "duration", "\"500ms\"")]
+        reconnect_initial_backoff: Option<Human>,
+        /// Cap of that delay, and of the client's reconnect delay.
+        #[key("reconnect_max_backoff", "duration", "\"30s\"")]
+        reconnect_max_backoff: Option<Human>,
+        /// On stop (shutdown, reload), how long submissions in progress may take to become
+        /// durable and be acknowledged; what is not acknowledged by then is delivered again
+        /// later.
+        #[key("drain_timeout", "duration", "\"5s\"")]
+        drain_timeout: Option<Human>,
     }
-}
-
-/// Reads a secret file without its trailing newline; the error names `key`.
-fn read_secret(key: &str, path: &Path) -> Result<String, NatsError> {
-    let mut s = std::fs::read_to_string(path)
-        .map_err(|e| NatsError::invalid(key, format!("cannot read {}: {e}", path.display())))?;
-    while s.ends_with('\n') || s.ends_with('\r') {
-        s.pop();
-    }
-    Ok(s)
 }
 
 /// How payloads are parsed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-pub enum PayloadKind {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NatsPayload {
     /// IoTDB's JSON records (times in milliseconds).
-    #[default]
-    #[serde(rename = "iotdb-json")]
     IotdbJson,
     /// InfluxDB line protocol.
-    #[serde(rename = "line")]
-    Line,
+    Line(LineProtocolMapping),
     /// One plain value per message, named by the subject.
-    #[serde(rename = "value")]
-    Value,
+    Value {
+        /// The subject template as written.
+        subject_template: String,
+        /// Device path prefix.
+        path_prefix: String,
+    },
 }
 
-fn default_name() -> String {
-    "nats".into()
-}
-fn default_prefix() -> String {
-    "root.nats".into()
-}
-fn default_device_template() -> String {
-    "{measurement}.{tags}".into()
-}
-fn default_precision() -> TimeUnit {
-    TimeUnit::Nanos
-}
-fn default_connect_timeout() -> Duration {
-    Duration::from_secs(10)
-}
-fn default_batch() -> usize {
-    500
-}
-fn default_concurrent() -> usize {
-    4
-}
-fn default_ack_wait() -> Duration {
-    Duration::from_secs(30)
-}
-fn default_max_ack_pending() -> i64 {
-    10_000
-}
-fn default_max_payload() -> usize {
-    1 << 20
-}
-fn default_backoff() -> Duration {
-    Duration::from_millis(500)
-}
-fn default_max_backoff() -> Duration {
-    Duration::from_secs(30)
-}
-fn default_drain() -> Duration {
-    Duration::from_secs(5)
+/// The credentials to connect with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NatsAuth {
+    /// None.
+    None,
+    /// User name and password (inline or from a file).
+    UserPassword(String, Option<Secret>),
+    /// A token (inline or from a file).
+    Token(Secret),
 }
 
-fn time_unit<'de, D: Deserializer<'de>>(d: D) -> Result<TimeUnit, D::Error> {
-    let s = String::deserialize(d)?;
-    match s.as_str() {
-        "s" | "ms" | "us" | "ns" => TimeUnit::parse(&s)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown unit {s:?}"))),
-        _ => Err(serde::de::Error::custom(format!(
-            "unknown unit {s:?}; expected \"ns\", \"us\", \"ms\" or \"s\""
-        ))),
-    }
+/// The validated settings of a `nats` source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NatsSourceConfig {
+    /// Server URLs.
+    pub servers: Vec<String>,
+    /// The stream.
+    pub stream: String,
+    /// The durable consumer.
+    pub consumer: String,
+    /// Subject filter of a created consumer.
+    pub filter_subject: Option<String>,
+    /// Payload format.
+    pub payload: NatsPayload,
+    /// Credentials.
+    pub auth: NatsAuth,
+    /// Connection attempt timeout.
+    pub connect_timeout: Duration,
+    /// Messages per pull and per submission.
+    pub batch: usize,
+    /// Submissions in progress at once.
+    pub max_concurrent_submits: usize,
+    /// Ack wait of a created consumer.
+    pub ack_wait: Duration,
+    /// Max unacknowledged messages of a created consumer.
+    pub max_ack_pending: i64,
+    /// Largest payload.
+    pub max_payload_size: ByteSize,
+    /// First rebind delay.
+    pub reconnect_initial_backoff: Duration,
+    /// Rebind and reconnect delay cap.
+    pub reconnect_max_backoff: Duration,
+    /// Drain time on stop.
+    pub drain_timeout: Duration,
 }
 
 /// A NATS name (stream, consumer): no whitespace, `.`, `*`, `>`, path separators.
-fn check_name(key: &str, v: &str) -> Result<(), NatsError> {
+fn check_name(v: &str) -> Result<(), String> {
     if v.is_empty() {
-        return Err(NatsError::invalid(key, "must not be empty"));
+        return Err("must not be empty".into());
     }
     if let Some(c) = v
         .chars()
         .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '.' | '*' | '>' | '/' | '\\'))
     {
-        return Err(NatsError::invalid(
-            key,
-            format!("{v:?} contains {c:?} (not allowed in a NATS name)"),
-        ));
+        return Err(format!("{v:?} contains {c:?} (not allowed in a NATS name)"));
     }
     Ok(())
 }
 
 /// A subject or subject filter: non-empty `.`-separated tokens, `*` whole tokens, `>` last.
-fn check_subject(key: &str, v: &str) -> Result<(), NatsError> {
+fn check_subject(v: &str) -> Result<(), String> {
     let tokens: Vec<&str> = v.split('.').collect();
     for (i, t) in tokens.iter().enumerate() {
         let bad = if t.is_empty() {
@@ -233,143 +194,308 @@ fn check_subject(key: &str, v: &str) -> Result<(), NatsError> {
             None
         };
         if let Some(bad) = bad {
-            return Err(NatsError::invalid(key, format!("{v:?} has {bad}")));
+            return Err(format!("{v:?} has {bad}"));
         }
     }
     Ok(())
 }
 
-impl NatsConfig {
-    /// Checks every setting; the error names the key.
-    pub fn validate(&self) -> Result<(), NatsError> {
-        if self.servers.is_empty() {
-            return Err(NatsError::invalid(
-                "servers",
-                "at least one server is needed",
-            ));
-        }
-        for (i, s) in self.servers.iter().enumerate() {
-            s.parse::<async_nats::ServerAddr>()
-                .map_err(|e| NatsError::invalid(format!("servers[{i}]"), format!("{s:?}: {e}")))?;
-        }
-        check_name("stream", &self.stream)?;
-        check_name("consumer", &self.consumer)?;
-        if let Some(f) = &self.filter_subject {
-            check_subject("filter_subject", f)?;
-        }
-        match (self.payload, &self.subject_template) {
-            (PayloadKind::Value, None) => {
-                return Err(NatsError::invalid(
-                    "subject_template",
-                    "required with payload = \"value\"",
-                ))
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Json,
+    Line,
+    Value,
+}
+
+impl SourceTable for NatsTable {
+    const TYPE: &'static str = "nats";
+    const SUMMARY: &'static str =
+        "a NATS JetStream durable pull consumer (acknowledged once the points are durable)";
+    const EXAMPLE: &'static str =
+        "servers = [\"nats://127.0.0.1:4222\"]\nstream = \"SENSORS\"\nconsumer = \"tsfiled\"\n";
+    type Settings = NatsSourceConfig;
+
+    fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {
+        vec![("", Self::KEYS)]
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    fn validate(
+        &self,
+        v: &mut Validator<'_>,
+        at: &KeyPath,
+        _env: &SourceEnv<'_>,
+    ) -> Option<NatsSourceConfig> {
+        let before = v.diags.len();
+        let servers = match &self.servers {
+            None => {
+                v.err(&at.key("servers"), "missing required key `servers`");
+                Vec::new()
             }
-            (PayloadKind::Value, Some(t)) => check_subject("subject_template", t)?,
-            (_, Some(_)) => {
-                return Err(NatsError::invalid(
-                    "subject_template",
-                    "only used with payload = \"value\"",
-                ))
+            Some(s) if s.is_empty() => {
+                v.err(&at.key("servers"), "at least one server is needed");
+                Vec::new()
             }
-            _ => {}
-        }
-        let has_password = self.password.is_some() || self.password_file.is_some();
-        if self.password.is_some() && self.password_file.is_some() {
-            return Err(NatsError::invalid(
-                "password_file",
-                "give either `password` or `password_file`",
-            ));
-        }
-        if has_password && self.username.is_none() {
-            let key = if self.password.is_some() {
-                "password"
-            } else {
-                "password_file"
-            };
-            return Err(NatsError::invalid(key, "needs `username`"));
-        }
-        let has_token = self.token.is_some() || self.token_file.is_some();
-        if self.token.is_some() && self.token_file.is_some() {
-            return Err(NatsError::invalid(
-                "token_file",
-                "give either `token` or `token_file`",
-            ));
-        }
-        if has_token && self.username.is_some() {
-            return Err(NatsError::invalid(
-                "token",
-                "give either a token or `username`/`password`",
-            ));
-        }
-        for (key, d) in [
-            ("connect_timeout", self.connect_timeout),
-            ("ack_wait", self.ack_wait),
-            ("reconnect_initial_backoff", self.reconnect_initial_backoff),
-        ] {
-            if d.is_zero() {
-                return Err(NatsError::invalid(key, "must be > 0"));
+            Some(s) => s.clone(),
+        };
+        for (i, s) in servers.iter().enumerate() {
+            if let Err(e) = s.parse::<async_nats::ServerAddr>() {
+                v.err(&at.key("servers").index(i), format!("{s:?}: {e}"));
             }
         }
-        if self.ack_wait < Duration::from_secs(1) {
-            return Err(NatsError::invalid("ack_wait", "must be at least 1s"));
+        let mut name = |value: &Option<String>, key: &str| -> String {
+            let s = v.required(value, at, key).map(str::to_string);
+            if let Some(Err(e)) = s.as_deref().map(check_name) {
+                v.err(&at.key(key), e);
+            }
+            s.unwrap_or_default()
+        };
+        let stream = name(&self.stream, "stream");
+        let consumer = name(&self.consumer, "consumer");
+        let filter_subject = self.filter_subject.clone();
+        if let Some(Err(e)) = filter_subject.as_deref().map(check_subject) {
+            v.err(&at.key("filter_subject"), e);
         }
-        if self.reconnect_max_backoff < self.reconnect_initial_backoff {
-            return Err(NatsError::invalid(
-                "reconnect_max_backoff",
+        let kind = v.choice(
+            &self.payload,
+            &at.key("payload"),
+            Kind::Json,
+            &[
+                ("iotdb-json", Kind::Json),
+                ("line", Kind::Line),
+                ("value", Kind::Value),
+            ],
+        );
+        if kind != Kind::Value {
+            v.not_with(
+                self.subject_template.is_some(),
+                &at.key("subject_template"),
+                "unless payload = \"value\"",
+            );
+        }
+        if kind != Kind::Line {
+            let why = "unless payload = \"line\"";
+            v.not_with(
+                self.device_template.is_some(),
+                &at.key("device_template"),
+                why,
+            );
+            v.not_with(self.precision.is_some(), &at.key("precision"), why);
+        }
+        let payload = match kind {
+            Kind::Json => {
+                v.not_with(
+                    self.path_prefix.is_some(),
+                    &at.key("path_prefix"),
+                    "with payload = \"iotdb-json\"",
+                );
+                NatsPayload::IotdbJson
+            }
+            Kind::Line => NatsPayload::Line(line_mapping(
+                v,
+                &self.path_prefix,
+                &self.device_template,
+                &self.precision,
+                at,
+                "root.nats",
+            )),
+            Kind::Value => {
+                let path_prefix = self
+                    .path_prefix
+                    .clone()
+                    .unwrap_or_else(|| "root.nats".into());
+                let prefix_ok = match check_prefix(&path_prefix, true) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        v.err(&at.key("path_prefix"), e);
+                        false
+                    }
+                };
+                let subject_template = match &self.subject_template {
+                    None => {
+                        v.err(
+                            &at.key("subject_template"),
+                            "payload = \"value\" needs a subject_template such as \"plant.{device}.{measurement}\"",
+                        );
+                        String::new()
+                    }
+                    Some(t) => {
+                        if let Err(e) = check_subject(t) {
+                            v.err(&at.key("subject_template"), e);
+                        } else if prefix_ok {
+                            if let Err(e) = TopicTemplate::parse(&subject_as_topic(t), &path_prefix)
+                            {
+                                v.err(&at.key("subject_template"), e.to_string());
+                            }
+                        }
+                        t.clone()
+                    }
+                };
+                NatsPayload::Value {
+                    subject_template,
+                    path_prefix,
+                }
+            }
+        };
+        let username = v.nonempty(&self.username, &at.key("username"));
+        let password = Secret::from_keys(v, &self.password, &self.password_file, at, "password");
+        let token = Secret::from_keys(v, &self.token, &self.token_file, at, "token");
+        let auth = match (username, password, token) {
+            (Some(u), p, None) => NatsAuth::UserPassword(u, p),
+            (None, None, Some(t)) => NatsAuth::Token(t),
+            (None, None, None) => NatsAuth::None,
+            (None, Some(_), _) => {
+                let key = if self.password.is_some() {
+                    "password"
+                } else {
+                    "password_file"
+                };
+                v.err_key(&at.key(key), "needs `username`");
+                NatsAuth::None
+            }
+            (Some(_), _, Some(_)) => {
+                let key = if self.token.is_some() {
+                    "token"
+                } else {
+                    "token_file"
+                };
+                v.err_key(
+                    &at.key(key),
+                    "give either a token or `username` and a password",
+                );
+                NatsAuth::None
+            }
+        };
+        let connect_timeout = v.positive_duration(
+            &self.connect_timeout,
+            &at.key("connect_timeout"),
+            Duration::from_secs(10),
+        );
+        let batch = v.int(&self.batch, &at.key("batch"), 500, 1, 100_000) as usize;
+        let max_concurrent_submits = v.int(
+            &self.max_concurrent_submits,
+            &at.key("max_concurrent_submits"),
+            4,
+            1,
+            64,
+        ) as usize;
+        let ack_wait = v.duration(&self.ack_wait, &at.key("ack_wait"), Duration::from_secs(30));
+        let ack_wait = if ack_wait < Duration::from_secs(1) {
+            v.err(&at.key("ack_wait"), "must be at least 1s");
+            Duration::from_secs(30)
+        } else {
+            ack_wait
+        };
+        let max_ack_pending = v.int(
+            &self.max_ack_pending,
+            &at.key("max_ack_pending"),
+            10_000,
+            1,
+            i64::MAX,
+        );
+        let max_payload_size = v.size_min(
+            &self.max_payload_size,
+            &at.key("max_payload_size"),
+            ByteSize::mib(1),
+            ByteSize(1),
+        );
+        let reconnect_initial_backoff = v.positive_duration(
+            &self.reconnect_initial_backoff,
+            &at.key("reconnect_initial_backoff"),
+            Duration::from_millis(500),
+        );
+        let reconnect_max_backoff = v.positive_duration(
+            &self.reconnect_max_backoff,
+            &at.key("reconnect_max_backoff"),
+            Duration::from_secs(30),
+        );
+        if reconnect_max_backoff < reconnect_initial_backoff {
+            v.err(
+                &at.key("reconnect_max_backoff"),
                 "must be at least reconnect_initial_backoff",
-            ));
+            );
         }
-        if !(1..=100_000).contains(&self.batch) {
-            return Err(NatsError::invalid(
-                "batch",
-                format!("{} is not 1-100000", self.batch),
-            ));
-        }
-        if !(1..=64).contains(&self.max_concurrent_submits) {
-            return Err(NatsError::invalid(
-                "max_concurrent_submits",
-                format!("{} is not 1-64", self.max_concurrent_submits),
-            ));
-        }
-        if self.max_ack_pending < 1 {
-            return Err(NatsError::invalid("max_ack_pending", "must be at least 1"));
-        }
-        if self.max_payload_bytes == 0 {
-            return Err(NatsError::invalid("max_payload_bytes", "must be > 0"));
-        }
-        Ok(())
+        let drain_timeout = v.duration(
+            &self.drain_timeout,
+            &at.key("drain_timeout"),
+            Duration::from_secs(5),
+        );
+        (v.diags.len() == before).then_some(NatsSourceConfig {
+            servers,
+            stream,
+            consumer,
+            filter_subject,
+            payload,
+            auth,
+            connect_timeout,
+            batch,
+            max_concurrent_submits,
+            ack_wait,
+            max_ack_pending,
+            max_payload_size,
+            reconnect_initial_backoff,
+            reconnect_max_backoff,
+            drain_timeout,
+        })
     }
 }
 
-/// The credentials to connect with, files read.
-pub(crate) enum Credentials {
-    None,
-    UserPassword(String, String),
-    Token(String),
-}
-
-impl NatsConfig {
-    /// Reads the credentials (password and token files); the error names the key.
-    pub(crate) fn credentials(&self) -> Result<Credentials, NatsError> {
-        if let Some(user) = &self.username {
-            let password = match (&self.password, &self.password_file) {
-                (Some(p), _) => p.0.clone(),
-                (None, Some(f)) => read_secret("password_file", f)?,
-                (None, None) => String::new(),
-            };
-            return Ok(Credentials::UserPassword(user.clone(), password));
+impl NatsSourceConfig {
+    /// The table with every default written out; `redact` hides inline secrets.
+    pub(super) fn table(&self, name: &str, redact: &dyn Fn(&str) -> String) -> NatsTable {
+        let dur = |d: Duration| Some(Human::Text(format_duration(d)));
+        let mut t = NatsTable {
+            name: Some(name.to_string()),
+            servers: Some(self.servers.clone()),
+            stream: Some(self.stream.clone()),
+            consumer: Some(self.consumer.clone()),
+            filter_subject: self.filter_subject.clone(),
+            connect_timeout: dur(self.connect_timeout),
+            batch: Some(self.batch as i64),
+            max_concurrent_submits: Some(self.max_concurrent_submits as i64),
+            ack_wait: dur(self.ack_wait),
+            max_ack_pending: Some(self.max_ack_pending),
+            max_payload_size: Some(Human::Text(self.max_payload_size.to_string())),
+            reconnect_initial_backoff: dur(self.reconnect_initial_backoff),
+            reconnect_max_backoff: dur(self.reconnect_max_backoff),
+            drain_timeout: dur(self.drain_timeout),
+            ..NatsTable::default()
+        };
+        match &self.payload {
+            NatsPayload::IotdbJson => t.payload = Some("iotdb-json".into()),
+            NatsPayload::Line(m) => {
+                t.payload = Some("line".into());
+                (t.path_prefix, t.device_template, t.precision) = m.keys();
+            }
+            NatsPayload::Value {
+                subject_template,
+                path_prefix,
+            } => {
+                t.payload = Some("value".into());
+                t.subject_template = Some(subject_template.clone());
+                t.path_prefix = Some(path_prefix.clone());
+            }
         }
-        Ok(match (&self.token, &self.token_file) {
-            (Some(t), _) => Credentials::Token(t.0.clone()),
-            (None, Some(f)) => Credentials::Token(read_secret("token_file", f)?),
-            (None, None) => Credentials::None,
-        })
+        match &self.auth {
+            NatsAuth::None => {}
+            NatsAuth::UserPassword(u, p) => {
+                t.username = Some(u.clone());
+                (t.password, t.password_file) = Secret::to_keys(p.as_ref(), redact);
+            }
+            NatsAuth::Token(s) => (t.token, t.token_file) = Secret::to_keys(Some(s), redact),
+        }
+        t
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::TimeUnit;
+    use crate::source::validate_table;
 
     const GOOD: &str = r#"
         servers = ["nats://127.0.0.1:4222", "127.0.0.1:4223"]
@@ -382,26 +508,39 @@ mod tests {
         ack_wait = "10s"
     "#;
 
-    fn parse(text: &str) -> NatsConfig {
-        toml::from_str(text).unwrap()
+    fn parse(text: &str) -> NatsSourceConfig {
+        validate_table::<NatsTable>(text).unwrap()
     }
 
     #[test]
     fn parses_with_defaults() {
         let c = parse(GOOD);
-        c.validate().unwrap();
-        assert_eq!(c.name, "nats");
-        assert_eq!(c.payload, PayloadKind::Value);
+        assert_eq!(
+            c.payload,
+            NatsPayload::Value {
+                subject_template: "sensors.{device}.{measurement}".into(),
+                path_prefix: "root.s".into()
+            }
+        );
         assert_eq!(c.ack_wait, Duration::from_secs(10));
         assert_eq!(c.batch, 500);
+        assert_eq!(c.max_concurrent_submits, 4);
         assert_eq!(c.max_ack_pending, 10_000);
-        assert_eq!(c.precision, TimeUnit::Nanos);
-        assert_eq!(c.device_template, "{measurement}.{tags}");
-        let c = parse("servers = [\"h\"]\nstream = \"S\"\nconsumer = \"c\"\nprecision = \"ms\"");
-        c.validate().unwrap();
-        assert_eq!(c.payload, PayloadKind::IotdbJson);
-        assert_eq!(c.precision, TimeUnit::Millis);
-        assert_eq!(c.path_prefix, "root.nats");
+        assert_eq!(c.max_payload_size, ByteSize::mib(1));
+        assert_eq!(c.connect_timeout, Duration::from_secs(10));
+        assert_eq!(c.drain_timeout, Duration::from_secs(5));
+        assert_eq!(c.auth, NatsAuth::None);
+        let c = parse("servers = [\"h\"]\nstream = \"S\"\nconsumer = \"c\"");
+        assert_eq!(c.payload, NatsPayload::IotdbJson);
+        let c = parse(
+            "servers = [\"h\"]\nstream = \"S\"\nconsumer = \"c\"\npayload = \"line\"\nprecision = \"ms\"",
+        );
+        let NatsPayload::Line(m) = &c.payload else {
+            panic!("{c:?}")
+        };
+        assert_eq!(m.precision, TimeUnit::Millis);
+        assert_eq!(m.path_prefix, "root.nats");
+        assert_eq!(m.device_template.as_str(), "{measurement}.{tags}");
     }
 
     #[test]
@@ -420,6 +559,11 @@ mod tests {
                 "subject_template",
             ),
             (
+                "subject_template = \"sensors.{device}.{measurement}\"",
+                "subject_template = \"sensors.{device}\"",
+                "subject_template",
+            ),
+            (
                 "payload = \"value\"",
                 "payload = \"line\"",
                 "subject_template",
@@ -428,56 +572,61 @@ mod tests {
             ("ack_wait = \"10s\"", "batch = 0", "batch"),
             ("ack_wait = \"10s\"", "password = \"x\"", "password"),
             (
+                "ack_wait = \"10s\"",
+                "username = \"u\"\ntoken = \"t\"",
+                "token",
+            ),
+            (
+                "ack_wait = \"10s\"",
+                "token = \"t\"\ntoken_file = \"/t\"",
+                "token_file",
+            ),
+            (
                 "\"127.0.0.1:4223\"",
                 "\"nats://127.0.0.1:99999\"",
                 "servers[1]",
             ),
+            ("payload = \"value\"", "payload = \"csv\"", "payload"),
+            ("ack_wait = \"10s\"", "ack_wait = 10", "ack_wait"),
+            ("ack_wait = \"10s\"", "precision = \"ms\"", "precision"),
         ];
         for (from, to, key) in cases {
             let text = GOOD.replacen(from, to, 1);
             assert_ne!(text, GOOD, "{from}");
-            let err = parse(&text).validate().expect_err(key);
-            match &err {
-                NatsError::Invalid { key: k, .. } => assert_eq!(k, key, "{err}"),
-                other => panic!("{other:?}"),
-            }
-            assert!(err.to_string().contains(key), "{err}");
+            let errs = validate_table::<NatsTable>(&text).expect_err(key);
+            // `line:column: key: message`
+            assert_eq!(errs[0].split(": ").nth(1), Some(key), "{errs:?}");
         }
+        let errs = validate_table::<NatsTable>(
+            "servers = [\"h\"]\nstream = \"S\"\nconsumer = \"c\"\npayload = \"line\"\ndevice_template = \"{tags\"",
+        )
+        .unwrap_err();
+        assert_eq!(errs[0].split(": ").nth(1), Some("device_template"), "{errs:?}");
+        let errs = validate_table::<NatsTable>(&GOOD.replacen("stream = ", "streams = ", 1))
+            .unwrap_err();
+        assert!(errs[0].contains("`streams`"), "{errs:?}");
     }
 
     #[test]
-    fn secrets_are_hidden_and_read_from_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("pw");
-        std::fs::write(&f, "s3cret\n").unwrap();
+    fn secrets_are_hidden_and_the_effective_table_validates_the_same() {
         let c = parse(&format!(
-            "{GOOD}\nusername = \"u\"\npassword_file = {:?}",
-            f.display().to_string()
+            "{GOOD}\nusername = \"u\"\npassword_file = \"/run/credentials/nats\""
         ));
-        c.validate().unwrap();
-        assert!(matches!(
-            c.credentials().unwrap(),
-            Credentials::UserPassword(u, p) if u == "u" && p == "s3cret"
-        ));
-        let c = parse(&format!("{GOOD}\ntoken = \"tok-123\""));
-        c.validate().unwrap();
-        assert!(!format!("{c:?}").contains("tok-123"));
-        assert!(matches!(c.credentials().unwrap(), Credentials::Token(t) if t == "tok-123"));
-        let c = parse(&format!("{GOOD}\ntoken_file = \"/nonexistent/t\""));
-        assert!(
-            matches!(c.credentials(), Err(NatsError::Invalid { key, .. }) if key == "token_file")
+        assert_eq!(
+            c.auth,
+            NatsAuth::UserPassword(
+                "u".into(),
+                Some(Secret::File("/run/credentials/nats".into()))
+            )
         );
-    }
-
-    #[test]
-    fn serde_refuses_unknown_keys_and_values() {
-        for bad in [
-            GOOD.replacen("payload = \"value\"", "payload = \"csv\"", 1),
-            GOOD.replacen("stream = ", "streams = ", 1),
-            GOOD.replacen("ack_wait = \"10s\"", "ack_wait = 10", 1),
-            GOOD.replacen("ack_wait = \"10s\"", "precision = \"minutes\"", 1),
-        ] {
-            assert!(toml::from_str::<NatsConfig>(&bad).is_err(), "{bad}");
-        }
+        let text = toml::to_string(&c.table("n", &|s| s.to_string())).unwrap();
+        assert_eq!(parse(&text), c, "{text}");
+        let c = parse(&format!("{GOOD}\ntoken = \"tok-123\""));
+        assert!(!format!("{c:?}").contains("tok-123"));
+        assert_eq!(c.auth, NatsAuth::Token(Secret::Inline("tok-123".into())));
+        let shown = toml::to_string(&c.table("n", &|_| "***".into())).unwrap();
+        assert!(!shown.contains("tok-123") && shown.contains("token = \"***\""), "{shown}");
+        let text = toml::to_string(&c.table("n", &|s| s.to_string())).unwrap();
+        assert_eq!(parse(&text), c, "{text}");
     }
 }

@@ -16,79 +16,39 @@
 //! - The client reconnects on its own (to any known member of a cluster) with a capped
 //!   backoff; when the consumer cannot be bound or its pulls keep failing, the source binds it
 //!   again with backoff. An outage is not an error.
+//! - Counted in `tsfiled_nats_*` metrics; the status page shows `connecting`, `connected`,
+//!   `consuming` or `disconnected`.
 
 mod config;
 mod parse;
 mod source;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+pub use config::{NatsAuth, NatsPayload, NatsSourceConfig, NatsTable};
 
-pub use config::{NatsConfig, PayloadKind, Secret};
-pub use source::run;
+use crate::source::{Secret, SourceContext, SourceFuture, SourceSettings};
+use tsfiled_core::probe::CheckItem;
 
-/// Errors of the NATS source.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum NatsError {
-    /// A setting is invalid.
-    #[error("nats setting `{key}`: {message}")]
-    Invalid {
-        /// The key, e.g. `subject_template`.
-        key: String,
-        /// What is wrong / what was expected.
-        message: String,
-    },
-    /// The client could not be set up.
-    #[error("nats client: {0}")]
-    Client(String),
-    /// The sink closed (the pipeline is shutting down).
-    #[error("the sink closed")]
-    SinkClosed,
-}
+impl SourceSettings for NatsSourceConfig {
+    type Table = NatsTable;
 
-impl NatsError {
-    pub(crate) fn invalid(key: impl Into<String>, message: impl Into<String>) -> NatsError {
-        NatsError::Invalid {
-            key: key.into(),
-            message: message.into(),
+    fn to_table(&self, name: &str, secret: &dyn Fn(&str) -> String) -> NatsTable {
+        self.table(name, secret)
+    }
+
+    fn check(&self, at: &str, out: &mut Vec<CheckItem>) {
+        match &self.auth {
+            NatsAuth::UserPassword(_, p) => Secret::check(p.as_ref(), at, "password", out),
+            NatsAuth::Token(t) => Secret::check(Some(t), at, "token", out),
+            NatsAuth::None => {}
         }
     }
-}
 
-/// Counters of a NATS source (for the daemon's metrics and the tests).
-#[derive(Debug, Default)]
-pub struct NatsStats {
-    received: AtomicU64,
-    points: AtomicU64,
-    acked: AtomicU64,
-    terminated: AtomicU64,
-    rejected_points: AtomicU64,
-    pull_errors: AtomicU64,
-    bind_errors: AtomicU64,
-}
+    fn initial_state(&self) -> &'static str {
+        "connecting"
+    }
 
-macro_rules! counters {
-    ($($name:ident, $inc:ident: $doc:literal;)*) => {
-        impl NatsStats {
-            $(
-                #[doc = $doc]
-                pub fn $name(&self) -> u64 {
-                    self.$name.load(Ordering::Relaxed)
-                }
-                pub(crate) fn $inc(&self, n: u64) {
-                    self.$name.fetch_add(n, Ordering::Relaxed);
-                }
-            )*
-        }
-    };
-}
-
-counters! {
-    received, add_received: "Messages received (redeliveries included).";
-    points, add_points: "Points made durable by the sink.";
-    acked, add_acked: "Messages acknowledged after their points were durable.";
-    terminated, add_terminated: "Messages terminated: nothing usable in them (never redelivered).";
-    rejected_points, add_rejected_points: "Points rejected by the parser or the sink.";
-    pull_errors, add_pull_errors: "Pull errors (missed heartbeats, failed pull requests).";
-    bind_errors, add_bind_errors: "Failed attempts to bind the stream's consumer.";
+    fn start(&self, cx: SourceContext) -> SourceFuture {
+        let run = source::run(self.clone(), cx);
+        Box::pin(async move { run.await.map_err(|e| e.to_string()) })
+    }
 }

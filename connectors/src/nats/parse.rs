@@ -7,8 +7,8 @@ use crate::model::{Batch, TimeUnit};
 use crate::path::DeviceTemplate;
 use crate::topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
 
-use super::config::{NatsConfig, PayloadKind};
-use super::NatsError;
+use super::config::{NatsPayload, NatsSourceConfig};
+use crate::Error;
 
 /// The parser of a source.
 pub(crate) enum Parser {
@@ -39,27 +39,25 @@ pub(crate) fn subject_as_topic(subject: &str) -> String {
 }
 
 impl Parser {
-    /// Builds the parser of `config` (the templates are checked here).
-    pub fn build(config: &NatsConfig, stored: TimeUnit) -> Result<Parser, NatsError> {
-        Ok(match config.payload {
-            PayloadKind::IotdbJson => Parser::Json(JsonOptions {
+    /// Builds the parser of `config` (validation checked its templates).
+    pub fn build(config: &NatsSourceConfig, stored: TimeUnit) -> Result<Parser, Error> {
+        Ok(match &config.payload {
+            NatsPayload::IotdbJson => Parser::Json(JsonOptions {
                 input_unit: TimeUnit::Millis,
                 stored_unit: stored,
             }),
-            PayloadKind::Line => Parser::Line {
-                template: DeviceTemplate::with_prefix(&config.path_prefix, &config.device_template)
-                    .map_err(|e| NatsError::invalid("device_template", e.to_string()))?,
-                precision: config.precision,
+            NatsPayload::Line(m) => Parser::Line {
+                template: DeviceTemplate::with_prefix(&m.path_prefix, m.device_template.as_str())?,
+                precision: m.precision,
                 stored,
             },
-            PayloadKind::Value => {
-                let t = config.subject_template.as_deref().unwrap_or_default();
-                Parser::Value {
-                    template: TopicTemplate::parse(&subject_as_topic(t), &config.path_prefix)
-                        .map_err(|e| NatsError::invalid("subject_template", e.to_string()))?,
-                    stored,
-                }
-            }
+            NatsPayload::Value {
+                subject_template,
+                path_prefix,
+            } => Parser::Value {
+                template: TopicTemplate::parse(&subject_as_topic(subject_template), path_prefix)?,
+                stored,
+            },
         })
     }
 
@@ -98,9 +96,11 @@ impl Parser {
 mod tests {
     use super::*;
     use crate::model::FieldValue;
+    use crate::nats::NatsTable;
+    use crate::source::validate_table;
 
-    fn config(extra: &str) -> NatsConfig {
-        toml::from_str(&format!(
+    fn config(extra: &str) -> NatsSourceConfig {
+        validate_table::<NatsTable>(&format!(
             "servers = [\"h\"]\nstream = \"S\"\nconsumer = \"c\"\n{extra}"
         ))
         .unwrap()
@@ -141,10 +141,5 @@ mod tests {
         let b = p.parse("s", b"cpu,host=a v=1i 2", 0);
         assert_eq!(&*b.records[0].device, "root.nats.cpu.a");
         assert_eq!(b.records[0].time, 2000);
-        let bad = config("payload = \"line\"\ndevice_template = \"{tags\"");
-        assert!(matches!(
-            Parser::build(&bad, TimeUnit::Millis),
-            Err(NatsError::Invalid { key, .. }) if key == "device_template"
-        ));
     }
 }

@@ -8,6 +8,7 @@
 //! - At most `max_concurrent_submits` batches of at most `batch` messages are between arrival
 //!   and durability; no pull is read while that window is full.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -22,10 +23,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::{Batch, TimeUnit};
 use crate::sink::{BatchSink, SinkError};
+use crate::source::{Counter, SourceContext, SourceMetrics, StatusReporter};
+use crate::Error;
 
-use super::config::{Credentials, NatsConfig};
+use super::config::{NatsAuth, NatsSourceConfig};
 use super::parse::Parser;
-use super::{NatsError, NatsStats};
 
 /// Lifetime of one pull request.
 const PULL_EXPIRES: Duration = Duration::from_secs(10);
@@ -42,12 +44,63 @@ enum UnitEnd {
     Cancelled,
 }
 
+/// The source's counters (pre-labelled with pipeline and source).
+struct Telemetry {
+    messages: Counter,
+    acked: Counter,
+    terminated: Counter,
+    rejected_points: Counter,
+    pull_errors: Counter,
+    bind_errors: Counter,
+    handle: Arc<dyn SourceMetrics>,
+}
+
+impl Telemetry {
+    fn new(m: &Arc<dyn SourceMetrics>) -> Telemetry {
+        Telemetry {
+            messages: m.counter(
+                "tsfiled_nats_messages_total",
+                "NATS messages received (redeliveries included).",
+                None,
+            ),
+            acked: m.counter(
+                "tsfiled_nats_acked_total",
+                "NATS messages acknowledged after their points were durable.",
+                None,
+            ),
+            terminated: m.counter(
+                "tsfiled_nats_terminated_total",
+                "NATS messages terminated (never redelivered): nothing usable in them.",
+                None,
+            ),
+            rejected_points: m.counter(
+                "tsfiled_nats_rejected_points_total",
+                "Points of NATS messages rejected by the parser or the pipeline.",
+                None,
+            ),
+            pull_errors: m.counter(
+                "tsfiled_nats_pull_errors_total",
+                "NATS pull errors (missed heartbeats, failed pull requests).",
+                None,
+            ),
+            bind_errors: m.counter(
+                "tsfiled_nats_bind_errors_total",
+                "Failed attempts to bind the NATS stream's durable consumer.",
+                None,
+            ),
+            handle: m.clone(),
+        }
+    }
+}
+
 /// What a batch's task needs.
 struct Ctx {
     name: String,
     parser: Parser,
     sink: Arc<dyn BatchSink>,
-    stats: Arc<NatsStats>,
+    t: Telemetry,
+    /// Messages terminated so far (the first few are logged at warn).
+    terminated: AtomicU64,
     stop: CancellationToken,
     stored_unit: TimeUnit,
     max_payload: usize,
@@ -59,65 +112,80 @@ fn delay(attempt: usize, initial: Duration, max: Duration) -> Duration {
     initial.saturating_mul(1 << shift).min(max)
 }
 
-/// Runs one NATS JetStream source until `shutdown` is cancelled (or the sink closes).
+/// Runs one NATS JetStream source until `cx.shutdown` is cancelled (or the sink closes).
 ///
-/// Validates `config`, then connects (in the background: a server outage is not an error)
-/// and consumes the stream through the durable consumer. Each message is acknowledged once the
-/// sink made its points durable. On shutdown it stops pulling, lets submissions in progress
-/// finish and acknowledges them (up to `drain_timeout`). Returns [`NatsError::SinkClosed`] if
-/// the sink closed first, or a setup error.
-pub async fn run(
-    config: NatsConfig,
-    stored_unit: TimeUnit,
-    sink: Arc<dyn BatchSink>,
-    shutdown: CancellationToken,
-    stats: Arc<NatsStats>,
-) -> Result<(), NatsError> {
-    config.validate()?;
-    let parser = Parser::build(&config, stored_unit)?;
+/// Connects (in the background: a server outage is not an error) and consumes the stream
+/// through the durable consumer. Each message is acknowledged once the sink made its points
+/// durable. On shutdown it stops pulling, lets submissions in progress finish and acknowledges
+/// them (up to `drain_timeout`). Returns [`Error::SinkClosed`] if the sink closed first, or a
+/// setup error. The status is `connecting`, `connected` (to a server), `consuming` (the
+/// consumer bound, messages arriving) or `disconnected`.
+pub(super) async fn run(config: NatsSourceConfig, cx: SourceContext) -> Result<(), Error> {
+    let parser = Parser::build(&config, cx.stored_unit)?;
     let (initial, max) = (
         config.reconnect_initial_backoff,
         config.reconnect_max_backoff,
     );
-    let source = config.name.clone();
+    let label = format!("{}/{}", cx.pipeline, cx.name);
+    let source = label.clone();
+    let status: StatusReporter = cx.status.clone();
+    let events_status = status.clone();
     let mut opts = ConnectOptions::new()
-        .name(format!("tsfiled {}", config.name))
+        .name(format!("tsfiled {label}"))
         .connection_timeout(config.connect_timeout)
         .retry_on_initial_connect()
         .max_reconnects(None)
         .reconnect_delay_callback(move |attempts| delay(attempts, initial, max))
         .event_callback(move |event| {
             let source = source.clone();
+            let status = events_status.clone();
             async move {
                 match event {
-                    async_nats::Event::Connected => tracing::info!(%source, "nats: connected"),
+                    async_nats::Event::Connected => {
+                        // Messages may already flow again (the event comes late).
+                        if status.get() != "consuming" {
+                            status.set("connected");
+                        }
+                        tracing::info!(%source, "nats: connected")
+                    }
                     async_nats::Event::Disconnected => {
+                        status.set("disconnected");
                         tracing::warn!(%source, "nats: disconnected")
                     }
                     e => tracing::warn!(%source, "nats: {e}"),
                 }
             }
         });
-    match config.credentials()? {
-        Credentials::UserPassword(user, password) => opts = opts.user_and_password(user, password),
-        Credentials::Token(token) => opts = opts.token(token),
-        Credentials::None => {}
+    match &config.auth {
+        NatsAuth::UserPassword(user, password) => {
+            let password = match password {
+                Some(p) => p.resolve()?,
+                None => String::new(),
+            };
+            opts = opts.user_and_password(user.clone(), password)
+        }
+        NatsAuth::Token(token) => opts = opts.token(token.resolve()?),
+        NatsAuth::None => {}
     }
     let client = opts
         .connect(config.servers.clone())
         .await
-        .map_err(|e| NatsError::Client(e.to_string()))?;
+        .map_err(|e| Error::Client {
+            client: "nats client",
+            message: e.to_string(),
+        })?;
     let js = jetstream::new(client.clone());
 
-    let stop = shutdown.child_token();
+    let stop = cx.shutdown.child_token();
     let ctx = Arc::new(Ctx {
-        name: config.name.clone(),
+        name: label.clone(),
         parser,
-        sink,
-        stats: stats.clone(),
+        sink: cx.sink.clone(),
+        t: Telemetry::new(&cx.metrics),
+        terminated: AtomicU64::new(0),
         stop: stop.clone(),
-        stored_unit,
-        max_payload: config.max_payload_bytes,
+        stored_unit: cx.stored_unit,
+        max_payload: config.max_payload_size.as_usize(),
         ack_wait: config.ack_wait,
     });
     let mut tasks: JoinSet<UnitEnd> = JoinSet::new();
@@ -140,18 +208,19 @@ pub async fn run(
             Ok(m) => m,
             Err(e) => {
                 failures += 1;
-                stats.add_bind_errors(1);
+                (ctx.t.bind_errors)(1);
                 if !logged {
-                    tracing::warn!(source = %config.name, stream = %config.stream, consumer = %config.consumer,
+                    tracing::warn!(source = %label, stream = %config.stream, consumer = %config.consumer,
                         "cannot bind the consumer: {e}; retrying with backoff");
                     logged = true;
                 } else {
-                    tracing::debug!(source = %config.name, "cannot bind the consumer: {e}");
+                    tracing::debug!(source = %label, "cannot bind the consumer: {e}");
                 }
                 continue;
             }
         };
-        tracing::info!(source = %config.name, stream = %config.stream, consumer = %config.consumer, "consuming");
+        tracing::info!(source = %label, stream = %config.stream, consumer = %config.consumer, "consuming");
+        status.set("consuming");
         let mut errors_in_row = 0u32;
         loop {
             tokio::select! {
@@ -166,6 +235,9 @@ pub async fn run(
                 }
                 next = messages.next(), if tasks.len() < config.max_concurrent_submits => match next {
                     Some(Ok(first)) => {
+                        if status.get() != "consuming" {
+                            status.set("consuming");
+                        }
                         errors_in_row = 0;
                         failures = 0;
                         logged = false;
@@ -179,13 +251,13 @@ pub async fn run(
                         tasks.spawn(process(ctx.clone(), msgs));
                     }
                     Some(Err(e)) => {
-                        stats.add_pull_errors(1);
+                        (ctx.t.pull_errors)(1);
                         errors_in_row += 1;
                         let fatal = matches!(
                             e.kind(),
                             MessagesErrorKind::ConsumerDeleted | MessagesErrorKind::PushBasedConsumer
                         );
-                        tracing::warn!(source = %config.name, "pull: {e}");
+                        tracing::warn!(source = %label, "pull: {e}");
                         if fatal || errors_in_row >= MAX_PULL_ERRORS {
                             failures += 1;
                             continue 'bind;
@@ -202,12 +274,12 @@ pub async fn run(
     // Submissions in progress may still become durable: acknowledge what does.
     let drain = async { while tasks.join_next().await.is_some() {} };
     if timeout(config.drain_timeout, drain).await.is_err() {
-        tracing::warn!(source = %config.name, "submissions still in progress after drain_timeout: left unacknowledged (delivered again later)");
+        tracing::warn!(source = %label, "submissions still in progress after drain_timeout: left unacknowledged (delivered again later)");
     }
     tasks.abort_all();
     let _ = timeout(Duration::from_secs(2), client.flush()).await;
     if sink_closed {
-        Err(NatsError::SinkClosed)
+        Err(Error::SinkClosed)
     } else {
         Ok(())
     }
@@ -215,7 +287,7 @@ pub async fn run(
 
 /// Gets the stream and its durable consumer (creating the consumer when missing), and starts
 /// pulling.
-async fn bind(js: &jetstream::Context, c: &NatsConfig) -> Result<pull::Stream, String> {
+async fn bind(js: &jetstream::Context, c: &NatsSourceConfig) -> Result<pull::Stream, String> {
     let stream = js.get_stream(&c.stream).await.map_err(|e| e.to_string())?;
     let want = pull::Config {
         durable_name: Some(c.consumer.clone()),
@@ -256,8 +328,8 @@ impl Ctx {
     }
 
     async fn terminate(&self, m: &Message, why: &str) {
-        self.stats.add_terminated(1);
-        if self.stats.terminated() <= 10 {
+        (self.t.terminated)(1);
+        if self.terminated.fetch_add(1, Ordering::Relaxed) < 10 {
             tracing::warn!(source = %self.name, subject = %m.subject, "message dropped: {why}");
         } else {
             tracing::debug!(source = %self.name, subject = %m.subject, "message dropped: {why}");
@@ -283,13 +355,13 @@ impl Ctx {
 /// A batch's task: parse, terminate what is unusable, submit, acknowledge once durable.
 async fn process(ctx: Arc<Ctx>, msgs: Vec<Message>) -> UnitEnd {
     let received = Instant::now();
-    ctx.stats.add_received(msgs.len() as u64);
+    (ctx.t.messages)(msgs.len() as u64);
     let mut batch = Batch::default();
     let mut held = Vec::with_capacity(msgs.len());
     for m in msgs {
         if m.payload.len() > ctx.max_payload {
             let why = format!(
-                "payload of {} bytes exceeds max_payload_bytes = {}",
+                "payload of {} bytes exceeds max_payload_size = {}",
                 m.payload.len(),
                 ctx.max_payload
             );
@@ -300,8 +372,7 @@ async fn process(ctx: Arc<Ctx>, msgs: Vec<Message>) -> UnitEnd {
             .parser
             .parse(m.subject.as_str(), &m.payload, ctx.now(&m));
         if let Some(first) = parsed.rejections.first() {
-            ctx.stats
-                .add_rejected_points(parsed.rejected_points().max(1));
+            (ctx.t.rejected_points)(parsed.rejected_points().max(1));
             if parsed.records.is_empty() {
                 ctx.terminate(&m, &first.to_string()).await;
                 continue;
@@ -326,11 +397,11 @@ async fn process(ctx: Arc<Ctx>, msgs: Vec<Message>) -> UnitEnd {
         let b = batch.take().unwrap_or_else(|| ctx.reparse(&held));
         let wait = match ctx.sink.submit(b, received).await {
             Ok(outcome) => {
-                ctx.stats.add_points(outcome.accepted);
-                ctx.stats.add_rejected_points(outcome.rejected);
+                ctx.t.handle.progress();
+                (ctx.t.rejected_points)(outcome.rejected);
                 for m in &held {
                     match m.ack().await {
-                        Ok(()) => ctx.stats.add_acked(1),
+                        Ok(()) => (ctx.t.acked)(1),
                         // Delivered again after the ack wait: a duplicate, not a loss.
                         Err(e) => tracing::debug!(source = %ctx.name, "cannot acknowledge: {e}"),
                     }

@@ -18,6 +18,7 @@
 //! names; the daemon starts, reloads and reports sources only through these traits.
 
 mod context;
+mod secret;
 mod shared;
 mod testing;
 
@@ -34,8 +35,9 @@ use tsfiled_core::probe::CheckItem;
 use tsfiled_core::{FieldDoc, KeyPath, Validator};
 
 pub use context::{Counter, Gauge, NoSourceMetrics, SourceContext, SourceMetrics, StatusReporter};
+pub use secret::Secret;
 pub use shared::{line_mapping, LineProtocolMapping};
-pub use testing::validate_table;
+pub use testing::{validate_table, RecordingMetrics};
 
 /// What a running source returns: `Ok` after a clean stop (its token was cancelled), else why
 /// it gave up.

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use rumqttc::{AsyncClient, Event, MqttOptions, Outgoing, Packet, QoS};
 use tokio_util::sync::CancellationToken;
-use tsfiled_connectors::mqtt::{run, CountingMetrics, MqttError, MqttSourceOptions};
+use tsfiled_connectors::mqtt::{run, CountingMetrics, MqttSourceOptions};
 use tsfiled_connectors::sink::MemorySink;
+use tsfiled_connectors::Error;
 use tsfiled_connectors::{FieldValue, Record};
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
@@ -224,7 +225,7 @@ pub async fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
 pub struct Connector {
     rt: Option<tokio::runtime::Runtime>,
     token: CancellationToken,
-    handle: Option<tokio::task::JoinHandle<Result<(), MqttError>>>,
+    handle: Option<tokio::task::JoinHandle<Result<(), Error>>>,
     pub sink: Arc<MemorySink>,
     pub metrics: Arc<CountingMetrics>,
 }
@@ -273,7 +274,7 @@ impl Connector {
     }
 
     /// Graceful stop; returns what `run` returned.
-    pub async fn stop(mut self) -> Result<(), MqttError> {
+    pub async fn stop(mut self) -> Result<(), Error> {
         self.token.cancel();
         let h = self.handle.take().expect("running");
         let r = tokio::time::timeout(Duration::from_secs(20), h)
@@ -287,7 +288,7 @@ impl Connector {
     }
 
     /// Waits for `run` to return on its own.
-    pub async fn join(mut self) -> Result<(), MqttError> {
+    pub async fn join(mut self) -> Result<(), Error> {
         let h = self.handle.take().expect("running");
         let r = tokio::time::timeout(Duration::from_secs(20), h)
             .await
