@@ -10,6 +10,8 @@
 //! partition boundary, WAL pressure or shutdown.
 
 pub mod batch;
+#[cfg(test)]
+mod fault_fs;
 pub mod files;
 mod flush;
 mod journal;

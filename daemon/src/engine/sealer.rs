@@ -282,3 +282,72 @@ impl SealDone {
         }
     }
 }
+
+#[cfg(test)]
+pub(super) mod tests {
+    use std::path::Path;
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    use tsfile::basic::Column;
+    use tsfile::DataType;
+
+    use super::super::batch::{SeriesData, WriteBatch};
+    use super::super::fault_fs::{FaultFs, FaultOp};
+    use super::super::files::SealJournal;
+    use super::super::schema::{Registry, SeriesType};
+    use super::super::{Engine, EngineOptions, SealReason, WallClock};
+    use crate::metrics::Metrics;
+
+    /// An engine writing under `dir` on `fs`, its files created at 1000 ms (so named
+    /// `<millis>-<version>-0.tsfile`, millis counting up from 1000 and the version of the
+    /// storage group counting up from 1 with each new file and each flush).
+    pub(in crate::engine) fn engine(dir: &Path, fs: &FaultFs) -> Engine {
+        let mut opts = EngineOptions::new("t", dir);
+        opts.fs = fs.fs();
+        opts.clock = WallClock::new(|| 1000);
+        let registry = Arc::new(Mutex::new(Registry::in_memory(vec![])));
+        Engine::open(opts, registry, Metrics::new()).unwrap()
+    }
+
+    /// Points of `root.sg.d1.s` (INT64) at `times`, value `10 t`.
+    fn batch(times: &[i64]) -> WriteBatch {
+        WriteBatch {
+            series: vec![SeriesData {
+                device: "root.sg.d1".into(),
+                measurement: "s".into(),
+                ty: SeriesType::default_for(DataType::INT64),
+                times: times.to_vec(),
+                values: Column::Int64(times.iter().map(|t| t * 10).collect()),
+            }],
+        }
+    }
+
+    /// A partition's seals commit one at a time, in log order: a seal handed to the sealer
+    /// thread while the partition's previous seal is still queued waits for it, and when that
+    /// one failed the partition is failed and nothing of it is committed. (A later seal
+    /// committed first would claim in the journal, as `covered`, that the failed seal's points
+    /// are sealed, and replay would skip them.)
+    #[test]
+    fn a_seal_waits_for_the_partitions_failed_previous_seal_and_commits_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = FaultFs::default();
+        let mut e = engine(tmp.path(), &faults);
+        e.start_sealer().unwrap();
+        // The partition's first file cannot be fsynced: its seal fails.
+        faults.fail(FaultOp::Sync, "1000-1-0.tsfile.tmp");
+        let key: (Arc<str>, i64) = (Arc::from("root.sg"), 0);
+        e.apply(0, batch(&[1, 2]), Instant::now(), false);
+        e.seal_group(&key, SealReason::Request);
+        e.apply(1, batch(&[3]), Instant::now(), false);
+        e.seal_group(&key, SealReason::Request);
+        e.stop_sealer();
+        let (_, entries) =
+            SealJournal::open(faults.fs(), &tmp.path().join("state/seals.log")).unwrap();
+        assert_eq!(entries, vec![]);
+        let g = &e.groups[&key];
+        assert!(g.failed.is_some());
+        // Its points are read back from the WAL from the first one on.
+        assert_eq!(g.first_lsn, Some(0));
+    }
+}

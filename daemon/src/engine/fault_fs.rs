@@ -1,0 +1,149 @@
+//! A file system for the engine's unit tests: the real one, with faults put on an operation
+//! of a file chosen by name (so the faults do not depend on the order in which the engine
+//! and the sealer thread make their calls).
+
+use std::any::Any;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use tsfiled_fsio::{DirEntry, Fs, FsFile, FsRef};
+
+/// An operation a fault can be put on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FaultOp {
+    /// `fsync` / `fdatasync` of the file.
+    Sync,
+    /// A rename of the file (as its source).
+    Rename,
+}
+
+#[derive(Debug, Default)]
+struct Rules(Mutex<Vec<(FaultOp, String)>>);
+
+impl Rules {
+    fn check(&self, op: FaultOp, path: &Path) -> io::Result<()> {
+        let rules = self.0.lock().unwrap();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if rules.iter().any(|(o, n)| *o == op && n == name) {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        Ok(())
+    }
+}
+
+/// The real file system; an operation [`FaultFs::fail`]ed on a file name fails with `EIO`
+/// every time until [`FaultFs::heal`].
+#[derive(Debug, Clone, Default)]
+pub(super) struct FaultFs {
+    rules: Arc<Rules>,
+}
+
+impl FaultFs {
+    /// The file system to give the engine (shares the faults with `self`).
+    pub(super) fn fs(&self) -> FsRef {
+        FsRef::new(self.clone())
+    }
+
+    /// Makes `op` fail on every file named `file_name`.
+    pub(super) fn fail(&self, op: FaultOp, file_name: &str) {
+        self.rules
+            .0
+            .lock()
+            .unwrap()
+            .push((op, file_name.to_string()));
+    }
+
+    /// Removes every fault.
+    pub(super) fn heal(&self) {
+        self.rules.0.lock().unwrap().clear();
+    }
+
+    fn wrap(&self, path: &Path, inner: Box<dyn FsFile>) -> Box<dyn FsFile> {
+        Box::new(FaultFile {
+            inner,
+            path: path.to_path_buf(),
+            rules: self.rules.clone(),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct FaultFile {
+    inner: Box<dyn FsFile>,
+    path: std::path::PathBuf,
+    rules: Arc<Rules>,
+}
+
+impl Write for FaultFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl FsFile for FaultFile {
+    fn sync_all(&mut self) -> io::Result<()> {
+        self.rules.check(FaultOp::Sync, &self.path)?;
+        self.inner.sync_all()
+    }
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.rules.check(FaultOp::Sync, &self.path)?;
+        self.inner.sync_data()
+    }
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn seek_to(&mut self, pos: u64) -> io::Result<()> {
+        self.inner.seek_to(pos)
+    }
+}
+
+fn real() -> FsRef {
+    tsfiled_fsio::std_fs()
+}
+
+impl Fs for FaultFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(self.wrap(path, real().create(path)?))
+    }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(self.wrap(path, real().create_new(path)?))
+    }
+    fn open_write(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(self.wrap(path, real().open_write(path)?))
+    }
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(self.wrap(path, real().open_append(path)?))
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        real().read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.rules.check(FaultOp::Rename, from)?;
+        real().rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        real().remove_file(path)
+    }
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        real().create_dir_all(path)
+    }
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        real().sync_dir(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+        real().read_dir(path)
+    }
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        real().file_len(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        real().exists(path)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>> {
+        real().lock(path)
+    }
+}
