@@ -5,7 +5,8 @@
 use std::any::Any;
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use tsfiled_fsio::{DirEntry, Fs, FsFile, FsRef};
 
@@ -19,21 +20,43 @@ pub(super) enum FaultOp {
 }
 
 #[derive(Debug, Default)]
-struct Rules(Mutex<Vec<(FaultOp, String)>>);
+struct Rules {
+    fail: Mutex<Vec<(FaultOp, String)>>,
+    held: Mutex<Vec<String>>,
+    released: Condvar,
+}
+
+/// How long a held fsync waits at most for [`FaultFs::release`] (so that a test of code that
+/// wrongly waits for a held seal fails instead of hanging).
+const HOLD_MAX: Duration = Duration::from_secs(5);
 
 impl Rules {
     fn check(&self, op: FaultOp, path: &Path) -> io::Result<()> {
-        let rules = self.0.lock().unwrap();
+        let rules = self.fail.lock().unwrap();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if rules.iter().any(|(o, n)| *o == op && n == name) {
             return Err(io::Error::from_raw_os_error(libc::EIO));
         }
         Ok(())
     }
+
+    /// Waits while the fsync of `path` is held.
+    fn wait_if_held(&self, path: &Path) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let deadline = Instant::now() + HOLD_MAX;
+        let mut held = self.held.lock().unwrap();
+        while held.iter().any(|n| n == name) {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            held = self.released.wait_timeout(held, deadline - now).unwrap().0;
+        }
+    }
 }
 
 /// The real file system; an operation [`FaultFs::fail`]ed on a file name fails with `EIO`
-/// every time until [`FaultFs::heal`].
+/// every time until [`FaultFs::heal`]; a [`FaultFs::hold`] fsync waits.
 #[derive(Debug, Clone, Default)]
 pub(super) struct FaultFs {
     rules: Arc<Rules>,
@@ -47,16 +70,25 @@ impl FaultFs {
 
     /// Makes `op` fail on every file named `file_name`.
     pub(super) fn fail(&self, op: FaultOp, file_name: &str) {
-        self.rules
-            .0
-            .lock()
-            .unwrap()
-            .push((op, file_name.to_string()));
+        let mut fail = self.rules.fail.lock().unwrap();
+        fail.push((op, file_name.to_string()));
     }
 
     /// Removes every fault.
     pub(super) fn heal(&self) {
-        self.rules.0.lock().unwrap().clear();
+        self.rules.fail.lock().unwrap().clear();
+    }
+
+    /// Makes the fsync of every file named `file_name` wait until [`FaultFs::release`] (at
+    /// most 5 s).
+    pub(super) fn hold(&self, file_name: &str) {
+        self.rules.held.lock().unwrap().push(file_name.to_string());
+    }
+
+    /// Lets held fsyncs go on.
+    pub(super) fn release(&self) {
+        self.rules.held.lock().unwrap().clear();
+        self.rules.released.notify_all();
     }
 
     fn wrap(&self, path: &Path, inner: Box<dyn FsFile>) -> Box<dyn FsFile> {
@@ -86,10 +118,12 @@ impl Write for FaultFile {
 
 impl FsFile for FaultFile {
     fn sync_all(&mut self) -> io::Result<()> {
+        self.rules.wait_if_held(&self.path);
         self.rules.check(FaultOp::Sync, &self.path)?;
         self.inner.sync_all()
     }
     fn sync_data(&mut self) -> io::Result<()> {
+        self.rules.wait_if_held(&self.path);
         self.rules.check(FaultOp::Sync, &self.path)?;
         self.inner.sync_data()
     }

@@ -303,18 +303,28 @@ pub(super) mod tests {
     /// `<millis>-<version>-0.tsfile`, millis counting up from 1000 and the version of the
     /// storage group counting up from 1 with each new file and each flush).
     pub(in crate::engine) fn engine(dir: &Path, fs: &FaultFs) -> Engine {
+        engine_at(dir, fs, 1000)
+    }
+
+    /// [`engine`] with the clock at `millis`.
+    fn engine_at(dir: &Path, fs: &FaultFs, millis: i64) -> Engine {
         let mut opts = EngineOptions::new("t", dir);
         opts.fs = fs.fs();
-        opts.clock = WallClock::new(|| 1000);
+        opts.clock = WallClock::new(move || millis);
         let registry = Arc::new(Mutex::new(Registry::in_memory(vec![])));
         Engine::open(opts, registry, Metrics::new()).unwrap()
     }
 
     /// Points of `root.sg.d1.s` (INT64) at `times`, value `10 t`.
     fn batch(times: &[i64]) -> WriteBatch {
+        batch_of("root.sg.d1", times)
+    }
+
+    /// Points of `<device>.s` (INT64) at `times`, value `10 t`.
+    fn batch_of(device: &str, times: &[i64]) -> WriteBatch {
         WriteBatch {
             series: vec![SeriesData {
-                device: "root.sg.d1".into(),
+                device: device.into(),
                 measurement: "s".into(),
                 ty: SeriesType::default_for(DataType::INT64),
                 times: times.to_vec(),
@@ -349,5 +359,101 @@ pub(super) mod tests {
         assert!(g.failed.is_some());
         // Its points are read back from the WAL from the first one on.
         assert_eq!(g.first_lsn, Some(0));
+        // Stopping now leaves it unsealed, and says so.
+        let log = logs(|| e.report_unsealed());
+        assert!(
+            log.contains("stopping with partitions that could not be sealed")
+                && log.contains("partitions=1"),
+            "{log}"
+        );
+        let healthy = engine(tempfile::tempdir().unwrap().path(), &FaultFs::default());
+        assert_eq!(logs(|| healthy.report_unsealed()), "");
+    }
+
+    /// What `f` logs.
+    fn logs(f: impl FnOnce()) -> String {
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let w = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || w.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let out = buf.0.lock().unwrap().clone();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Seals run on the sealer thread, off the intake path: handing a partition's files to
+    /// it does not wait for their fsync, and up to four seals wait behind it; handing a fifth
+    /// waits for the first to be done.
+    #[test]
+    fn seals_run_beside_intake_and_at_most_four_wait_behind_the_sealer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = FaultFs::default();
+        let mut e = engine(tmp.path(), &faults);
+        e.start_sealer().unwrap();
+        // The first file (root.a's) is not fsynced until released.
+        faults.hold("1000-1-0.tsfile.tmp");
+        let sgs = ["root.a", "root.b", "root.c", "root.d", "root.e"];
+        for (lsn, sg) in sgs.iter().enumerate() {
+            e.apply(
+                lsn as u64,
+                batch_of(&format!("{sg}.d1"), &[1]),
+                Instant::now(),
+                false,
+            );
+        }
+        let journal = tmp.path().join("state/seals.log");
+        let committed = || {
+            std::fs::read_to_string(&journal)
+                .map(|s| s.lines().count())
+                .unwrap_or(0)
+        };
+        for sg in &sgs[..4] {
+            e.seal_group(&(Arc::from(*sg), 0), SealReason::Request);
+            assert_eq!(committed(), 0, "{sg}: the engine waited for the held seal");
+        }
+        faults.release();
+        e.seal_group(&(Arc::from("root.e"), 0), SealReason::Request);
+        assert!(committed() >= 1);
+        e.stop_sealer();
+        assert_eq!(committed(), 5);
+    }
+
+    /// File names (`<millis>-<version>-0.tsfile`) sort after every sealed file even when the
+    /// clock went back, and versions go on from the largest sealed one (each new file and
+    /// each flush, which ends with a version record, take the next version of the storage
+    /// group).
+    #[test]
+    fn names_go_on_after_the_sealed_files_when_the_clock_went_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = FaultFs::default();
+        let key: (Arc<str>, i64) = (Arc::from("root.sg"), 0);
+        {
+            let mut e = engine_at(tmp.path(), &faults, 5000);
+            e.apply(0, batch(&[1]), Instant::now(), false);
+            e.seal_group(&key, SealReason::Request);
+        }
+        let mut e = engine_at(tmp.path(), &faults, 1000);
+        e.apply(1, batch(&[2]), Instant::now(), false);
+        e.seal_group(&key, SealReason::Request);
+        let mut names: Vec<String> = std::fs::read_dir(tmp.path().join("sequence/root.sg/0"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".tsfile"))
+            .collect();
+        names.sort();
+        assert_eq!(names, ["5000-1-0.tsfile", "5001-3-0.tsfile"]);
     }
 }
