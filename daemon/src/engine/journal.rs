@@ -358,11 +358,11 @@ mod tests {
     /// compacted: the next start renames it into place (the seal's documented recovery).
     #[test]
     fn a_file_whose_rename_failed_survives_compaction_and_is_renamed_at_the_next_start() {
-        use crate::engine::fault_fs::{FaultFs, FaultOp};
         use crate::engine::files::{FormatVersion, SealJournal, Space};
         use crate::engine::flush::open_file;
         use crate::engine::journal::JournalState;
         use crate::engine::sealer::SealJob;
+        use crate::engine::testing::{FaultFs, FaultOp};
         use crate::engine::SealReason;
         use std::collections::HashMap;
         let tmp = tempfile::tempdir().unwrap();
@@ -412,7 +412,7 @@ mod tests {
         assert!(dir.join("2000-2-0.tsfile").exists());
         drop(state);
         faults.heal();
-        let _engine = crate::engine::sealer::tests::engine(data, &faults);
+        let _engine = crate::engine::testing::engine(data, &faults);
         assert!(dir.join("1000-1-0.tsfile").exists());
         assert!(!dir.join("1000-1-0.tsfile.tmp").exists());
         assert!(dir.join("1000-1-0.tsfile.resource").exists());

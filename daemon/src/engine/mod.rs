@@ -10,8 +10,6 @@
 //! partition boundary, WAL pressure or shutdown.
 
 pub mod batch;
-#[cfg(test)]
-mod fault_fs;
 pub mod files;
 mod flush;
 mod journal;
@@ -20,6 +18,8 @@ mod retry;
 pub mod schema;
 mod sealer;
 mod status;
+#[cfg(test)]
+mod testing;
 
 use std::collections::HashMap;
 use std::io;

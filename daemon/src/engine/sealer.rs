@@ -284,36 +284,18 @@ impl SealDone {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use std::path::Path;
-    use std::sync::{Arc, Mutex};
+mod tests {
+    use std::sync::Arc;
     use std::time::Instant;
 
     use tsfile::basic::Column;
     use tsfile::DataType;
 
     use super::super::batch::{SeriesData, WriteBatch};
-    use super::super::fault_fs::{FaultFs, FaultOp};
     use super::super::files::SealJournal;
-    use super::super::schema::{Registry, SeriesType};
-    use super::super::{Engine, EngineOptions, SealReason, WallClock};
-    use crate::metrics::Metrics;
-
-    /// An engine writing under `dir` on `fs`, its files created at 1000 ms (so named
-    /// `<millis>-<version>-0.tsfile`, millis counting up from 1000 and the version of the
-    /// storage group counting up from 1 with each new file and each flush).
-    pub(in crate::engine) fn engine(dir: &Path, fs: &FaultFs) -> Engine {
-        engine_at(dir, fs, 1000)
-    }
-
-    /// [`engine`] with the clock at `millis`.
-    fn engine_at(dir: &Path, fs: &FaultFs, millis: i64) -> Engine {
-        let mut opts = EngineOptions::new("t", dir);
-        opts.fs = fs.fs();
-        opts.clock = WallClock::new(move || millis);
-        let registry = Arc::new(Mutex::new(Registry::in_memory(vec![])));
-        Engine::open(opts, registry, Metrics::new()).unwrap()
-    }
+    use super::super::schema::SeriesType;
+    use super::super::testing::{engine, engine_at, logs, FaultFs, FaultOp};
+    use super::super::SealReason;
 
     /// Points of `root.sg.d1.s` (INT64) at `times`, value `10 t`.
     fn batch(times: &[i64]) -> WriteBatch {
@@ -368,30 +350,6 @@ pub(super) mod tests {
         );
         let healthy = engine(tempfile::tempdir().unwrap().path(), &FaultFs::default());
         assert_eq!(logs(|| healthy.report_unsealed()), "");
-    }
-
-    /// What `f` logs.
-    fn logs(f: impl FnOnce()) -> String {
-        #[derive(Clone, Default)]
-        struct Buf(Arc<Mutex<Vec<u8>>>);
-        impl std::io::Write for Buf {
-            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(b);
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let buf = Buf::default();
-        let w = buf.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || w.clone())
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::with_default(subscriber, f);
-        let out = buf.0.lock().unwrap().clone();
-        String::from_utf8(out).unwrap()
     }
 
     /// Seals run on the sealer thread, off the intake path: handing a partition's files to

@@ -1,6 +1,6 @@
-//! A file system for the engine's unit tests: the real one, with faults put on an operation
-//! of a file chosen by name (so the faults do not depend on the order in which the engine
-//! and the sealer thread make their calls).
+//! Helpers of the engine's unit tests: a file system (the real one) with faults put on an
+//! operation of a file chosen by name (so the faults do not depend on the order in which
+//! the engine and the sealer thread make their calls), and the capture of what is logged.
 
 use std::any::Any;
 use std::io::{self, Write};
@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 
 use tsfiled_fsio::{DirEntry, Fs, FsFile, FsRef};
 
+use super::schema::Registry;
+use super::{Engine, EngineOptions, WallClock};
+use crate::metrics::Metrics;
+
 /// An operation a fault can be put on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum FaultOp {
@@ -17,6 +21,8 @@ pub(super) enum FaultOp {
     Sync,
     /// A rename of the file (as its source).
     Rename,
+    /// A write to the file: fails with `ENOSPC` (a full device).
+    Write,
 }
 
 #[derive(Debug, Default)]
@@ -35,7 +41,11 @@ impl Rules {
         let rules = self.fail.lock().unwrap();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if rules.iter().any(|(o, n)| *o == op && n == name) {
-            return Err(io::Error::from_raw_os_error(libc::EIO));
+            let errno = match op {
+                FaultOp::Write => libc::ENOSPC,
+                FaultOp::Sync | FaultOp::Rename => libc::EIO,
+            };
+            return Err(io::Error::from_raw_os_error(errno));
         }
         Ok(())
     }
@@ -55,8 +65,8 @@ impl Rules {
     }
 }
 
-/// The real file system; an operation [`FaultFs::fail`]ed on a file name fails with `EIO`
-/// every time until [`FaultFs::heal`]; a [`FaultFs::hold`] fsync waits.
+/// The real file system; an operation [`FaultFs::fail`]ed on a file name fails (`EIO`, or
+/// `ENOSPC` for writes) every time until [`FaultFs::heal`]; a [`FaultFs::hold`] fsync waits.
 #[derive(Debug, Clone, Default)]
 pub(super) struct FaultFs {
     rules: Arc<Rules>,
@@ -109,6 +119,7 @@ struct FaultFile {
 
 impl Write for FaultFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.rules.check(FaultOp::Write, &self.path)?;
         self.inner.write(buf)
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -180,4 +191,44 @@ impl Fs for FaultFs {
     fn lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>> {
         real().lock(path)
     }
+}
+
+/// What `f` logs.
+pub(super) fn logs(f: impl FnOnce()) -> String {
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Buf::default();
+    let w = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || w.clone())
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    let out = buf.0.lock().unwrap().clone();
+    String::from_utf8(out).unwrap()
+}
+
+/// An engine writing under `dir` on `fs`, its files created at 1000 ms (so named
+/// `<millis>-<version>-0.tsfile`, millis counting up from 1000 and the version of the
+/// storage group counting up from 1 with each new file and each flush).
+pub(super) fn engine(dir: &Path, fs: &FaultFs) -> Engine {
+    engine_at(dir, fs, 1000)
+}
+
+/// [`engine`] with the clock at `millis`.
+pub(super) fn engine_at(dir: &Path, fs: &FaultFs, millis: i64) -> Engine {
+    let mut opts = EngineOptions::new("t", dir);
+    opts.fs = fs.fs();
+    opts.clock = WallClock::new(move || millis);
+    let registry = Arc::new(Mutex::new(Registry::in_memory(vec![])));
+    Engine::open(opts, registry, Metrics::new()).unwrap()
 }
