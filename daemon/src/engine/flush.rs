@@ -615,6 +615,111 @@ mod tests {
         assert_eq!(files[0]["points"], 6);
         assert_eq!(files[0]["reason"], "shutdown");
     }
+
+    /// A series whose encoding is not written in TsFile v4 is written PLAIN with one warning
+    /// when the file first sees it (DOUBLE GORILLA: docs/configuration.md,
+    /// `storage.format_version`); a series written with its own encoding (INT64 TS_2DIFF)
+    /// warns nothing.
+    #[test]
+    fn v4_warns_once_per_file_for_a_series_written_plain() {
+        use std::collections::HashSet;
+        use std::io::BufWriter;
+
+        use tsfile::basic::Column;
+        use tsfile::DataType;
+
+        use super::{FileWriter, FlushSeries};
+        use crate::engine::files::FormatVersion;
+        use crate::engine::schema::SeriesType;
+        use crate::engine::testing::logs;
+
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tsfiled_fsio::std_fs()
+            .create(&tmp.path().join("1-1-0-0.tsfile"))
+            .unwrap();
+        let mut w =
+            FileWriter::new(BufWriter::new(out), Default::default(), FormatVersion::V4).unwrap();
+        let mut registered = HashSet::new();
+        let flush = |t: i64| -> Vec<FlushSeries> {
+            let key = |m: &str| (Arc::from("root.sg.d1"), Arc::from(m));
+            vec![
+                (
+                    key("f"),
+                    SeriesType::default_for(DataType::DOUBLE),
+                    vec![t],
+                    Column::Double(vec![0.5]),
+                ),
+                (
+                    key("i"),
+                    SeriesType::default_for(DataType::INT64),
+                    vec![t],
+                    Column::Int64(vec![7]),
+                ),
+            ]
+        };
+        let warnings = |log: &str| log.lines().filter(|l| l.contains("WARN")).count();
+        let first = logs(|| w.write_flush(&flush(1), &mut registered, 2).unwrap());
+        assert_eq!(warnings(&first), 1, "{first}");
+        assert!(
+            first.contains("root.sg.d1.f")
+                && first.contains("DOUBLE GORILLA is not written in TsFile v4"),
+            "{first}"
+        );
+        let later = logs(|| {
+            w.write_flush(&flush(2), &mut registered, 3).unwrap();
+            w.write_flush(&flush(3), &mut registered, 4).unwrap();
+        });
+        assert_eq!(warnings(&later), 0, "{later}");
+    }
+
+    /// A flush that fails while writing because the device is full is reported as a full
+    /// device (`ENOSPC`: the daemon's health reason "no space") for the flush, and the
+    /// partition waits for a retry from the write-ahead log.
+    #[test]
+    fn a_flush_on_a_full_device_is_reported_as_no_space() {
+        use tsfile::basic::Column;
+        use tsfile::DataType;
+
+        use crate::engine::batch::{SeriesData, WriteBatch};
+        use crate::engine::files::Space;
+        use crate::engine::schema::SeriesType;
+        use crate::engine::testing::{engine, FaultFs, FaultOp};
+        use crate::health::{FaultKind, StorageOp};
+
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = FaultFs::default();
+        let mut e = engine(tmp.path(), &faults);
+        faults.fail(FaultOp::Write, "1000-1-0.tsfile.tmp");
+        // 60000 TEXT points of 32 hex digits: far more than the file's 256 KiB write buffer,
+        // so the TsFile writer itself meets the full device.
+        let times: Vec<i64> = (0..60_000).collect();
+        let text = |t: i64| {
+            format!(
+                "{:032x}",
+                (t as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)
+            )
+        };
+        let batch = WriteBatch {
+            series: vec![SeriesData {
+                device: "root.sg.d1".into(),
+                measurement: "s".into(),
+                ty: SeriesType::default_for(DataType::TEXT),
+                values: Column::Text(times.iter().map(|&t| text(t).into_bytes()).collect()),
+                times,
+            }],
+        };
+        let key: (Arc<str>, i64) = (Arc::from("root.sg"), 0);
+        e.apply(0, batch, Instant::now(), false);
+        e.flush(&key, Space::Sequence);
+        let seen: Vec<(StorageOp, FaultKind)> = e
+            .health_handle()
+            .faults()
+            .into_iter()
+            .map(|f| (f.op, f.kind))
+            .collect();
+        assert_eq!(seen, vec![(StorageOp::Flush, FaultKind::NoSpace)]);
+        assert!(e.groups[&key].failed.is_some());
+    }
 }
 
 #[cfg(test)]

@@ -352,4 +352,69 @@ mod tests {
             "{names:?}"
         );
     }
+
+    /// A committed file whose rename into place failed stays in the journal when a later
+    /// seal of its partition replaces the partition's last entry and the journal is then
+    /// compacted: the next start renames it into place (the seal's documented recovery).
+    #[test]
+    fn a_file_whose_rename_failed_survives_compaction_and_is_renamed_at_the_next_start() {
+        use crate::engine::files::{FormatVersion, SealJournal, Space};
+        use crate::engine::flush::open_file;
+        use crate::engine::journal::JournalState;
+        use crate::engine::sealer::SealJob;
+        use crate::engine::testing::{FaultFs, FaultOp};
+        use crate::engine::SealReason;
+        use std::collections::HashMap;
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path();
+        let faults = FaultFs::default();
+        let fs = faults.fs();
+        std::fs::create_dir_all(data.join("state")).unwrap();
+        let (journal, _) = SealJournal::open(fs.clone(), &data.join("state/seals.log")).unwrap();
+        // 1001 entries counted: the second seal below, the 1003rd, is past 1000 + 2 for one
+        // partition and compacts the journal.
+        let mut state = JournalState {
+            journal,
+            entries: 1001,
+            last_by_group: HashMap::new(),
+            data_dir: data.to_path_buf(),
+            fs: fs.clone(),
+            unrenamed: vec![],
+            seal_delay: None,
+        };
+        let job = |id: u64, millis: i64, version: i64| SealJob {
+            id,
+            sg: "root.sg".into(),
+            partition: 0,
+            covered: 10 * id,
+            max_version: version,
+            files: vec![open_file(
+                &*fs,
+                data,
+                Space::Sequence,
+                "root.sg",
+                0,
+                millis,
+                version,
+                Default::default(),
+                FormatVersion::V2,
+            )
+            .unwrap()],
+            reason: SealReason::Size,
+            started: Instant::now(),
+        };
+        faults.fail(FaultOp::Rename, "1000-1-0.tsfile.tmp");
+        assert!(state.complete(job(1, 1000, 1)).error.is_none());
+        assert!(state.complete(job(2, 2000, 2)).error.is_none());
+        assert_eq!(state.entries, 2, "compacted");
+        let dir = data.join("sequence/root.sg/0");
+        assert!(dir.join("1000-1-0.tsfile.tmp").exists());
+        assert!(dir.join("2000-2-0.tsfile").exists());
+        drop(state);
+        faults.heal();
+        let _engine = crate::engine::testing::engine(data, &faults);
+        assert!(dir.join("1000-1-0.tsfile").exists());
+        assert!(!dir.join("1000-1-0.tsfile.tmp").exists());
+        assert!(dir.join("1000-1-0.tsfile.resource").exists());
+    }
 }

@@ -18,6 +18,8 @@ mod retry;
 pub mod schema;
 mod sealer;
 mod status;
+#[cfg(test)]
+mod testing;
 
 use std::collections::HashMap;
 use std::io;
@@ -755,6 +757,34 @@ mod tests {
             want.extend(expected("root.sg.a.b.c", t + 1));
         }
         assert_eq!(points, want);
+        // The encodings in the chunk headers: INT64's default TS_2DIFF is written in v4; the
+        // defaults of DOUBLE (GORILLA) and BOOLEAN (RLE) are not and become PLAIN
+        // (docs/configuration.md, `storage.format_version`).
+        let mut encodings: BTreeMap<String, std::collections::BTreeSet<&str>> = BTreeMap::new();
+        for f in &files {
+            let r = TsFileReaderV4::open_path(f).unwrap();
+            for d in r.devices().unwrap() {
+                for ts in &d.series {
+                    for (offset, _) in &ts.chunks {
+                        let (header, _) = r.chunk_header(*offset).unwrap();
+                        encodings
+                            .entry(ts.measurement.clone())
+                            .or_default()
+                            .insert(header.encoding().unwrap().name());
+                    }
+                }
+            }
+        }
+        let one = |e: &'static str| std::collections::BTreeSet::from([e]);
+        assert_eq!(
+            encodings,
+            BTreeMap::from([
+                ("b".to_string(), one("PLAIN")),
+                ("f".to_string(), one("PLAIN")),
+                ("i".to_string(), one("TS_2DIFF")),
+                ("s".to_string(), one("PLAIN")),
+            ])
+        );
         assert!(
             files
                 .iter()

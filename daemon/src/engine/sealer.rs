@@ -282,3 +282,136 @@ impl SealDone {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use tsfile::basic::Column;
+    use tsfile::DataType;
+
+    use super::super::batch::{SeriesData, WriteBatch};
+    use super::super::files::SealJournal;
+    use super::super::schema::SeriesType;
+    use super::super::testing::{engine, engine_at, logs, FaultFs, FaultOp};
+    use super::super::SealReason;
+
+    /// Points of `root.sg.d1.s` (INT64) at `times`, value `10 t`.
+    fn batch(times: &[i64]) -> WriteBatch {
+        batch_of("root.sg.d1", times)
+    }
+
+    /// Points of `<device>.s` (INT64) at `times`, value `10 t`.
+    fn batch_of(device: &str, times: &[i64]) -> WriteBatch {
+        WriteBatch {
+            series: vec![SeriesData {
+                device: device.into(),
+                measurement: "s".into(),
+                ty: SeriesType::default_for(DataType::INT64),
+                times: times.to_vec(),
+                values: Column::Int64(times.iter().map(|t| t * 10).collect()),
+            }],
+        }
+    }
+
+    /// A partition's seals commit one at a time, in log order: a seal handed to the sealer
+    /// thread while the partition's previous seal is still queued waits for it, and when that
+    /// one failed the partition is failed and nothing of it is committed. (A later seal
+    /// committed first would claim in the journal, as `covered`, that the failed seal's points
+    /// are sealed, and replay would skip them.)
+    #[test]
+    fn a_seal_waits_for_the_partitions_failed_previous_seal_and_commits_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = FaultFs::default();
+        let mut e = engine(tmp.path(), &faults);
+        e.start_sealer().unwrap();
+        // The partition's first file cannot be fsynced: its seal fails.
+        faults.fail(FaultOp::Sync, "1000-1-0.tsfile.tmp");
+        let key: (Arc<str>, i64) = (Arc::from("root.sg"), 0);
+        e.apply(0, batch(&[1, 2]), Instant::now(), false);
+        e.seal_group(&key, SealReason::Request);
+        e.apply(1, batch(&[3]), Instant::now(), false);
+        e.seal_group(&key, SealReason::Request);
+        e.stop_sealer();
+        let (_, entries) =
+            SealJournal::open(faults.fs(), &tmp.path().join("state/seals.log")).unwrap();
+        assert_eq!(entries, vec![]);
+        let g = &e.groups[&key];
+        assert!(g.failed.is_some());
+        // Its points are read back from the WAL from the first one on.
+        assert_eq!(g.first_lsn, Some(0));
+        // Stopping now leaves it unsealed, and says so.
+        let log = logs(|| e.report_unsealed());
+        assert!(
+            log.contains("stopping with partitions that could not be sealed")
+                && log.contains("partitions=1"),
+            "{log}"
+        );
+        let healthy = engine(tempfile::tempdir().unwrap().path(), &FaultFs::default());
+        assert_eq!(logs(|| healthy.report_unsealed()), "");
+    }
+
+    /// Seals run on the sealer thread, off the intake path: handing a partition's files to
+    /// it does not wait for their fsync, and up to four seals wait behind it; handing a fifth
+    /// waits for the first to be done.
+    #[test]
+    fn seals_run_beside_intake_and_at_most_four_wait_behind_the_sealer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = FaultFs::default();
+        let mut e = engine(tmp.path(), &faults);
+        e.start_sealer().unwrap();
+        // The first file (root.a's) is not fsynced until released.
+        faults.hold("1000-1-0.tsfile.tmp");
+        let sgs = ["root.a", "root.b", "root.c", "root.d", "root.e"];
+        for (lsn, sg) in sgs.iter().enumerate() {
+            e.apply(
+                lsn as u64,
+                batch_of(&format!("{sg}.d1"), &[1]),
+                Instant::now(),
+                false,
+            );
+        }
+        let journal = tmp.path().join("state/seals.log");
+        let committed = || {
+            std::fs::read_to_string(&journal)
+                .map(|s| s.lines().count())
+                .unwrap_or(0)
+        };
+        for sg in &sgs[..4] {
+            e.seal_group(&(Arc::from(*sg), 0), SealReason::Request);
+            assert_eq!(committed(), 0, "{sg}: the engine waited for the held seal");
+        }
+        faults.release();
+        e.seal_group(&(Arc::from("root.e"), 0), SealReason::Request);
+        assert!(committed() >= 1);
+        e.stop_sealer();
+        assert_eq!(committed(), 5);
+    }
+
+    /// File names (`<millis>-<version>-0.tsfile`) sort after every sealed file even when the
+    /// clock went back, and versions go on from the largest sealed one (each new file and
+    /// each flush, which ends with a version record, take the next version of the storage
+    /// group).
+    #[test]
+    fn names_go_on_after_the_sealed_files_when_the_clock_went_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = FaultFs::default();
+        let key: (Arc<str>, i64) = (Arc::from("root.sg"), 0);
+        {
+            let mut e = engine_at(tmp.path(), &faults, 5000);
+            e.apply(0, batch(&[1]), Instant::now(), false);
+            e.seal_group(&key, SealReason::Request);
+        }
+        let mut e = engine_at(tmp.path(), &faults, 1000);
+        e.apply(1, batch(&[2]), Instant::now(), false);
+        e.seal_group(&key, SealReason::Request);
+        let mut names: Vec<String> = std::fs::read_dir(tmp.path().join("sequence/root.sg/0"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".tsfile"))
+            .collect();
+        names.sort();
+        assert_eq!(names, ["5000-1-0.tsfile", "5001-3-0.tsfile"]);
+    }
+}
