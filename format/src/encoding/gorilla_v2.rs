@@ -282,9 +282,11 @@ impl Encoder for GorillaV2Encoder {
         Ok(())
     }
     fn max_byte_size(&self) -> usize {
-        // Java/C++ `getMaxByteSize`: one value at most, plus the end marker.
+        // The C++ writer's `get_max_byte_size` (`INT32_ONE_ITEM_MAX_SIZE` or
+        // `INT64_ONE_ITEM_MAX_SIZE`): a value's control bits, both counts and all its
+        // bits, `(2 + 5 + 5 + 32) / 8 + 1` or `(2 + 6 + 6 + 64) / 8 + 1` bytes.
         if self.width == 32 {
-            5
+            6
         } else {
             10
         }
