@@ -509,6 +509,57 @@ mod tests {
         assert_eq!(l, [0, 0x80_0000_0001]);
     }
 
+    /// Case `01` written against a value other than the first: the C++ writer's
+    /// metadata `256 * (64 + index) + 32 * code + count` in 16 bits (`512 * (128 +
+    /// index) + 64 * code + count` in 18 bits for 64-bit values), worked out by hand.
+    #[test]
+    fn hand_computed_case_01_with_an_older_index() {
+        // 1; 0x1000 (key 0, first seen): xor 0x1001 with the previous value, 19
+        // leading zeros -> code 4 (18) -> `11 100` + 14 bits; 0x3000 (key 0, last
+        // seen at index 1): xor 0x2000 has 13 > 11 trailing zeros -> `01` index 1,
+        // code 4 (18 leading), 1 significant bit; the marker 0x80000000 (key 0, index
+        // 2): xor 0x80003000, 12 trailing zeros -> `01` index 2, code 0, 20 bits. 104
+        // bits, so the closing byte is an added zero.
+        let want = bytes(&format!(
+            "{:032b} 11 100 01000000000001 01 000001 100 00001 1 \
+             01 000010 000 10100 {:020b} 00000000",
+            1, 0x80003
+        ));
+        let mut e = ChimpEncoder::int32();
+        let mut out = Vec::new();
+        for v in [1, 0x1000, 0x3000] {
+            e.encode_i32(v, &mut out).unwrap();
+        }
+        e.flush(&mut out).unwrap();
+        assert_eq!(out, want);
+        let mut back = Vec::new();
+        decode_i32(&out, 3, &mut back).unwrap();
+        assert_eq!(back, [1, 0x1000, 0x3000]);
+        // 64-bit: 1; 0x4000 (key 0 of 14 bits): xor 0x4001, 49 leading zeros -> code
+        // 7 (24) -> `11 111` + 40 bits; 0xc000: xor 0x8000 with index 1 has 15 > 13
+        // trailing zeros -> `01` index 1 (7 bits), code 7, 64 - 24 - 15 = 25 bits;
+        // the marker i64::MIN: xor 0x800000000000c000 with index 2, 14 trailing
+        // zeros -> `01` index 2, code 0, 50 bits. 220 bits.
+        let want = bytes(&format!(
+            "{:064b} 11 111 {:040b} 01 0000001 111 011001 {:025b} \
+             01 0000010 000 110010 {:050b}",
+            1,
+            0x4001,
+            1,
+            (1u64 << 49) | 3
+        ));
+        let mut e = ChimpEncoder::int64();
+        let mut out = Vec::new();
+        for v in [1, 0x4000, 0xc000] {
+            e.encode_i64(v, &mut out).unwrap();
+        }
+        e.flush(&mut out).unwrap();
+        assert_eq!(out, want);
+        let mut back = Vec::new();
+        decode_i64(&out, 3, &mut back).unwrap();
+        assert_eq!(back, [1, 0x4000, 0xc000]);
+    }
+
     /// The end marker is not a value: a page read for more values than it holds fails
     /// where the marker is; so does a stream cut short.
     #[test]
