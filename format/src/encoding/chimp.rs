@@ -20,6 +20,10 @@ use super::gorilla_v2::{BitReader, Bits};
 use super::Encoder;
 use crate::errors::{Error, Result};
 
+/// The stored leading-zero count when none is stored (after the first value and cases
+/// `00` / `01`): equal to no rounded count, so the next XOR takes case `11`.
+const NO_LEAD: u32 = u32::MAX;
+
 /// Rounded leading-zero counts by code.
 const LEADING_DECODE: [u32; 8] = [0, 8, 12, 16, 18, 20, 22, 24];
 
@@ -92,7 +96,7 @@ impl ChimpEncoder {
             kind,
             bits: Bits::default(),
             first: true,
-            stored_lead: u32::MAX,
+            stored_lead: NO_LEAD,
             values: vec![0; p],
             indices: vec![0; 1 << (t + 1)],
             index: 0,
@@ -164,18 +168,20 @@ impl ChimpEncoder {
         };
         if x == 0 {
             self.bits.put(prev_index as u64, log2p + 2, out);
-            self.stored_lead = w + 1;
+            self.stored_lead = NO_LEAD;
         } else {
             let lz = x.leading_zeros() - (64 - w);
             let (code, lead) = leading_round(lz);
             if trailing > t {
                 let sig = w - lead - trailing;
                 let sig_bits = if w == 32 { 5 } else { 6 };
+                // `01`, the index, the code, the count: as the C++ writer, the sum
+                // `2^(3 + sig_bits) * (P + index) + 2^sig_bits * code + count`
                 let meta =
-                    (((p + prev_index) as u64) << (3 + sig_bits)) | (code << sig_bits) | sig as u64;
+                    (((p + prev_index) as u64) << (3 + sig_bits)) + (code << sig_bits) + sig as u64;
                 self.bits.put(meta, log2p + 2 + 3 + sig_bits, out);
                 self.bits.put(x >> trailing, sig, out);
-                self.stored_lead = w + 1;
+                self.stored_lead = NO_LEAD;
             } else if lead == self.stored_lead {
                 self.bits.put(0b10, 2, out);
                 self.bits.put(x, w - lead, out);
@@ -294,9 +300,12 @@ fn decode_raw(
     Ok(())
 }
 
+// The `reserve` below: every value after the first takes at least 8 bits (case `00`
+// with its index), so a column holds at most one value per byte.
+
 /// Decodes exactly `count` INT32 values.
 pub fn decode_i32(data: &[u8], count: usize, out: &mut Vec<i32>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
+    out.reserve(count.min(data.len()));
     decode_raw("CHIMP INT32 column", Kind::Int32, data, count, |b| {
         out.push(b as u32 as i32)
     })
@@ -304,7 +313,7 @@ pub fn decode_i32(data: &[u8], count: usize, out: &mut Vec<i32>) -> Result<()> {
 
 /// Decodes exactly `count` INT64 values.
 pub fn decode_i64(data: &[u8], count: usize, out: &mut Vec<i64>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
+    out.reserve(count.min(data.len()));
     decode_raw("CHIMP INT64 column", Kind::Int64, data, count, |b| {
         out.push(b as i64)
     })
@@ -312,7 +321,7 @@ pub fn decode_i64(data: &[u8], count: usize, out: &mut Vec<i64>) -> Result<()> {
 
 /// Decodes exactly `count` FLOAT values.
 pub fn decode_f32(data: &[u8], count: usize, out: &mut Vec<f32>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
+    out.reserve(count.min(data.len()));
     decode_raw("CHIMP FLOAT column", Kind::Float, data, count, |b| {
         out.push(f32::from_bits(b as u32))
     })
@@ -320,7 +329,7 @@ pub fn decode_f32(data: &[u8], count: usize, out: &mut Vec<f32>) -> Result<()> {
 
 /// Decodes exactly `count` DOUBLE values.
 pub fn decode_f64(data: &[u8], count: usize, out: &mut Vec<f64>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
+    out.reserve(count.min(data.len()));
     decode_raw("CHIMP DOUBLE column", Kind::Double, data, count, |b| {
         out.push(f64::from_bits(b))
     })
@@ -442,7 +451,10 @@ mod tests {
         i.flush(&mut out).unwrap();
         assert_eq!(
             out,
-            bytes(&format!("{:032b} 00 000000 11 000 {:032b}", 7, 0x8000_0007u32))
+            bytes(&format!(
+                "{:032b} 00 000000 11 000 {:032b}",
+                7, 0x8000_0007u32
+            ))
         );
     }
 
@@ -462,15 +474,28 @@ mod tests {
     fn case_01_fields() {
         let mut v = Vec::new();
         let first = format!("{:032b}", 0);
-        decode_i32(&bytes(&format!("{first} 01 000000 111 01000 10101011")), 2, &mut v).unwrap();
+        decode_i32(
+            &bytes(&format!("{first} 01 000000 111 01000 10101011")),
+            2,
+            &mut v,
+        )
+        .unwrap();
         assert_eq!(v, [0, 0xab]);
         // trailing zeros: 32 - 24 - 4 = 4
         v.clear();
-        decode_i32(&bytes(&format!("{first} 01 000000 111 00100 1011")), 2, &mut v).unwrap();
+        decode_i32(
+            &bytes(&format!("{first} 01 000000 111 00100 1011")),
+            2,
+            &mut v,
+        )
+        .unwrap();
         assert_eq!(v, [0, 0xb0]);
         v.clear();
         decode_i32(
-            &bytes(&format!("{first} 01 000000 000 00000 {:032b}", 0xdead_beefu32)),
+            &bytes(&format!(
+                "{first} 01 000000 000 00000 {:032b}",
+                0xdead_beefu32
+            )),
             2,
             &mut v,
         )
@@ -478,10 +503,7 @@ mod tests {
         assert_eq!(v, [0, 0xdead_beefu32 as i32]);
         // against an older value of the window: index 1 holds 0x100
         v.clear();
-        let s = format!(
-            "{first} 11 000 {:032b} 01 000001 110 00010 11",
-            0x100u32
-        );
+        let s = format!("{first} 11 000 {:032b} 01 000001 110 00010 11", 0x100u32);
         decode_i32(&bytes(&s), 3, &mut v).unwrap();
         assert_eq!(v, [0, 0x100, 0x100 ^ (0b11 << 8)]);
         // 24 + 9 > 32: the error is at the byte after the count field (bit 48)
@@ -496,11 +518,21 @@ mod tests {
         let first = format!("{:032b}", 0);
         let mut v = Vec::new();
         // 11 + code 7 (24 zeros) + 8 bits 0x01 -> 1; 10 + 8 bits 0x03 -> 1 ^ 3 = 2
-        decode_i32(&bytes(&format!("{first} 11 111 00000001 10 00000011")), 3, &mut v).unwrap();
+        decode_i32(
+            &bytes(&format!("{first} 11 111 00000001 10 00000011")),
+            3,
+            &mut v,
+        )
+        .unwrap();
         assert_eq!(v, [0, 1, 2]);
         // code 3 is 16 zeros: 16 bits follow
         v.clear();
-        decode_i32(&bytes(&format!("{first} 11 011 1000000000000001")), 2, &mut v).unwrap();
+        decode_i32(
+            &bytes(&format!("{first} 11 011 1000000000000001")),
+            2,
+            &mut v,
+        )
+        .unwrap();
         assert_eq!(v, [0, 0x8001]);
         // the same in 64 bits: code 7 (24 zeros) + 40 bits
         let mut l = Vec::new();
@@ -564,14 +596,20 @@ mod tests {
     /// where the marker is; so does a stream cut short.
     #[test]
     fn marker_and_truncation_are_errors() {
-        let page = bytes(&format!("{:032b} 00 000000 11 000 {:032b}", 7, 0x8000_0007u32));
+        let page = bytes(&format!(
+            "{:032b} 00 000000 11 000 {:032b}",
+            7, 0x8000_0007u32
+        ));
         let mut v = Vec::new();
         // 32 + 8 + 5 + 32 = 77 bits read: byte 9
         assert_eq!(decode_err_at(decode_i32(&page, 3, &mut v)), 9);
         assert_eq!(v, [7, 7]);
         assert!(decode_i32(&[0, 0, 0], 1, &mut Vec::new()).is_err());
         // a float page's marker is NaN 0x7fc00000
-        let f = bytes(&format!("{:032b} 11 000 {:032b}", 0x3f80_0000u32, 0x4040_0000u32));
+        let f = bytes(&format!(
+            "{:032b} 11 000 {:032b}",
+            0x3f80_0000u32, 0x4040_0000u32
+        ));
         let mut fv = Vec::new();
         decode_f32(&f, 1, &mut fv).unwrap();
         assert_eq!(fv, [1.0]);
@@ -579,15 +617,17 @@ mod tests {
         // a double page's marker is 0x7ff8000000000000
         let d = bytes(&format!(
             "{:064b} 11 000 {:064b}",
-            0x3ff0_0000_0000_0000u64,
-            0x4008_0000_0000_0000u64
+            0x3ff0_0000_0000_0000u64, 0x4008_0000_0000_0000u64
         ));
         let mut dv = Vec::new();
         decode_f64(&d, 1, &mut dv).unwrap();
         assert_eq!(dv, [1.0]);
         assert!(decode_f64(&d, 2, &mut Vec::new()).is_err());
         // and an INT64 page's is i64::MIN
-        let l = bytes(&format!("{:064b} 11 000 {:064b}", 1u64, 0x8000_0000_0000_0001u64));
+        let l = bytes(&format!(
+            "{:064b} 11 000 {:064b}",
+            1u64, 0x8000_0000_0000_0001u64
+        ));
         let mut lv = Vec::new();
         decode_i64(&l, 1, &mut lv).unwrap();
         assert_eq!(lv, [1]);

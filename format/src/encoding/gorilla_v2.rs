@@ -590,7 +590,10 @@ mod tests {
         let mut out = Vec::new();
         e.encode_f32(1.0, &mut out).unwrap();
         e.encode_f32(2.0, &mut out).unwrap();
-        assert!(e.flush_frame(&mut out), "the marker ended on a byte boundary");
+        assert!(
+            e.flush_frame(&mut out),
+            "the marker ended on a byte boundary"
+        );
         assert_eq!(out, want);
         // the frame is the 10 bytes, whatever follows
         let mut more = want.clone();
@@ -679,7 +682,10 @@ mod tests {
     fn truncation_error_offset() {
         // the first value (32 bits) then nothing: the second value's control bit is
         // missing at bit 32, byte 4
-        assert_eq!(decode_err_at(decode_i32(&[0, 0, 0, 1], 2, &mut Vec::new())), 4);
+        assert_eq!(
+            decode_err_at(decode_i32(&[0, 0, 0, 1], 2, &mut Vec::new())),
+            4
+        );
         // 16 bits of a 32-bit first value: at byte 0
         assert_eq!(decode_err_at(decode_i32(&[0, 1], 1, &mut Vec::new())), 0);
         // after 0, 1 (32 + 13 bits) a `10` needs 1 more bit than the 6 bytes hold

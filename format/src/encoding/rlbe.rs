@@ -466,10 +466,7 @@ mod tests {
             e.encode_i32(1, &mut out).unwrap();
         }
         e.flush(&mut out).unwrap();
-        assert_eq!(
-            out,
-            bytes(&format!("{:032b} 000001 0001 1 1 0 0 0 0", 5))
-        );
+        assert_eq!(out, bytes(&format!("{:032b} 000001 0001 1 1 0 0 0 0", 5)));
         let mut back = Vec::new();
         decode_i32(&out, 5, &mut back).unwrap();
         assert_eq!(back, [1; 5]);
@@ -498,20 +495,39 @@ mod tests {
         two.extend(bytes(&format!("{:032b}", 0)));
         assert_eq!(decode_err_at(d(&two, 2)), 6);
         // bit length 0; 33 for 32-bit values (after the 38 bits read: byte 4)
-        assert_eq!(decode_err_at(d(&bytes(&format!("{:032b} 000000 11 1", 1)), 1)), 4);
-        assert_eq!(decode_err_at(d(&bytes(&format!("{:032b} 100001 11 1", 1)), 1)), 4);
+        assert_eq!(
+            decode_err_at(d(&bytes(&format!("{:032b} 000000 11 1", 1)), 1)),
+            4
+        );
+        assert_eq!(
+            decode_err_at(d(&bytes(&format!("{:032b} 100001 11 1", 1)), 1)),
+            4
+        );
         // 32 is the full width: the entry's top bit, written clear, is set again
         let mut v = Vec::new();
-        decode_i32(&bytes(&format!("{:032b} 100000 11 {:032b}", 1, 5)), 1, &mut v).unwrap();
+        decode_i32(
+            &bytes(&format!("{:032b} 100000 11 {:032b}", 1, 5)),
+            1,
+            &mut v,
+        )
+        .unwrap();
         assert_eq!(v, [i32::MIN + 5]);
         // for 64-bit values 64 is valid and 65 is not
         let mut l = Vec::new();
-        decode_i64(&bytes(&format!("{:032b} 1000000 11 {:064b}", 1, 5)), 1, &mut l).unwrap();
+        decode_i64(
+            &bytes(&format!("{:032b} 1000000 11 {:064b}", 1, 5)),
+            1,
+            &mut l,
+        )
+        .unwrap();
         assert_eq!(l, [i64::MIN + 5]);
         let bad = bytes(&format!("{:032b} 1000001 11 {:064b}", 1, 5));
         assert!(decode_i64(&bad, 1, &mut Vec::new()).is_err());
         // a run of 2 in a block of 1 (found after `01`, bit 40: byte 5)
-        assert_eq!(decode_err_at(d(&bytes(&format!("{:032b} 000001 011 1 1", 1)), 1)), 5);
+        assert_eq!(
+            decode_err_at(d(&bytes(&format!("{:032b} 000001 011 1 1", 1)), 1)),
+            5
+        );
         // a run of 2 in a block of 2 is the block
         let mut v = Vec::new();
         decode_i32(&bytes(&format!("{:032b} 000001 011 1 1", 2)), 2, &mut v).unwrap();

@@ -716,7 +716,10 @@ mod tests {
         b[0] = 0;
         assert_eq!(decode_err_at(decode_i32(&b, 9, &mut Vec::new())), 0);
         // after the ramp block of `hand_computed_block_of_a_ramp`, at byte 3
-        assert_eq!(decode_err_at(decode_i32(&[1, 10, 0xff, 0], 10, &mut Vec::new())), 3);
+        assert_eq!(
+            decode_err_at(decode_i32(&[1, 10, 0xff, 0], 10, &mut Vec::new())),
+            3
+        );
         // INT64: w = 64, the first value in 8 bytes, then 64 bytes
         let mut b = vec![64, 0, 0, 0, 0, 0, 0, 0, 7];
         b.extend_from_slice(&[0; 64]);
