@@ -510,7 +510,7 @@ mod tests {
     /// Bytes of an MSB-first bit string (spaces ignored), the last byte padded with zeros.
     fn bytes(bits: &str) -> Vec<u8> {
         let mut b: String = bits.chars().filter(|c| !c.is_whitespace()).collect();
-        while b.len() % 8 != 0 {
+        while !b.len().is_multiple_of(8) {
             b.push('0');
         }
         (0..b.len() / 8)
@@ -706,7 +706,7 @@ mod tests {
         let data = [0b1010_1100, 0b0101_0011, 0xff];
         let mut r = BitReader::new("test", &data);
         assert_eq!(r.get(3).unwrap(), 0b101);
-        assert_eq!(r.get(7).unwrap(), 0b01100_01);
+        assert_eq!(r.get(7).unwrap(), 0b011_0001);
         assert_eq!(r.byte_pos(), 1);
         r.align();
         assert_eq!(r.byte_pos(), 2);

@@ -375,7 +375,7 @@ mod tests {
     /// Bytes of an MSB-first bit string (spaces ignored), the last byte padded with zeros.
     fn bytes(bits: &str) -> Vec<u8> {
         let mut b: String = bits.chars().filter(|c| !c.is_whitespace()).collect();
-        while b.len() % 8 != 0 {
+        while !b.len().is_multiple_of(8) {
             b.push('0');
         }
         (0..b.len() / 8)
