@@ -734,6 +734,27 @@ mod tests {
         assert_eq!(v, [10, 11, 12, 13]);
     }
 
+    /// INT64 steps of 2^20: the predictions (`acc >> 3` times the last difference,
+    /// `>> 16`) stay far below 2^63, so Java's 64-bit product equals the C++ reader's
+    /// exact one and the block is bit-packed, not written as a short block.
+    #[test]
+    fn int64_block_both_readers_predict_alike_is_bit_packed() {
+        let vals: Vec<i64> = (0..9).map(|i| i << 20).collect();
+        let mut e = SprintzEncoder::int64();
+        let mut out = Vec::new();
+        for v in &vals {
+            e.encode_i64(*v, &mut out).unwrap();
+        }
+        let w = out[0] as usize;
+        assert!((1..=64).contains(&w), "a bit width, not a short block: {:#x}", out[0]);
+        assert_eq!(out[1..9], [0; 8], "the first value, 0, in 8 bytes");
+        assert_eq!(out.len(), 1 + 8 + w);
+        assert_eq!(java_misread_blocks(false, &out, 9).unwrap(), 0);
+        let mut back = Vec::new();
+        decode_i64(&out, 9, &mut back).unwrap();
+        assert_eq!(back, vals);
+    }
+
     /// Bit-packed, an error of 2^30 would read back wrong in Java and C++ (they undo
     /// the mapping in 32-bit signed arithmetic: `(2^31 - 1 + 1) / 2` overflows), so
     /// such a block is written as a short block of its 9 values.
