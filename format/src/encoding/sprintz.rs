@@ -746,7 +746,11 @@ mod tests {
             e.encode_i64(*v, &mut out).unwrap();
         }
         let w = out[0] as usize;
-        assert!((1..=64).contains(&w), "a bit width, not a short block: {:#x}", out[0]);
+        assert!(
+            (1..=64).contains(&w),
+            "a bit width, not a short block: {:#x}",
+            out[0]
+        );
         assert_eq!(out[1..9], [0; 8], "the first value, 0, in 8 bytes");
         assert_eq!(out.len(), 1 + 8 + w);
         assert_eq!(java_misread_blocks(false, &out, 9).unwrap(), 0);
