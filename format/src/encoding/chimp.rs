@@ -20,6 +20,10 @@ use super::gorilla_v2::{BitReader, Bits};
 use super::Encoder;
 use crate::errors::{Error, Result};
 
+/// The stored leading-zero count when none is stored (after the first value and cases
+/// `00` / `01`): equal to no rounded count, so the next XOR takes case `11`.
+const NO_LEAD: u32 = u32::MAX;
+
 /// Rounded leading-zero counts by code.
 const LEADING_DECODE: [u32; 8] = [0, 8, 12, 16, 18, 20, 22, 24];
 
@@ -92,7 +96,7 @@ impl ChimpEncoder {
             kind,
             bits: Bits::default(),
             first: true,
-            stored_lead: u32::MAX,
+            stored_lead: NO_LEAD,
             values: vec![0; p],
             indices: vec![0; 1 << (t + 1)],
             index: 0,
@@ -164,18 +168,20 @@ impl ChimpEncoder {
         };
         if x == 0 {
             self.bits.put(prev_index as u64, log2p + 2, out);
-            self.stored_lead = w + 1;
+            self.stored_lead = NO_LEAD;
         } else {
             let lz = x.leading_zeros() - (64 - w);
             let (code, lead) = leading_round(lz);
             if trailing > t {
                 let sig = w - lead - trailing;
                 let sig_bits = if w == 32 { 5 } else { 6 };
+                // `01`, the index, the code, the count: as the C++ writer, the sum
+                // `2^(3 + sig_bits) * (P + index) + 2^sig_bits * code + count`
                 let meta =
-                    (((p + prev_index) as u64) << (3 + sig_bits)) | (code << sig_bits) | sig as u64;
+                    (((p + prev_index) as u64) << (3 + sig_bits)) + (code << sig_bits) + sig as u64;
                 self.bits.put(meta, log2p + 2 + 3 + sig_bits, out);
                 self.bits.put(x >> trailing, sig, out);
-                self.stored_lead = w + 1;
+                self.stored_lead = NO_LEAD;
             } else if lead == self.stored_lead {
                 self.bits.put(0b10, 2, out);
                 self.bits.put(x, w - lead, out);
@@ -294,9 +300,12 @@ fn decode_raw(
     Ok(())
 }
 
+// The `reserve` below: every value after the first takes at least 8 bits (case `00`
+// with its index), so a column holds at most one value per byte.
+
 /// Decodes exactly `count` INT32 values.
 pub fn decode_i32(data: &[u8], count: usize, out: &mut Vec<i32>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
+    out.reserve(count.min(data.len()));
     decode_raw("CHIMP INT32 column", Kind::Int32, data, count, |b| {
         out.push(b as u32 as i32)
     })
@@ -304,7 +313,7 @@ pub fn decode_i32(data: &[u8], count: usize, out: &mut Vec<i32>) -> Result<()> {
 
 /// Decodes exactly `count` INT64 values.
 pub fn decode_i64(data: &[u8], count: usize, out: &mut Vec<i64>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
+    out.reserve(count.min(data.len()));
     decode_raw("CHIMP INT64 column", Kind::Int64, data, count, |b| {
         out.push(b as i64)
     })
@@ -312,7 +321,7 @@ pub fn decode_i64(data: &[u8], count: usize, out: &mut Vec<i64>) -> Result<()> {
 
 /// Decodes exactly `count` FLOAT values.
 pub fn decode_f32(data: &[u8], count: usize, out: &mut Vec<f32>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
+    out.reserve(count.min(data.len()));
     decode_raw("CHIMP FLOAT column", Kind::Float, data, count, |b| {
         out.push(f32::from_bits(b as u32))
     })
@@ -320,7 +329,7 @@ pub fn decode_f32(data: &[u8], count: usize, out: &mut Vec<f32>) -> Result<()> {
 
 /// Decodes exactly `count` DOUBLE values.
 pub fn decode_f64(data: &[u8], count: usize, out: &mut Vec<f64>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
+    out.reserve(count.min(data.len()));
     decode_raw("CHIMP DOUBLE column", Kind::Double, data, count, |b| {
         out.push(f64::from_bits(b))
     })
@@ -385,5 +394,243 @@ mod tests {
         let mut back = Vec::new();
         decode_f32(&out, f.len(), &mut back).unwrap();
         assert_eq!(back, f);
+    }
+
+    /// Bytes of an MSB-first bit string (spaces ignored), the last byte padded with zeros.
+    fn bytes(bits: &str) -> Vec<u8> {
+        let mut b: String = bits.chars().filter(|c| !c.is_whitespace()).collect();
+        while !b.len().is_multiple_of(8) {
+            b.push('0');
+        }
+        (0..b.len() / 8)
+            .map(|i| u8::from_str_radix(&b[8 * i..8 * i + 8], 2).unwrap())
+            .collect()
+    }
+
+    fn decode_err_at(r: Result<()>) -> usize {
+        match r {
+            Err(Error::Decode { at, .. }) => at,
+            other => panic!("expected a decode error, got {other:?}"),
+        }
+    }
+
+    /// Each encoder takes only its own type, and refuses its end marker (the C++
+    /// writer's `CHIMP_ENCODING_ENDING_*`: `INT32_MIN`, `INT64_MIN`, NaN) and, for
+    /// FLOAT/DOUBLE, every NaN; a refused value writes nothing.
+    #[test]
+    fn refuses_other_types_and_the_end_marker() {
+        let unsupported = |r: Result<()>| matches!(r, Err(Error::Unsupported(_)));
+        let invalid = |r: Result<()>| matches!(r, Err(Error::InvalidInput(_)));
+        let mut out = Vec::new();
+        let mut i = ChimpEncoder::int32();
+        assert!(unsupported(i.encode_i64(1, &mut out)));
+        assert!(unsupported(i.encode_f32(1.0, &mut out)));
+        assert!(unsupported(i.encode_f64(1.0, &mut out)));
+        assert!(invalid(i.encode_i32(i32::MIN, &mut out)));
+        let mut l = ChimpEncoder::int64();
+        assert!(unsupported(l.encode_i32(1, &mut out)));
+        assert!(unsupported(l.encode_f64(1.0, &mut out)));
+        assert!(invalid(l.encode_i64(i64::MIN, &mut out)));
+        let mut f = ChimpEncoder::float();
+        assert!(unsupported(f.encode_i32(1, &mut out)));
+        assert!(unsupported(f.encode_f64(1.0, &mut out)));
+        assert!(invalid(f.encode_f32(f32::NAN, &mut out)));
+        assert!(invalid(f.encode_f32(f32::from_bits(0xffc0_0001), &mut out)));
+        let mut d = ChimpEncoder::double();
+        assert!(unsupported(d.encode_i64(1, &mut out)));
+        assert!(unsupported(d.encode_f32(1.0, &mut out)));
+        assert!(invalid(d.encode_f64(f64::NAN, &mut out)));
+        assert!(invalid(
+            d.encode_f64(f64::from_bits(0xfff0_0000_0000_0001), &mut out)
+        ));
+        assert!(out.is_empty(), "refused values write nothing");
+        // The refused values left the encoders fresh: 7, 7 gives the bytes of
+        // `repeated_value_is_case_00_with_its_index`.
+        i.encode_i32(7, &mut out).unwrap();
+        i.encode_i32(7, &mut out).unwrap();
+        i.flush(&mut out).unwrap();
+        assert_eq!(
+            out,
+            bytes(&format!(
+                "{:032b} 00 000000 11 000 {:032b}",
+                7, 0x8000_0007u32
+            ))
+        );
+    }
+
+    /// The C++ writer's `get_max_byte_size`: `(2 + 5 + 5 + 32) / 8 + 1` for 32-bit
+    /// values, `(2 + 6 + 6 + 64) / 8 + 1` for 64-bit ones.
+    #[test]
+    fn max_byte_size_is_the_cpp_writers() {
+        assert_eq!(ChimpEncoder::int32().max_byte_size(), 6);
+        assert_eq!(ChimpEncoder::float().max_byte_size(), 6);
+        assert_eq!(ChimpEncoder::int64().max_byte_size(), 10);
+        assert_eq!(ChimpEncoder::double().max_byte_size(), 10);
+    }
+
+    /// Case `01` read by hand: index, 3-bit leading-zero code (7 = 24), significant
+    /// bit count (0 = all 32); 24 + 8 fills the 32 bits exactly, 24 + 9 is too many.
+    #[test]
+    fn case_01_fields() {
+        let mut v = Vec::new();
+        let first = format!("{:032b}", 0);
+        decode_i32(
+            &bytes(&format!("{first} 01 000000 111 01000 10101011")),
+            2,
+            &mut v,
+        )
+        .unwrap();
+        assert_eq!(v, [0, 0xab]);
+        // trailing zeros: 32 - 24 - 4 = 4
+        v.clear();
+        decode_i32(
+            &bytes(&format!("{first} 01 000000 111 00100 1011")),
+            2,
+            &mut v,
+        )
+        .unwrap();
+        assert_eq!(v, [0, 0xb0]);
+        v.clear();
+        decode_i32(
+            &bytes(&format!(
+                "{first} 01 000000 000 00000 {:032b}",
+                0xdead_beefu32
+            )),
+            2,
+            &mut v,
+        )
+        .unwrap();
+        assert_eq!(v, [0, 0xdead_beefu32 as i32]);
+        // against an older value of the window: index 1 holds 0x100
+        v.clear();
+        let s = format!("{first} 11 000 {:032b} 01 000001 110 00010 11", 0x100u32);
+        decode_i32(&bytes(&s), 3, &mut v).unwrap();
+        assert_eq!(v, [0, 0x100, 0x100 ^ (0b11 << 8)]);
+        // 24 + 9 > 32: the error is at the byte after the count field (bit 48)
+        let bad = bytes(&format!("{first} 01 000000 111 01001 101010111"));
+        assert_eq!(decode_err_at(decode_i32(&bad, 2, &mut Vec::new())), 6);
+    }
+
+    /// Cases `11` (new leading-zero code, then the bits below it) and `10` (the stored
+    /// count again), by hand.
+    #[test]
+    fn cases_11_and_10() {
+        let first = format!("{:032b}", 0);
+        let mut v = Vec::new();
+        // 11 + code 7 (24 zeros) + 8 bits 0x01 -> 1; 10 + 8 bits 0x03 -> 1 ^ 3 = 2
+        decode_i32(
+            &bytes(&format!("{first} 11 111 00000001 10 00000011")),
+            3,
+            &mut v,
+        )
+        .unwrap();
+        assert_eq!(v, [0, 1, 2]);
+        // code 3 is 16 zeros: 16 bits follow
+        v.clear();
+        decode_i32(
+            &bytes(&format!("{first} 11 011 1000000000000001")),
+            2,
+            &mut v,
+        )
+        .unwrap();
+        assert_eq!(v, [0, 0x8001]);
+        // the same in 64 bits: code 7 (24 zeros) + 40 bits
+        let mut l = Vec::new();
+        let s = format!("{:064b} 11 111 {:040b}", 0, 0x80_0000_0001u64);
+        decode_i64(&bytes(&s), 2, &mut l).unwrap();
+        assert_eq!(l, [0, 0x80_0000_0001]);
+    }
+
+    /// Case `01` written against a value other than the first: the C++ writer's
+    /// metadata `256 * (64 + index) + 32 * code + count` in 16 bits (`512 * (128 +
+    /// index) + 64 * code + count` in 18 bits for 64-bit values), worked out by hand.
+    #[test]
+    fn hand_computed_case_01_with_an_older_index() {
+        // 1; 0x1000 (key 0, first seen): xor 0x1001 with the previous value, 19
+        // leading zeros -> code 4 (18) -> `11 100` + 14 bits; 0x3000 (key 0, last
+        // seen at index 1): xor 0x2000 has 13 > 11 trailing zeros -> `01` index 1,
+        // code 4 (18 leading), 1 significant bit; the marker 0x80000000 (key 0, index
+        // 2): xor 0x80003000, 12 trailing zeros -> `01` index 2, code 0, 20 bits. 104
+        // bits, so the closing byte is an added zero.
+        let want = bytes(&format!(
+            "{:032b} 11 100 01000000000001 01 000001 100 00001 1 \
+             01 000010 000 10100 {:020b} 00000000",
+            1, 0x80003
+        ));
+        let mut e = ChimpEncoder::int32();
+        let mut out = Vec::new();
+        for v in [1, 0x1000, 0x3000] {
+            e.encode_i32(v, &mut out).unwrap();
+        }
+        e.flush(&mut out).unwrap();
+        assert_eq!(out, want);
+        let mut back = Vec::new();
+        decode_i32(&out, 3, &mut back).unwrap();
+        assert_eq!(back, [1, 0x1000, 0x3000]);
+        // 64-bit: 1; 0x4000 (key 0 of 14 bits): xor 0x4001, 49 leading zeros -> code
+        // 7 (24) -> `11 111` + 40 bits; 0xc000: xor 0x8000 with index 1 has 15 > 13
+        // trailing zeros -> `01` index 1 (7 bits), code 7, 64 - 24 - 15 = 25 bits;
+        // the marker i64::MIN: xor 0x800000000000c000 with index 2, 14 trailing
+        // zeros -> `01` index 2, code 0, 50 bits. 220 bits.
+        let want = bytes(&format!(
+            "{:064b} 11 111 {:040b} 01 0000001 111 011001 {:025b} \
+             01 0000010 000 110010 {:050b}",
+            1,
+            0x4001,
+            1,
+            (1u64 << 49) | 3
+        ));
+        let mut e = ChimpEncoder::int64();
+        let mut out = Vec::new();
+        for v in [1, 0x4000, 0xc000] {
+            e.encode_i64(v, &mut out).unwrap();
+        }
+        e.flush(&mut out).unwrap();
+        assert_eq!(out, want);
+        let mut back = Vec::new();
+        decode_i64(&out, 3, &mut back).unwrap();
+        assert_eq!(back, [1, 0x4000, 0xc000]);
+    }
+
+    /// The end marker is not a value: a page read for more values than it holds fails
+    /// where the marker is; so does a stream cut short.
+    #[test]
+    fn marker_and_truncation_are_errors() {
+        let page = bytes(&format!(
+            "{:032b} 00 000000 11 000 {:032b}",
+            7, 0x8000_0007u32
+        ));
+        let mut v = Vec::new();
+        // 32 + 8 + 5 + 32 = 77 bits read: byte 9
+        assert_eq!(decode_err_at(decode_i32(&page, 3, &mut v)), 9);
+        assert_eq!(v, [7, 7]);
+        assert!(decode_i32(&[0, 0, 0], 1, &mut Vec::new()).is_err());
+        // a float page's marker is NaN 0x7fc00000
+        let f = bytes(&format!(
+            "{:032b} 11 000 {:032b}",
+            0x3f80_0000u32, 0x4040_0000u32
+        ));
+        let mut fv = Vec::new();
+        decode_f32(&f, 1, &mut fv).unwrap();
+        assert_eq!(fv, [1.0]);
+        assert!(decode_f32(&f, 2, &mut Vec::new()).is_err());
+        // a double page's marker is 0x7ff8000000000000
+        let d = bytes(&format!(
+            "{:064b} 11 000 {:064b}",
+            0x3ff0_0000_0000_0000u64, 0x4008_0000_0000_0000u64
+        ));
+        let mut dv = Vec::new();
+        decode_f64(&d, 1, &mut dv).unwrap();
+        assert_eq!(dv, [1.0]);
+        assert!(decode_f64(&d, 2, &mut Vec::new()).is_err());
+        // and an INT64 page's is i64::MIN
+        let l = bytes(&format!(
+            "{:064b} 11 000 {:064b}",
+            1u64, 0x8000_0000_0000_0001u64
+        ));
+        let mut lv = Vec::new();
+        decode_i64(&l, 1, &mut lv).unwrap();
+        assert_eq!(lv, [1]);
+        assert!(decode_i64(&l, 2, &mut Vec::new()).is_err());
     }
 }

@@ -282,9 +282,11 @@ impl Encoder for GorillaV2Encoder {
         Ok(())
     }
     fn max_byte_size(&self) -> usize {
-        // Java/C++ `getMaxByteSize`: one value at most, plus the end marker.
+        // The C++ writer's `get_max_byte_size` (`INT32_ONE_ITEM_MAX_SIZE` or
+        // `INT64_ONE_ITEM_MAX_SIZE`): a value's control bits, both counts and all its
+        // bits, `(2 + 5 + 5 + 32) / 8 + 1` or `(2 + 6 + 6 + 64) / 8 + 1` bytes.
         if self.width == 32 {
-            5
+            6
         } else {
             10
         }
@@ -503,5 +505,234 @@ mod tests {
             vals.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
         );
         assert!(e.encode_f64(f64::NAN, &mut out).is_err());
+    }
+
+    /// Bytes of an MSB-first bit string (spaces ignored), the last byte padded with zeros.
+    fn bytes(bits: &str) -> Vec<u8> {
+        let mut b: String = bits.chars().filter(|c| !c.is_whitespace()).collect();
+        while !b.len().is_multiple_of(8) {
+            b.push('0');
+        }
+        (0..b.len() / 8)
+            .map(|i| u8::from_str_radix(&b[8 * i..8 * i + 8], 2).unwrap())
+            .collect()
+    }
+
+    fn decode_err_at<T>(r: Result<T>) -> usize {
+        match r {
+            Err(Error::Decode { at, .. }) => at,
+            Err(e) => panic!("expected a decode error, got {e}"),
+            Ok(_) => panic!("expected a decode error"),
+        }
+    }
+
+    /// Each encoder takes only its own type and refuses its end marker (C++
+    /// `GORILLA_ENCODING_ENDING_*`: `INT32_MIN`, `INT64_MIN`, NaN) and, for
+    /// FLOAT/DOUBLE, every NaN; a refused value writes nothing.
+    #[test]
+    fn refuses_other_types_and_the_end_marker() {
+        let unsupported = |r: Result<()>| matches!(r, Err(Error::Unsupported(_)));
+        let invalid = |r: Result<()>| matches!(r, Err(Error::InvalidInput(_)));
+        let mut out = Vec::new();
+        let mut i = GorillaV2Encoder::int32();
+        assert!(unsupported(i.encode_i64(1, &mut out)));
+        assert!(unsupported(i.encode_f32(1.0, &mut out)));
+        assert!(unsupported(i.encode_f64(1.0, &mut out)));
+        assert!(invalid(i.encode_i32(i32::MIN, &mut out)));
+        let mut l = GorillaV2Encoder::int64();
+        assert!(unsupported(l.encode_i32(1, &mut out)));
+        assert!(unsupported(l.encode_f64(1.0, &mut out)));
+        assert!(invalid(l.encode_i64(i64::MIN, &mut out)));
+        let mut f = GorillaV2Encoder::float();
+        assert!(unsupported(f.encode_i32(1, &mut out)));
+        assert!(unsupported(f.encode_f64(1.0, &mut out)));
+        assert!(invalid(f.encode_f32(f32::NAN, &mut out)));
+        assert!(invalid(f.encode_f32(f32::from_bits(0xffc0_0001), &mut out)));
+        let mut d = GorillaV2Encoder::double();
+        assert!(unsupported(d.encode_i64(1, &mut out)));
+        assert!(unsupported(d.encode_f32(1.0, &mut out)));
+        assert!(invalid(d.encode_f64(f64::NAN, &mut out)));
+        assert!(invalid(
+            d.encode_f64(f64::from_bits(0xfff0_0000_0000_0001), &mut out)
+        ));
+        assert!(out.is_empty(), "refused values write nothing");
+        // i64::MIN is an INT64 marker only: the INT32 encoder's marker is i32::MIN
+        i.encode_i32(i32::MAX, &mut out).unwrap();
+        l.encode_i64(i32::MIN as i64, &mut out).unwrap();
+        assert_eq!(
+            out,
+            [0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x80, 0, 0, 0]
+        );
+    }
+
+    /// The C++ writer's `get_max_byte_size`: `(2 + 5 + 5 + 32) / 8 + 1` for 32-bit
+    /// values, `(2 + 6 + 6 + 64) / 8 + 1` for 64-bit ones.
+    #[test]
+    fn max_byte_size_is_the_cpp_writers() {
+        assert_eq!(GorillaV2Encoder::int32().max_byte_size(), 6);
+        assert_eq!(GorillaV2Encoder::float().max_byte_size(), 6);
+        assert_eq!(GorillaV2Encoder::int64().max_byte_size(), 10);
+        assert_eq!(GorillaV2Encoder::double().max_byte_size(), 10);
+    }
+
+    /// FLOAT 1.0, 2.0 by hand: 0x3f800000; xor 0x7f800000 (1 leading, 23 trailing
+    /// zeros, 8 bits): `11 00001 00111 11111111`; the marker 0x7fc00000, xor 0x3fc00000
+    /// (2 leading, 22 trailing: more trailing bits than stored): `11 00010 00111
+    /// 11111111`. 72 bits end on a byte boundary, so the closing byte is an added zero.
+    #[test]
+    fn hand_computed_float_frame() {
+        let want = bytes(&format!(
+            "{:032b} 11 00001 00111 11111111 11 00010 00111 11111111 00000000",
+            0x3f80_0000u32
+        ));
+        assert_eq!(want.len(), 10);
+        let mut e = GorillaV2Encoder::float();
+        let mut out = Vec::new();
+        e.encode_f32(1.0, &mut out).unwrap();
+        e.encode_f32(2.0, &mut out).unwrap();
+        assert!(
+            e.flush_frame(&mut out),
+            "the marker ended on a byte boundary"
+        );
+        assert_eq!(out, want);
+        // the frame is the 10 bytes, whatever follows
+        let mut more = want.clone();
+        more.extend_from_slice(&[0xff, 0xff]);
+        let mut v = Vec::new();
+        assert_eq!(decode_frame_f32(&more, 2, &mut v).unwrap(), 10);
+        assert_eq!(v, [1.0, 2.0]);
+        // in a frame the value after `count` must be the marker
+        assert!(decode_frame_f32(&want, 1, &mut Vec::new()).is_err());
+        // in a column the marker ends the page: 3 values are too many (error at the
+        // marker's last byte)
+        let mut v = Vec::new();
+        assert_eq!(decode_err_at(decode_f32(&want, 3, &mut v)), 9);
+        assert_eq!(v, [1.0, 2.0]);
+        // 1.0 alone: marker xor 0x40400000 (1 leading, 22 trailing, 9 bits): 53 bits,
+        // 7 bytes, the last one partial
+        let mut e = GorillaV2Encoder::float();
+        let mut out = Vec::new();
+        e.encode_f32(1.0, &mut out).unwrap();
+        assert!(!e.flush_frame(&mut out));
+        assert_eq!(
+            out,
+            bytes(&format!("{:032b} 11 00001 01000 100000001", 0x3f80_0000u32))
+        );
+        assert_eq!(decode_frame_f32(&out, 1, &mut Vec::new()).unwrap(), 7);
+        // the encoder starts afresh after a frame
+        e.encode_f32(1.0, &mut out).unwrap();
+        assert_eq!(out[7..], [0x3f, 0x80, 0, 0]);
+    }
+
+    /// The same for DOUBLE 1.0, 2.0: 0x3ff0000000000000; xor 0x7ff0000000000000 (1
+    /// leading, 52 trailing, 11 bits); marker 0x7ff8000000000000, xor
+    /// 0x3ff8000000000000 (2 leading, 51 trailing, 11 bits).
+    #[test]
+    fn hand_computed_double_frame() {
+        let want = bytes(&format!(
+            "{:064b} 11 000001 001010 11111111111 11 000010 001010 11111111111",
+            0x3ff0_0000_0000_0000u64
+        ));
+        let mut e = GorillaV2Encoder::double();
+        let mut out = Vec::new();
+        e.encode_f64(1.0, &mut out).unwrap();
+        e.encode_f64(2.0, &mut out).unwrap();
+        assert!(!e.flush_frame(&mut out));
+        assert_eq!(out, want);
+        let mut v = Vec::new();
+        assert_eq!(decode_frame_f64(&out, 2, &mut v).unwrap(), want.len());
+        assert_eq!(v, [1.0, 2.0]);
+        assert!(decode_frame_f64(&out, 1, &mut Vec::new()).is_err());
+        let mut v = Vec::new();
+        decode_f64(&out, 2, &mut v).unwrap();
+        assert_eq!(v, [1.0, 2.0]);
+    }
+
+    /// Control bits read by hand: `11` with a leading-zero count and a meaningful bit
+    /// count that fill the width exactly is valid, one bit more is an error; `10` needs
+    /// counts stored before it.
+    #[test]
+    fn control_bit_errors() {
+        let first = format!("{:032b}", 0);
+        let mut v = Vec::new();
+        // lead 30 + sig 2 = 32: value 0b11
+        decode_i32(&bytes(&format!("{first} 11 11110 00001 11")), 2, &mut v).unwrap();
+        assert_eq!(v, [0, 3]);
+        // lead 31 + sig 2 > 32, found at bit 44 (byte 5)
+        let bad = bytes(&format!("{first} 11 11111 00001 11"));
+        assert_eq!(decode_err_at(decode_i32(&bad, 2, &mut Vec::new())), 5);
+        // `10` as the second value: no counts yet (found at bit 34, byte 4)
+        let bad = bytes(&format!("{first} 10 1"));
+        assert_eq!(decode_err_at(decode_i32(&bad, 2, &mut Vec::new())), 4);
+        // `10` later reuses the stored counts: 0, 1 (lead 31, sig 1), then xor 1 -> 0
+        let mut v = Vec::new();
+        decode_i32(&bytes(&format!("{first} 11 11111 00000 1 10 1")), 3, &mut v).unwrap();
+        assert_eq!(v, [0, 1, 0]);
+        // 64-bit: lead 62 + sig 2 = 64 is valid, 63 + 2 is not
+        let first = format!("{:064b}", 0);
+        let mut l = Vec::new();
+        decode_i64(&bytes(&format!("{first} 11 111110 000001 10")), 2, &mut l).unwrap();
+        assert_eq!(l, [0, 2]);
+        let bad = bytes(&format!("{first} 11 111111 000001 10"));
+        assert!(decode_i64(&bad, 2, &mut Vec::new()).is_err());
+    }
+
+    /// A stream cut short: the error names the byte where the missing bits start.
+    #[test]
+    fn truncation_error_offset() {
+        // the first value (32 bits) then nothing: the second value's control bit is
+        // missing at bit 32, byte 4
+        assert_eq!(
+            decode_err_at(decode_i32(&[0, 0, 0, 1], 2, &mut Vec::new())),
+            4
+        );
+        // 16 bits of a 32-bit first value: at byte 0
+        assert_eq!(decode_err_at(decode_i32(&[0, 1], 1, &mut Vec::new())), 0);
+        // after 0, 1 (32 + 13 bits) a `10` needs 1 more bit than the 6 bytes hold
+        let b = bytes(&format!("{:032b} 11 11111 00000 1 10", 0));
+        assert_eq!(b.len(), 6);
+        let mut r = BitReader::new("test", &b);
+        r.get(32).unwrap();
+        r.get(13).unwrap();
+        r.get(2).unwrap();
+        r.get(1).unwrap();
+        assert_eq!(r.byte_pos(), 6);
+        assert_eq!(decode_err_at(r.get(1)), 6);
+    }
+
+    /// `BitReader`: fields across byte boundaries, alignment.
+    #[test]
+    fn bit_reader_fields() {
+        let data = [0b1010_1100, 0b0101_0011, 0xff];
+        let mut r = BitReader::new("test", &data);
+        assert_eq!(r.get(3).unwrap(), 0b101);
+        assert_eq!(r.get(7).unwrap(), 0b011_0001);
+        assert_eq!(r.byte_pos(), 1);
+        r.align();
+        assert_eq!(r.byte_pos(), 2);
+        r.align();
+        assert_eq!(r.byte_pos(), 2, "aligned already");
+        assert!(r.bit().unwrap());
+        assert_eq!(r.get(7).unwrap(), 0x7f);
+        assert!(r.get(1).is_err());
+        let mut r = BitReader::new("test", &data);
+        assert_eq!(r.get(24).unwrap(), 0xac53ff);
+        // Bits: the reverse, and `pending` / `close_always`
+        let mut b = Bits::default();
+        let mut out = Vec::new();
+        assert!(!b.pending());
+        b.put(0b101, 3, &mut out);
+        assert!(b.pending());
+        b.put(0b0110001, 7, &mut out);
+        b.bit(true, &mut out);
+        assert_eq!(out, [0b1010_1100]);
+        b.close_always(&mut out);
+        assert!(!b.pending());
+        assert_eq!(out, [0b1010_1100, 0b0110_0000]);
+        b.close_always(&mut out);
+        assert_eq!(out, [0b1010_1100, 0b0110_0000, 0]);
+        b.put(u64::MAX, 64, &mut out);
+        assert_eq!(out[3..], [0xff; 8]);
+        assert!(!b.pending());
     }
 }

@@ -371,4 +371,175 @@ mod tests {
         decode_i64(&out, vals.len(), &mut back).unwrap();
         assert_eq!(back, vals);
     }
+
+    /// Bytes of an MSB-first bit string (spaces ignored), the last byte padded with zeros.
+    fn bytes(bits: &str) -> Vec<u8> {
+        let mut b: String = bits.chars().filter(|c| !c.is_whitespace()).collect();
+        while !b.len().is_multiple_of(8) {
+            b.push('0');
+        }
+        (0..b.len() / 8)
+            .map(|i| u8::from_str_radix(&b[8 * i..8 * i + 8], 2).unwrap())
+            .collect()
+    }
+
+    fn decode_err_at(r: Result<()>) -> usize {
+        match r {
+            Err(Error::Decode { at, .. }) => at,
+            other => panic!("expected a decode error, got {other:?}"),
+        }
+    }
+
+    /// Each encoder takes only its own type (the C++ encoders answer
+    /// `E_TYPE_NOT_MATCH`) and writes nothing for the others.
+    #[test]
+    fn refuses_other_types() {
+        let unsupported = |r: Result<()>| matches!(r, Err(Error::Unsupported(_)));
+        let mut out = Vec::new();
+        let mut i = RlbeEncoder::int32();
+        assert!(unsupported(i.encode_i64(1, &mut out)));
+        assert!(unsupported(i.encode_f32(1.0, &mut out)));
+        assert!(unsupported(i.encode_f64(1.0, &mut out)));
+        let mut l = RlbeEncoder::int64();
+        assert!(unsupported(l.encode_i32(1, &mut out)));
+        assert!(unsupported(l.encode_f64(1.0, &mut out)));
+        let mut f = RlbeEncoder::float();
+        assert!(unsupported(f.encode_i32(1, &mut out)));
+        assert!(unsupported(f.encode_f64(1.0, &mut out)));
+        let mut d = RlbeEncoder::double();
+        assert!(unsupported(d.encode_i64(1, &mut out)));
+        assert!(unsupported(d.encode_f32(1.0, &mut out)));
+        i.flush(&mut out).unwrap();
+        assert!(out.is_empty(), "nothing written, nothing pending");
+    }
+
+    /// The C++ writer's `get_max_byte_size`: `5 * 4 * 10000`, doubled for 64-bit values.
+    #[test]
+    fn max_byte_size_is_the_cpp_writers() {
+        assert_eq!(RlbeEncoder::int32().max_byte_size(), 200_000);
+        assert_eq!(RlbeEncoder::float().max_byte_size(), 200_000);
+        assert_eq!(RlbeEncoder::int64().max_byte_size(), 400_000);
+        assert_eq!(RlbeEncoder::double().max_byte_size(), 400_000);
+    }
+
+    /// A flush ends the block: the next value starts a new one, as its first entry.
+    #[test]
+    fn flush_starts_a_new_block() {
+        let mut e = RlbeEncoder::int32();
+        let mut out = Vec::new();
+        e.encode_i32(5, &mut out).unwrap();
+        e.flush(&mut out).unwrap();
+        e.encode_i32(7, &mut out).unwrap();
+        e.flush(&mut out).unwrap();
+        // count 1, length 3, run 1 (`1` + `1`), 5 in 3 bits: 43 bits, 6 bytes; then
+        // the same for 7
+        let mut want = bytes(&format!("{:032b} 000011 11 101", 1));
+        want.extend(bytes(&format!("{:032b} 000011 11 111", 1)));
+        assert_eq!(out, want);
+        let mut back = Vec::new();
+        decode_i32(&out, 2, &mut back).unwrap();
+        assert_eq!(back, [5, 7]);
+        // 64-bit lengths take 7 bits
+        let mut e = RlbeEncoder::int64();
+        let mut out = Vec::new();
+        e.encode_i64(5, &mut out).unwrap();
+        e.flush(&mut out).unwrap();
+        assert_eq!(out, bytes(&format!("{:032b} 0000011 11 101", 1)));
+    }
+
+    /// Fibonacci run lengths by hand (Zeckendorf bits, lowest first, then `1`): 2 =
+    /// `01`, 3 = `001`, 4 = `101`, 5 = `0001`.
+    #[test]
+    fn fibonacci_run_lengths() {
+        assert_eq!(fibonacci(2), [false, true]);
+        assert_eq!(fibonacci(3), [false, false, true]);
+        assert_eq!(fibonacci(5), [false, false, false, true]);
+        assert_eq!(fibonacci(7), [false, true, false, true]);
+        // 10000 = 6765 + 2584 + 610 + 34 + 5 + 2, 6765 the 19th number
+        let z = fibonacci(10_000);
+        assert_eq!((z.len(), z.iter().filter(|b| **b).count()), (19, 6));
+        // 5 equal values: entry 1 (1 bit), then four zeros (1 bit each): one segment
+        // of length 1 and run 5
+        let mut e = RlbeEncoder::int32();
+        let mut out = Vec::new();
+        for _ in 0..5 {
+            e.encode_i32(1, &mut out).unwrap();
+        }
+        e.flush(&mut out).unwrap();
+        assert_eq!(out, bytes(&format!("{:032b} 000001 0001 1 1 0 0 0 0", 5)));
+        let mut back = Vec::new();
+        decode_i32(&out, 5, &mut back).unwrap();
+        assert_eq!(back, [1; 5]);
+        // a run of 4 read back: 4 = 3 + 1
+        let b = bytes(&format!("{:032b} 000010 101 1 10 11 10 01", 4));
+        let mut back = Vec::new();
+        decode_i32(&b, 4, &mut back).unwrap();
+        assert_eq!(back, [2, 5, 7, 8]);
+    }
+
+    /// Bad blocks are errors naming where: an empty or oversized block (at its count),
+    /// a bit length of 0 or above the width, a run longer than the block, a stream cut
+    /// short.
+    #[test]
+    fn bad_blocks_are_errors() {
+        let d = |b: &[u8], n| decode_i32(b, n, &mut Vec::new());
+        assert_eq!(decode_err_at(d(&bytes(&format!("{:032b}", 0)), 1)), 0);
+        assert_eq!(decode_err_at(d(&bytes(&format!("{:032b}", 10_001)), 1)), 0);
+        // 10,000 is a full block: its first entry reads
+        let full = bytes(&format!("{:032b} 000011 11 101", 10_000));
+        let mut v = Vec::new();
+        decode_i32(&full, 1, &mut v).unwrap();
+        assert_eq!(v, [5]);
+        // the second block's count is at byte 6
+        let mut two = bytes(&format!("{:032b} 000011 11 101", 1));
+        two.extend(bytes(&format!("{:032b}", 0)));
+        assert_eq!(decode_err_at(d(&two, 2)), 6);
+        // bit length 0; 33 for 32-bit values (after the 38 bits read: byte 4)
+        assert_eq!(
+            decode_err_at(d(&bytes(&format!("{:032b} 000000 11 1", 1)), 1)),
+            4
+        );
+        assert_eq!(
+            decode_err_at(d(&bytes(&format!("{:032b} 100001 11 1", 1)), 1)),
+            4
+        );
+        // 32 is the full width: the entry's top bit, written clear, is set again
+        let mut v = Vec::new();
+        decode_i32(
+            &bytes(&format!("{:032b} 100000 11 {:032b}", 1, 5)),
+            1,
+            &mut v,
+        )
+        .unwrap();
+        assert_eq!(v, [i32::MIN + 5]);
+        // for 64-bit values 64 is valid and 65 is not
+        let mut l = Vec::new();
+        decode_i64(
+            &bytes(&format!("{:032b} 1000000 11 {:064b}", 1, 5)),
+            1,
+            &mut l,
+        )
+        .unwrap();
+        assert_eq!(l, [i64::MIN + 5]);
+        let bad = bytes(&format!("{:032b} 1000001 11 {:064b}", 1, 5));
+        assert!(decode_i64(&bad, 1, &mut Vec::new()).is_err());
+        // a run of 2 in a block of 1 (found after `01`, bit 40: byte 5)
+        assert_eq!(
+            decode_err_at(d(&bytes(&format!("{:032b} 000001 011 1 1", 1)), 1)),
+            5
+        );
+        // a run of 2 in a block of 2 is the block
+        let mut v = Vec::new();
+        decode_i32(&bytes(&format!("{:032b} 000001 011 1 1", 2)), 2, &mut v).unwrap();
+        assert_eq!(v, [1, 2]);
+        // cut short: the count, the length, the run, the entries
+        for cut in [
+            bytes(&format!("{:024b}", 1)),
+            bytes(&format!("{:032b}", 1)),
+            bytes(&format!("{:032b} 000011", 1)),
+        ] {
+            assert!(d(&cut, 1).is_err());
+        }
+        assert!(d(&bytes(&format!("{:032b} 100000 11", 1))[..5], 1).is_err());
+    }
 }

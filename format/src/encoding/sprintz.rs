@@ -597,4 +597,195 @@ mod tests {
         decode_f64(&out, f.len(), &mut back).unwrap();
         assert_eq!(back, f);
     }
+
+    fn decode_err_at(r: Result<()>) -> usize {
+        match r {
+            Err(Error::Decode { at, .. }) => at,
+            other => panic!("expected a decode error, got {other:?}"),
+        }
+    }
+
+    /// Each encoder takes only its own type (the C++ encoders answer
+    /// `E_TYPE_NOT_MATCH`), FLOAT/DOUBLE refuse NaN; a refused value is not kept.
+    #[test]
+    fn refuses_other_types_and_nan() {
+        let unsupported = |r: Result<()>| matches!(r, Err(Error::Unsupported(_)));
+        let invalid = |r: Result<()>| matches!(r, Err(Error::InvalidInput(_)));
+        let mut out = Vec::new();
+        let mut i = SprintzEncoder::int32();
+        assert!(unsupported(i.encode_i64(1, &mut out)));
+        assert!(unsupported(i.encode_f32(1.0, &mut out)));
+        assert!(unsupported(i.encode_f64(1.0, &mut out)));
+        let mut l = SprintzEncoder::int64();
+        assert!(unsupported(l.encode_i32(1, &mut out)));
+        assert!(unsupported(l.encode_f64(1.0, &mut out)));
+        let mut f = SprintzEncoder::float();
+        assert!(unsupported(f.encode_i32(1, &mut out)));
+        assert!(unsupported(f.encode_f64(1.0, &mut out)));
+        assert!(invalid(f.encode_f32(f32::NAN, &mut out)));
+        let mut d = SprintzEncoder::double();
+        assert!(unsupported(d.encode_i64(1, &mut out)));
+        assert!(unsupported(d.encode_f32(1.0, &mut out)));
+        assert!(invalid(d.encode_f64(f64::NAN, &mut out)));
+        for e in [&mut i, &mut l, &mut f, &mut d] {
+            e.flush(&mut out).unwrap();
+            assert_eq!(e.max_byte_size() % 4, 1, "nothing pending");
+        }
+        assert!(out.is_empty(), "nothing written");
+    }
+
+    /// The C++ writer's `get_max_byte_size`: `1 + (pending + 1) * sizeof(value)`,
+    /// the pending values counting the block's first one.
+    #[test]
+    fn max_byte_size_is_the_cpp_writers() {
+        let mut out = Vec::new();
+        let mut i = SprintzEncoder::int32();
+        assert_eq!(i.max_byte_size(), 5);
+        for v in 0..3 {
+            i.encode_i32(v, &mut out).unwrap();
+        }
+        assert_eq!(i.max_byte_size(), 1 + 4 * 4);
+        for v in 3..9 {
+            i.encode_i32(v, &mut out).unwrap();
+        }
+        assert_eq!(i.max_byte_size(), 5, "the block of 9 is written");
+        let mut l = SprintzEncoder::int64();
+        assert_eq!(l.max_byte_size(), 9);
+        for v in 0..3 {
+            l.encode_i64(v, &mut out).unwrap();
+        }
+        assert_eq!(l.max_byte_size(), 1 + 4 * 8);
+        assert_eq!(SprintzEncoder::float().max_byte_size(), 5);
+        assert_eq!(SprintzEncoder::double().max_byte_size(), 9);
+    }
+
+    /// Short blocks by hand: `0x80 | n` and an RLE frame (uvarint length, bit width,
+    /// runs: `9 << 1` then the value in one byte) holds 1 to 9 values; 0 and 10 are
+    /// errors at the header, so is a frame longer than what is left.
+    #[test]
+    fn short_blocks_by_hand() {
+        let mut v = Vec::new();
+        decode_i32(&[0x89, 3, 3, 0x12, 5], 9, &mut v).unwrap();
+        assert_eq!(v, [5; 9]);
+        let mut v = Vec::new();
+        decode_i32(&[0x81, 3, 3, 0x02, 5, 0x81, 3, 3, 0x02, 6], 2, &mut v).unwrap();
+        assert_eq!(v, [5, 6]);
+        let d = |b: &[u8], n| decode_i32(b, n, &mut Vec::new());
+        assert_eq!(decode_err_at(d(&[0x80, 3, 3, 0x02, 5], 1)), 0);
+        assert_eq!(decode_err_at(d(&[0x8a, 3, 3, 0x14, 5], 10)), 0);
+        assert_eq!(decode_err_at(d(&[0x81, 5, 3, 0x02, 5], 1)), 0);
+        // the second block's header is at byte 5
+        assert_eq!(decode_err_at(d(&[0x81, 3, 3, 0x02, 5, 0x80], 2)), 5);
+        // FLOAT: GORILLA frames, each ended by the NaN marker and a closing byte; 1.0
+        // alone is 53 bits (7 bytes), 2.0 alone too (0x40000000, marker xor 0x3fc00000:
+        // `11 00010 00111 11111111`)
+        let one = [0x3f, 0x80, 0, 0, 0xc2, 0x88, 0x08];
+        let two = [0x40, 0, 0, 0, 0xc4, 0x7f, 0xf0];
+        let mut page = vec![0x81];
+        page.extend_from_slice(&one);
+        page.push(0x81);
+        page.extend_from_slice(&two);
+        let mut f = Vec::new();
+        decode_f32(&page, 2, &mut f).unwrap();
+        assert_eq!(f, [1.0, 2.0]);
+        // a page's last frame may lack its closing byte: 1.0, 2.0 end on a byte
+        // boundary (72 bits, the closing byte is an added zero)
+        let mut last = vec![0x82, 0x3f, 0x80, 0, 0];
+        last.extend_from_slice(&[0xc2, 0x7f, 0xfc, 0x47, 0xff]);
+        let mut f = Vec::new();
+        decode_f32(&last, 2, &mut f).unwrap();
+        assert_eq!(f, [1.0, 2.0]);
+        last.push(0);
+        let mut f = Vec::new();
+        decode_f32(&last, 2, &mut f).unwrap();
+        assert_eq!(f, [1.0, 2.0]);
+    }
+
+    /// Bit widths: 1 to 32 for 32-bit values, to 64 for 64-bit ones; 0 and more are
+    /// errors at the block's header.
+    #[test]
+    fn bit_widths() {
+        // w = 32, first value 0 (varint), 8 errors of 0 in 32 bytes: nine zeros
+        let mut b = vec![32, 0];
+        b.extend_from_slice(&[0; 32]);
+        let mut v = Vec::new();
+        decode_i32(&b, 9, &mut v).unwrap();
+        assert_eq!(v, [0; 9]);
+        b[0] = 33;
+        assert_eq!(decode_err_at(decode_i32(&b, 9, &mut Vec::new())), 0);
+        b[0] = 0;
+        assert_eq!(decode_err_at(decode_i32(&b, 9, &mut Vec::new())), 0);
+        // after the ramp block of `hand_computed_block_of_a_ramp`, at byte 3
+        assert_eq!(
+            decode_err_at(decode_i32(&[1, 10, 0xff, 0], 10, &mut Vec::new())),
+            3
+        );
+        // INT64: w = 64, the first value in 8 bytes, then 64 bytes
+        let mut b = vec![64, 0, 0, 0, 0, 0, 0, 0, 7];
+        b.extend_from_slice(&[0; 64]);
+        let mut v = Vec::new();
+        decode_i64(&b, 9, &mut v).unwrap();
+        assert_eq!(v, [7; 9]);
+        b[0] = 65;
+        assert_eq!(decode_err_at(decode_i64(&b, 9, &mut Vec::new())), 0);
+        // a block read for fewer values gives only those
+        let mut v = Vec::new();
+        decode_i32(&[1, 10, 0xff], 4, &mut v).unwrap();
+        assert_eq!(v, [10, 11, 12, 13]);
+    }
+
+    /// INT64 steps of 2^20: the predictions (`acc >> 3` times the last difference,
+    /// `>> 16`) stay far below 2^63, so Java's 64-bit product equals the C++ reader's
+    /// exact one and the block is bit-packed, not written as a short block.
+    #[test]
+    fn int64_block_both_readers_predict_alike_is_bit_packed() {
+        let vals: Vec<i64> = (0..9).map(|i| i << 20).collect();
+        let mut e = SprintzEncoder::int64();
+        let mut out = Vec::new();
+        for v in &vals {
+            e.encode_i64(*v, &mut out).unwrap();
+        }
+        let w = out[0] as usize;
+        assert!(
+            (1..=64).contains(&w),
+            "a bit width, not a short block: {:#x}",
+            out[0]
+        );
+        assert_eq!(out[1..9], [0; 8], "the first value, 0, in 8 bytes");
+        assert_eq!(out.len(), 1 + 8 + w);
+        assert_eq!(java_misread_blocks(false, &out, 9).unwrap(), 0);
+        let mut back = Vec::new();
+        decode_i64(&out, 9, &mut back).unwrap();
+        assert_eq!(back, vals);
+    }
+
+    /// Bit-packed, an error of 2^30 would read back wrong in Java and C++ (they undo
+    /// the mapping in 32-bit signed arithmetic: `(2^31 - 1 + 1) / 2` overflows), so
+    /// such a block is written as a short block of its 9 values.
+    #[test]
+    fn unreadable_block_becomes_a_short_block() {
+        let vals = [0, 1 << 30, 0, 0, 0, 0, 0, 0, 0];
+        let mut e = SprintzEncoder::int32();
+        let mut out = Vec::new();
+        for v in vals {
+            e.encode_i32(v, &mut out).unwrap();
+        }
+        assert_eq!(out[0], 0x89);
+        let mut back = Vec::new();
+        rle::decode_into::<i32>("test", &out[1..], 9, &mut back).unwrap();
+        assert_eq!(back, vals);
+        let mut back = Vec::new();
+        decode_i32(&out, 9, &mut back).unwrap();
+        assert_eq!(back, vals);
+        // an error of 2^30 - 1 maps to 2^31 - 2, which they read right: bit-packed
+        let vals = [0, (1 << 30) - 1, 0, 0, 0, 0, 0, 0, 0];
+        let mut out = Vec::new();
+        for v in vals {
+            e.encode_i32(v, &mut out).unwrap();
+        }
+        assert_eq!(out[0], 31, "w = 31");
+        let mut back = Vec::new();
+        decode_i32(&out, 9, &mut back).unwrap();
+        assert_eq!(back, vals);
+    }
 }
