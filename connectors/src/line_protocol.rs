@@ -866,3 +866,6 @@ pub fn write_line(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod corpus_tests;
