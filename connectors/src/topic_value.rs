@@ -642,6 +642,29 @@ mod tests {
         assert!(e.0.starts_with("payload line 1"), "{e:?}");
     }
 
+    /// An integer value above the INT64 range is named as such (JSON has no such limit).
+    #[test]
+    fn object_integer_above_int64() {
+        let tt = t("p/{device}/{measurement}", "root.p");
+        let b = parse_topic_value(
+            &tt,
+            "p/d/m",
+            br#"{"value": 18446744073709551615}"#,
+            &TopicValueOptions::default(),
+        );
+        assert_eq!(b.records, vec![]);
+        let r = &b.rejections[0];
+        assert_eq!(
+            (r.location.as_str(), r.reason),
+            ("payload.value", RejectReason::TypeMismatch)
+        );
+        assert!(
+            r.message
+                .contains("integer 18446744073709551615 is out of the INT64 range"),
+            "{r}"
+        );
+    }
+
     /// The template text and the prefix, as given.
     #[test]
     fn template_text_and_prefix() {
