@@ -591,3 +591,14 @@ fn suffixes_declare_types() {
     assert_eq!(b.rejections.len(), 1);
     assert_eq!(b.rejections[0].reason, RejectReason::TypeMismatch);
 }
+
+/// Only `\n`, `\r\n` and a `\r` ending the input end a line (the module docs): a lone `\r`
+/// at the start of a line is the first character of the measurement, a control character
+/// that becomes `_` in the path (the path rules).
+#[test]
+fn lone_carriage_return_is_part_of_the_name() {
+    let b = parse("\rm f=1 1000000\nm f=2 2000000\r");
+    assert_eq!(b.rejections, vec![]);
+    let got: Vec<(&str, i64)> = b.records.iter().map(|r| (&*r.device, r.time)).collect();
+    assert_eq!(got, vec![("root.lp._m", 1), ("root.lp.m", 2)]);
+}
