@@ -602,6 +602,19 @@ fn records_of_a_device_share_its_name() {
     assert!(Arc::ptr_eq(&b.records[0].device, &b.records[1].device));
 }
 
+/// The value visitor names what it takes when a deserializer offers a type it does not take
+/// (serde's "invalid type: ..., expected ..." error). serde_json never offers one (it takes
+/// every JSON type), so this drives it with one of serde's value deserializers.
+#[test]
+fn value_visitor_names_what_it_expects() {
+    use serde::de::value::{BytesDeserializer, Error as ValueError};
+    let e = Scalar::deserialize(BytesDeserializer::<ValueError>::new(b"x")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid type: byte array, expected a JSON value"
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
     #[test]
