@@ -404,6 +404,7 @@ fn numbers_as_java_prints_them() {
         (0.0, "0.0"),
         (-0.0, "-0.0"),
         (f64::INFINITY, "Infinity"),
+        (f64::NEG_INFINITY, "-Infinity"),
         (f64::NAN, "NaN"),
     ] {
         assert_eq!(java_double(f), s, "{f}");
