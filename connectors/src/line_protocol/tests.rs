@@ -267,6 +267,8 @@ fn syntax_errors_name_line_and_column() {
             "expected the end of the line",
         ),
         ("cpu f=1\t123", "line 2, column 7", "invalid field value"),
+        // A `\r` not before `\n` ends no line, so it is part of the value's token.
+        ("cpu f=1\rx", "line 2, column 7", "invalid field value"),
     ];
     for (bad, loc, msg) in cases {
         let text = format!("ok f=1 1\n{bad}\nok f=2 2\n");
