@@ -478,7 +478,6 @@ fn value(v: Scalar, ty: TypeHint, rules: Rules) -> Result<Option<FieldValue>, St
     };
     let out = match (ty, &v) {
         (_, Scalar::Null) => return Ok(None),
-        (_, Scalar::Nested(_)) => return mismatch(&v),
         (TypeHint::Boolean, Scalar::Bool(b)) => F::Bool(*b),
         (TypeHint::Boolean, Scalar::Int(i @ (0 | 1))) if tablet => F::Bool(*i == 1),
         (TypeHint::Boolean, Scalar::Str(s)) if tablet && (s == "0" || s == "1") => {

@@ -772,11 +772,9 @@ fn parse_value(tok: &[u8], at: usize) -> Result<FieldResult, LineError> {
             })
         }
         _ => {
-            let ok_chars = tok
-                .iter()
-                .all(|&b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'));
-            let starts_ok = matches!(tok[0], b'0'..=b'9' | b'-' | b'+' | b'.');
-            if !ok_chars || !starts_ok || !tok.iter().any(u8::is_ascii_digit) {
+            // Rust's float syntax is InfluxDB's (`[+-]`, digits, `.`, an exponent) plus
+            // `inf`, `infinity` and `nan`, the only accepted forms without a digit.
+            if !tok.iter().any(u8::is_ascii_digit) {
                 return err(at, EXPECTED);
             }
             let parsed = std::str::from_utf8(tok)
@@ -866,3 +864,6 @@ pub fn write_line(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod corpus_tests;

@@ -327,20 +327,15 @@ fn scalar(text: &str) -> Result<Option<FieldValue>, ValueError> {
             Err(_) => mismatch(format!("integer {text} is out of the INT64 range")),
         };
     }
-    let numeric = digits.bytes().any(|b| b.is_ascii_digit())
-        && digits
-            .bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
-    let special = ["nan", "inf", "infinity"]
-        .iter()
-        .any(|s| digits.eq_ignore_ascii_case(s));
-    if numeric || special {
-        if let Ok(f) = text.parse::<f64>() {
-            if f.is_finite() || special {
-                return Ok(Some(FieldValue::Float(f)));
-            }
-            return mismatch(format!("number {text} is out of the DOUBLE range"));
+    // Rust's float syntax is a decimal number or (any case, signed) `nan`, `inf`, `infinity`.
+    if let Ok(f) = text.parse::<f64>() {
+        let special = ["nan", "inf", "infinity"]
+            .iter()
+            .any(|s| digits.eq_ignore_ascii_case(s));
+        if f.is_finite() || special {
+            return Ok(Some(FieldValue::Float(f)));
         }
+        return mismatch(format!("number {text} is out of the DOUBLE range"));
     }
     Ok(Some(FieldValue::Text(text.to_owned())))
 }
@@ -645,6 +640,95 @@ mod tests {
         let e = value(&deep).unwrap_err();
         assert_eq!(e.1, RejectReason::Parse);
         assert!(e.0.starts_with("payload line 1"), "{e:?}");
+    }
+
+    /// An integer value above the INT64 range is named as such (JSON has no such limit).
+    #[test]
+    fn object_integer_above_int64() {
+        let tt = t("p/{device}/{measurement}", "root.p");
+        let b = parse_topic_value(
+            &tt,
+            "p/d/m",
+            br#"{"value": 18446744073709551615}"#,
+            &TopicValueOptions::default(),
+        );
+        assert_eq!(b.records, vec![]);
+        let r = &b.rejections[0];
+        assert_eq!(
+            (r.location.as_str(), r.reason),
+            ("payload.value", RejectReason::TypeMismatch)
+        );
+        assert!(
+            r.message
+                .contains("integer 18446744073709551615 is out of the INT64 range"),
+            "{r}"
+        );
+    }
+
+    /// The template text and the prefix, as given.
+    #[test]
+    fn template_text_and_prefix() {
+        let tt = t("plant/{device}/{measurement}", "root.plant");
+        assert_eq!(tt.as_str(), "plant/{device}/{measurement}");
+        assert_eq!(tt.prefix(), "root.plant");
+    }
+
+    /// A literal level that differs is named by its index (from 0) in the message.
+    #[test]
+    fn literal_mismatch_names_the_level() {
+        let tt = t("+/{device}/x/{device}/{measurement}", "root");
+        let e = tt.resolve("any/a/y/b/m").unwrap_err();
+        assert!(e.contains("(level 2 is \"y\", expected \"x\")"), "{e}");
+    }
+
+    /// A device path from a topic may be as long as IoTDB's limit (1024 bytes), not longer.
+    #[test]
+    fn device_path_length_limit() {
+        let tt = t("p/{device+}/{measurement}", "root.p");
+        // `root.p` (6 bytes), then `.` and a level four times: 6 + 3 × 255 + 253 = 1024.
+        let a = "a".repeat(254);
+        let topic = |last: usize| format!("p/{a}/{a}/{a}/{}/m", "b".repeat(last));
+        let (device, m) = tt.resolve(&topic(252)).unwrap();
+        assert_eq!(device, format!("root.p.{a}.{a}.{a}.{}", "b".repeat(252)));
+        assert_eq!(device.len(), 1024);
+        assert_eq!(m, "m");
+        let e = tt.resolve(&topic(253)).unwrap_err();
+        assert!(e.contains("longer than 1024 bytes"), "{e}");
+    }
+
+    /// A sign alone is no number: text, like anything else that is not one of the forms.
+    #[test]
+    fn sign_alone_is_text() {
+        assert_eq!(value("+"), Ok(Text("+".into())));
+        assert_eq!(value("-"), Ok(Text("-".into())));
+        assert_eq!(value("-e"), Ok(Text("-e".into())));
+        assert_eq!(value("1.2.3"), Ok(Text("1.2.3".into())));
+        assert_eq!(value("+inf"), Ok(Float(f64::INFINITY)));
+        assert_eq!(value("Infinity"), Ok(Float(f64::INFINITY)));
+    }
+
+    /// The fuzzing entry point (its documentation): the first line is the topic, the rest
+    /// the payload; template `plant/{device+}/{measurement}` under `root.plant`.
+    #[test]
+    fn default_entry_point() {
+        let b = parse_topic_value_default(b"plant/hall-1/press/temp\n\xEF\xBB\xBF21.5");
+        assert_eq!(b.rejections, vec![]);
+        assert_eq!(
+            b.records,
+            vec![Record {
+                device: "root.plant.hall_1.press".into(),
+                time: 0,
+                fields: vec![Field::new("temp", Float(21.5))],
+            }]
+        );
+        // No second line: an empty payload.
+        let b = parse_topic_value_default(b"plant/a/temp");
+        assert_eq!(b.records, vec![]);
+        assert_eq!(
+            (b.rejections[0].location.as_str(), b.rejections[0].reason),
+            ("payload", RejectReason::Parse)
+        );
+        assert!(b.rejections[0].message.contains("empty"));
     }
 
     proptest! {

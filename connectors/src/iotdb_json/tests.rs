@@ -838,3 +838,60 @@ fn a_rejected_column_skips_rows_of_the_wrong_length() {
         ]
     );
 }
+
+/// The arena starts with room for a quarter as many entries as the payload has bytes (a JSON
+/// value with its separator takes at least 4, `1.5,`), at most 2^16 (`Vec::with_capacity`
+/// gives exactly the capacity asked for, by its documentation).
+#[test]
+fn arena_is_sized_for_the_payload() {
+    assert_eq!(Arena::for_payload(0).items.capacity(), 0);
+    assert_eq!(Arena::for_payload(4003).items.capacity(), 1000);
+    assert_eq!(Arena::for_payload(1 << 20).items.capacity(), 1 << 16);
+}
+
+/// Each visitor names what it takes when a deserializer offers a type it does not take
+/// (serde's "invalid type: ..., expected ..." error). serde_json never offers one (every
+/// visitor takes every JSON type, and keys are strings), so this drives them with serde's
+/// value deserializers.
+#[test]
+fn visitors_name_what_they_expect() {
+    use serde::de::value::{BytesDeserializer, Error as ValueError, U64Deserializer};
+    use serde::Deserialize;
+    let bytes = || BytesDeserializer::<ValueError>::new(b"x");
+    let mut arena = Arena::default();
+    let e = JSeed {
+        depth: 2,
+        arena: &mut arena,
+    }
+    .deserialize(bytes())
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid type: byte array, expected a JSON value"
+    );
+    let e = Key::deserialize(U64Deserializer::<ValueError>::new(5))
+        .err()
+        .unwrap();
+    assert_eq!(e.to_string(), "invalid type: integer `5`, expected a key");
+    let mut ctx = Ctx {
+        opts: JsonOptions::default(),
+        batch: Batch::default(),
+        arena: Arena::default(),
+    };
+    let e = TopSeed { ctx: &mut ctx }.deserialize(bytes()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid type: byte array, expected an object or an array of objects"
+    );
+    let e = ElemSeed {
+        ctx: &mut ctx,
+        index: 0,
+    }
+    .deserialize(bytes())
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid type: byte array, expected an object"
+    );
+    assert_eq!(ctx.batch, Batch::default());
+}

@@ -404,10 +404,216 @@ fn numbers_as_java_prints_them() {
         (0.0, "0.0"),
         (-0.0, "-0.0"),
         (f64::INFINITY, "Infinity"),
+        (f64::NEG_INFINITY, "-Infinity"),
         (f64::NAN, "NaN"),
     ] {
         assert_eq!(java_double(f), s, "{f}");
     }
+}
+
+/// `parse_rest_request` reads each request with its own names (the documentation's bodies).
+#[test]
+fn requests_by_kind() {
+    let v1 = br#"{"timestamps":[1635232143960,1635232153960],"measurements":["s3","s4"],"dataTypes":["INT32","BOOLEAN"],"values":[[11,null],[false,true]],"isAligned":false,"deviceId":"root.sg27"}"#;
+    let v2 = br#"{"timestamps":[1635232143960,1635232153960],"measurements":["s3","s4"],"data_types":["INT32","BOOLEAN"],"values":[[11,null],[false,true]],"is_aligned":false,"device":"root.sg27"}"#;
+    let kind = |body: &[u8], request| parse_rest_request(body, request, &opts());
+    let b = kind(v1, RestRequest::InsertTablet(TabletNames::V1));
+    assert_eq!((b.records, b.rejections), (docs_tablet_records(), vec![]));
+    let b = kind(v2, RestRequest::InsertTablet(TabletNames::V2));
+    assert_eq!((b.records, b.rejections), (docs_tablet_records(), vec![]));
+    let b = kind(
+        br#"{"timestamps":[5],"devices":["root.s3"],"measurements_list":[["s771"]],"data_types_list":[["BOOLEAN"]],"values_list":[[false]],"is_aligned":false}"#,
+        RestRequest::InsertRecords,
+    );
+    assert_eq!(
+        b.records,
+        vec![rec(
+            "root.s3",
+            5,
+            vec![field("s771", Bool(false), TypeHint::Boolean)]
+        )]
+    );
+    // A tablet body is no insertRecords body.
+    assert_eq!(
+        summary(&kind(v2, RestRequest::InsertRecords)),
+        [("$.devices".into(), RejectReason::Parse, 1)]
+    );
+}
+
+/// insertRecords takes integers written as numbers with a zero fraction, within the range of
+/// the declared type: INT32 from -2^31 to 2^31 - 1, INT64 from -2^63 to the largest double
+/// below 2^63 (2^63 - 1024); insertTablet takes none of them.
+#[test]
+fn integral_numbers_within_the_declared_range() {
+    let b = records(
+        r#"{"timestamps":[1],"devices":["root.sg.d"],"is_aligned":false,
+            "measurements_list":[["a","b","c","d","e","f","g","h"]],
+            "data_types_list":[["INT32","INT32","INT32","INT32","INT64","INT64","INT64","INT64"]],
+            "values_list":[[2147483647.0,-2147483648.0,2147483648.0,-2147483649.0,
+                            9223372036854774784.0,-9223372036854775808.0,9223372036854775808.0,-9.3e18]]}"#,
+    );
+    assert_eq!(
+        b.records,
+        vec![rec(
+            "root.sg.d",
+            1,
+            vec![
+                field("a", Int(2147483647), TypeHint::Int32),
+                field("b", Int(-2147483648), TypeHint::Int32),
+                field("e", Int(9223372036854774784), TypeHint::Int64),
+                field("f", Int(i64::MIN), TypeHint::Int64),
+            ]
+        )]
+    );
+    let mismatch = |at: &str| (at.to_string(), RejectReason::TypeMismatch, 1);
+    assert_eq!(
+        summary(&b),
+        vec![
+            mismatch("$.values_list[0][2]"),
+            mismatch("$.values_list[0][3]"),
+            mismatch("$.values_list[0][6]"),
+            mismatch("$.values_list[0][7]"),
+        ]
+    );
+    let b = v2(
+        r#"{"device":"root.sg.d","timestamps":[1],"is_aligned":false,"measurements":["a","b"],
+            "data_types":["INT32","INT64"],"values":[[4.0],[4.0]]}"#,
+    );
+    assert_eq!(b.records, vec![]);
+    assert_eq!(
+        summary(&b),
+        vec![mismatch("$.values[0][0]"), mismatch("$.values[1][0]")]
+    );
+}
+
+/// BOOLEAN: insertTablet also takes `1`/`0` and `"1"`/`"0"`, insertRecords only `true`/`false`;
+/// other strings neither.
+#[test]
+fn booleans_by_request() {
+    let b = v2(
+        r#"{"device":"root.sg.d","timestamps":[1,2,3],"is_aligned":false,"measurements":["b"],
+            "data_types":["BOOLEAN"],"values":[["1","true",2]]}"#,
+    );
+    assert_eq!(
+        b.records,
+        vec![rec(
+            "root.sg.d",
+            1,
+            vec![field("b", Bool(true), TypeHint::Boolean)]
+        )]
+    );
+    let mismatch = |at: &str| (at.to_string(), RejectReason::TypeMismatch, 1);
+    assert_eq!(
+        summary(&b),
+        vec![mismatch("$.values[0][1]"), mismatch("$.values[0][2]")]
+    );
+    let b = records(
+        r#"{"timestamps":[1],"devices":["root.sg.d"],"is_aligned":false,"measurements_list":[["a","b","c"]],
+            "data_types_list":[["BOOLEAN","BOOLEAN","BOOLEAN"]],"values_list":[["1",0,false]]}"#,
+    );
+    assert_eq!(
+        b.records,
+        vec![rec(
+            "root.sg.d",
+            1,
+            vec![field("c", Bool(false), TypeHint::Boolean)]
+        )]
+    );
+    assert_eq!(
+        summary(&b),
+        vec![
+            mismatch("$.values_list[0][0]"),
+            mismatch("$.values_list[0][1]")
+        ]
+    );
+}
+
+/// An integer above the INT64 range: a DOUBLE value (rounded to the nearest double, 2^64), a
+/// TEXT value as Java prints the integer, and a mismatch for the integer types; an array is
+/// no value of any type.
+#[test]
+fn integers_above_int64() {
+    let b = v2(
+        r#"{"device":"root.sg.d","timestamps":[1],"is_aligned":false,"measurements":["d","t","l","x"],
+            "data_types":["DOUBLE","TEXT","INT64","TEXT"],"values":[[18446744073709551615],[18446744073709551615],[18446744073709551615],[[1]]]}"#,
+    );
+    assert_eq!(
+        b.records,
+        vec![rec(
+            "root.sg.d",
+            1,
+            vec![
+                field("d", Float(18446744073709551616.0), TypeHint::Double),
+                field("t", Text("18446744073709551615".into()), TypeHint::Text),
+            ]
+        )]
+    );
+    assert_eq!(
+        summary(&b),
+        vec![
+            ("$.values[2][0]".into(), RejectReason::TypeMismatch, 1),
+            ("$.values[3][0]".into(), RejectReason::TypeMismatch, 1),
+        ]
+    );
+}
+
+/// A bad name loses only its points: a column or record of nulls under a bad name loses
+/// none, so nothing is rejected.
+#[test]
+fn bad_names_count_their_points() {
+    let b = records(
+        r#"{"timestamps":[1,2],"devices":["root.sg.d","bad"],"is_aligned":false,
+            "measurements_list":[["ok","bad name","also bad"],["s"]],
+            "data_types_list":[["INT64","INT64","INT64"],["INT64"]],"values_list":[[1,2,null],[null]]}"#,
+    );
+    assert_eq!(
+        b.records,
+        vec![rec(
+            "root.sg.d",
+            1,
+            vec![field("ok", Int(1), TypeHint::Int64)]
+        )]
+    );
+    assert_eq!(
+        summary(&b),
+        vec![(
+            "$.measurements_list[0][1]".into(),
+            RejectReason::InvalidPath,
+            1
+        )]
+    );
+    let b = v2(
+        r#"{"device":"root.sg.d","timestamps":[1,2],"is_aligned":false,"measurements":["ok","bad name"],
+            "data_types":["INT64","INT64"],"values":[[1,2],[null,null]]}"#,
+    );
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(b.records.len(), 2);
+}
+
+/// Consecutive records of one device share its name (one string per run of a device).
+#[test]
+fn records_of_a_device_share_its_name() {
+    let b = records(
+        r#"{"timestamps":[1,2,3],"devices":["root.a","root.a","root.b"],"is_aligned":false,
+            "measurements_list":[["s"],["s"],["s"]],"data_types_list":[["INT64"],["INT64"],["INT64"]],
+            "values_list":[[1],[2],[3]]}"#,
+    );
+    let d: Vec<&str> = b.records.iter().map(|r| &*r.device).collect();
+    assert_eq!(d, ["root.a", "root.a", "root.b"]);
+    assert!(Arc::ptr_eq(&b.records[0].device, &b.records[1].device));
+}
+
+/// The value visitor names what it takes when a deserializer offers a type it does not take
+/// (serde's "invalid type: ..., expected ..." error). serde_json never offers one (it takes
+/// every JSON type), so this drives it with one of serde's value deserializers.
+#[test]
+fn value_visitor_names_what_it_expects() {
+    use serde::de::value::{BytesDeserializer, Error as ValueError};
+    let e = Scalar::deserialize(BytesDeserializer::<ValueError>::new(b"x")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid type: byte array, expected a JSON value"
+    );
 }
 
 proptest! {

@@ -267,6 +267,8 @@ fn syntax_errors_name_line_and_column() {
             "expected the end of the line",
         ),
         ("cpu f=1\t123", "line 2, column 7", "invalid field value"),
+        // A `\r` not before `\n` ends no line, so it is part of the value's token.
+        ("cpu f=1\rx", "line 2, column 7", "invalid field value"),
     ];
     for (bad, loc, msg) in cases {
         let text = format!("ok f=1 1\n{bad}\nok f=2 2\n");
@@ -590,4 +592,15 @@ fn suffixes_declare_types() {
     assert_eq!(b.records.len(), 1);
     assert_eq!(b.rejections.len(), 1);
     assert_eq!(b.rejections[0].reason, RejectReason::TypeMismatch);
+}
+
+/// Only `\n`, `\r\n` and a `\r` ending the input end a line (the module docs): a lone `\r`
+/// at the start of a line is the first character of the measurement, a control character
+/// that becomes `_` in the path (the path rules).
+#[test]
+fn lone_carriage_return_is_part_of_the_name() {
+    let b = parse("\rm f=1 1000000\nm f=2 2000000\r");
+    assert_eq!(b.rejections, vec![]);
+    let got: Vec<(&str, i64)> = b.records.iter().map(|r| (&*r.device, r.time)).collect();
+    assert_eq!(got, vec![("root.lp._m", 1), ("root.lp.m", 2)]);
 }

@@ -1,12 +1,12 @@
 //! The InfluxDB line-protocol parser against influxdata's published test cases
-//! (`tests/fixtures/line-protocol/cases.json`, see the README there): every case runs
+//! (`connectors/tests/fixtures/line-protocol/cases.json`, see the README there): every case runs
 //! through our parser and must give the published parse, or, for the cases listed in
 //! `deviations.json`, the behaviour given there with its reason.
 //!
 //! How a published point maps to ours: the device is the default template's
 //! `root.lp.{measurement}.{tags}` (tag values ordered by tag key) with each name made a
 //! valid IoTDB node, field keys become measurement names the same way (the IoTDB path
-//! rules, [`tsfiled_connectors::path`]); times are in ns; `float`, `int`, `string` and
+//! rules, [`crate::path`]); times are in ns; `float`, `int`, `string` and
 //! `bool` values are FLOAT, INT, TEXT and BOOLEAN (with the type hint the syntax declares:
 //! `i`/`u` INT64, quoted TEXT, booleans BOOLEAN); a `uint` is an INT when it fits. A
 //! published error means at least one line of the input is rejected (we reject lines, the
@@ -15,12 +15,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::{parse_line_protocol, LineProtocolOptions};
+use crate::path::{sanitize_measurement, sanitize_node};
+use crate::{Batch, DeviceTemplate, Field, FieldValue, Record, RejectReason, TimeUnit, TypeHint};
 use serde_json::Value as Json;
-use tsfiled_connectors::line_protocol::{parse_line_protocol, LineProtocolOptions};
-use tsfiled_connectors::path::{sanitize_measurement, sanitize_node};
-use tsfiled_connectors::{
-    Batch, DeviceTemplate, Field, FieldValue, Record, RejectReason, TimeUnit, TypeHint,
-};
 
 fn fixture(name: &str) -> Json {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
