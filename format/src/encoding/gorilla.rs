@@ -618,6 +618,14 @@ mod tests {
         check_against_model::<Single>(&b, 200);
         let b = enc_f64(&[1.0, 1.5, -3.0]);
         check_against_model::<Double>(&b, 200);
+        // DOUBLE too: spec §6.5, the end marker is the canonical NaN, after which the
+        // reader returns NaN (the `0` codes of the padding and the masked zero bits).
+        let mut d = Vec::new();
+        decode_f64(&b, 12, &mut d).unwrap();
+        assert_eq!(&d[..3], &[1.0, 1.5, -3.0]);
+        for x in &d[3..] {
+            assert_eq!(x.to_bits(), 0x7ff8_0000_0000_0000);
+        }
     }
 
     /// A literal transcription of Java's `GorillaDecoder` + `Single/DoublePrecisionDecoder`
