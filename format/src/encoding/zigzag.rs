@@ -161,6 +161,10 @@ mod tests {
         let mut back = Vec::new();
         decode_i32(&out, 5, &mut back).unwrap();
         assert_eq!(back, [0, -1, 1, 64, -65]);
+        // Exactly `count` values, also when the group holds more.
+        let mut back = Vec::new();
+        decode_i32(&out, 3, &mut back).unwrap();
+        assert_eq!(back, [0, -1, 1]);
         let mut empty = Vec::new();
         e.flush(&mut empty).unwrap();
         assert!(empty.is_empty());
