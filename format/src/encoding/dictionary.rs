@@ -40,7 +40,7 @@ impl DictionaryEncoder {
 
 impl Encoder for DictionaryEncoder {
     fn encode_binary(&mut self, v: &[u8], _out: &mut Vec<u8>) -> Result<()> {
-        if v.len() > i32::MAX as usize {
+        if i32::try_from(v.len()).is_err() {
             return Err(Error::invalid("a DICTIONARY entry longer than i32::MAX"));
         }
         let next = self.entries.len() as i32;
