@@ -322,7 +322,8 @@ impl Dec<'_> {
         ((self.held >> (self.left as u32 & 31)) & 1) as u64
     }
 
-    /// Java `readIntFromStream` / `readLongFromStream` on the ended source.
+    /// Java `readIntFromStream` / `readLongFromStream` on the ended source. Java masks
+    /// the shift count to the width, so an int field stays below 2^32.
     fn end_field(&mut self, len: u32, width: u32) -> u64 {
         let mut num = 0u64;
         for i in 0..len {
@@ -330,11 +331,7 @@ impl Dec<'_> {
             let s = (len.wrapping_sub(1).wrapping_sub(i)) & (width - 1);
             num |= bit << s;
         }
-        if width == 32 {
-            num & 0xffff_ffff
-        } else {
-            num
-        }
+        num
     }
 
     fn set_prev<V: Variant>(&mut self, bits: u64) {
