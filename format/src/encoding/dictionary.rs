@@ -40,7 +40,7 @@ impl DictionaryEncoder {
 
 impl Encoder for DictionaryEncoder {
     fn encode_binary(&mut self, v: &[u8], _out: &mut Vec<u8>) -> Result<()> {
-        if v.len() > i32::MAX as usize {
+        if i32::try_from(v.len()).is_err() {
             return Err(Error::invalid("a DICTIONARY entry longer than i32::MAX"));
         }
         let next = self.entries.len() as i32;
@@ -151,5 +151,54 @@ mod tests {
             let _ = decode(&out[..cut], 4, &mut Vec::new());
         }
         assert!(decode(&out[..5], 4, &mut Vec::new()).is_err());
+    }
+
+    /// Hand-built streams (module docs' layout): the dictionary size check takes
+    /// exactly the entries the stream can hold (an entry is at least its length byte).
+    #[test]
+    fn dictionary_size_bounds() {
+        // No entries, no values: nothing to read.
+        let mut back = Vec::new();
+        decode(&[0x00], 0, &mut back).unwrap();
+        assert!(back.is_empty());
+        // One empty entry (zigzag 2, length zigzag 0): one entry in one remaining byte.
+        decode(&[0x02, 0x00], 0, &mut back).unwrap();
+        assert!(back.is_empty());
+        // One empty entry, index 0 once: the RLE frame the Java writer makes of [0]
+        // (spec §6.2: length 4, bit-width 1, one bit-packed group `03 01 00`).
+        decode(&[0x02, 0x00, 0x04, 0x01, 0x03, 0x01, 0x00], 1, &mut back).unwrap();
+        assert_eq!(back, [Vec::<u8>::new()]);
+        // Two entries claimed, one byte left; a negative size (zigzag 1 = -1).
+        for bad in [&[0x04, 0x00][..], &[0x01, 0x00]] {
+            let e = decode(bad, 0, &mut Vec::new()).unwrap_err().to_string();
+            assert!(e.contains("a dictionary of"), "{e}");
+        }
+        // An entry whose length is negative.
+        let e = decode(&[0x02, 0x01], 0, &mut Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("entry 0: length -1"), "{e}");
+    }
+
+    /// The page-sealing estimate of TsFile 2.x's Java `DictionaryEncoder.getMaxByteSize`:
+    /// `4 + mapSize + valuesEncoder.getMaxByteSize()`, where `mapSize` sums the lengths of
+    /// the distinct entries and the index encoder is an `IntRleEncoder` (spec §6.8:
+    /// `8 + groupNum*5 + n*4`, `groupNum = (n/8 + 1)/63 + 1`); flush resets it.
+    #[test]
+    fn max_byte_size_follows_java() {
+        let mut e = DictionaryEncoder::new();
+        let mut out = Vec::new();
+        // n = 0: 4 + 0 + (8 + 5 + 0).
+        assert_eq!(e.max_byte_size(), 17);
+        for v in [&b"on"[..], b"off", b"on", b"on"] {
+            e.encode_binary(v, &mut out).unwrap();
+        }
+        // mapSize = 2 + 3 (the repeated "on" is counted once), n = 4: 4 + 5 + (8 + 5 + 16).
+        assert_eq!(e.max_byte_size(), 38);
+        e.encode_binary(b"sixsix", &mut out).unwrap();
+        // mapSize = 11, n = 5: 4 + 11 + (8 + 5 + 20).
+        assert_eq!(e.max_byte_size(), 48);
+        e.flush(&mut out).unwrap();
+        assert_eq!(e.max_byte_size(), 17);
     }
 }

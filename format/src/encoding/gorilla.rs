@@ -322,7 +322,8 @@ impl Dec<'_> {
         ((self.held >> (self.left as u32 & 31)) & 1) as u64
     }
 
-    /// Java `readIntFromStream` / `readLongFromStream` on the ended source.
+    /// Java `readIntFromStream` / `readLongFromStream` on the ended source. Java masks
+    /// the shift count to the width, so an int field stays below 2^32.
     fn end_field(&mut self, len: u32, width: u32) -> u64 {
         let mut num = 0u64;
         for i in 0..len {
@@ -330,11 +331,7 @@ impl Dec<'_> {
             let s = (len.wrapping_sub(1).wrapping_sub(i)) & (width - 1);
             num |= bit << s;
         }
-        if width == 32 {
-            num & 0xffff_ffff
-        } else {
-            num
-        }
+        num
     }
 
     fn set_prev<V: Variant>(&mut self, bits: u64) {
@@ -618,6 +615,14 @@ mod tests {
         check_against_model::<Single>(&b, 200);
         let b = enc_f64(&[1.0, 1.5, -3.0]);
         check_against_model::<Double>(&b, 200);
+        // DOUBLE too: spec §6.5, the end marker is the canonical NaN, after which the
+        // reader returns NaN (the `0` codes of the padding and the masked zero bits).
+        let mut d = Vec::new();
+        decode_f64(&b, 12, &mut d).unwrap();
+        assert_eq!(&d[..3], &[1.0, 1.5, -3.0]);
+        for x in &d[3..] {
+            assert_eq!(x.to_bits(), 0x7ff8_0000_0000_0000);
+        }
     }
 
     /// A literal transcription of Java's `GorillaDecoder` + `Single/DoublePrecisionDecoder`
@@ -786,6 +791,58 @@ mod tests {
         let bad = [0, 0, 0x80, 0x3f, 0b1111_1111, 0b1111_1100, 0, 0, 0, 0, 0, 0];
         assert!(decode_f32(&bad, 2, &mut Vec::new()).is_err());
         assert!(decode_f32(&[], 0, &mut Vec::new()).is_ok());
+    }
+
+    fn decode_error_at(r: Result<()>) -> usize {
+        match r {
+            Err(Error::Decode { at, .. }) => at,
+            other => panic!("expected a decode error, got {other:?}"),
+        }
+    }
+
+    /// Errors name the byte of the stream where the failing code starts. The codes of
+    /// the spec §6.5 FLOAT vector `0000803f 6907849ffe90ecfe40` ([1.0, 1.0, 1.5, 2.0,
+    /// 3.25]) start at bits 0 (`0`), 1 (1.5: `11 01001 000001 1`), 15 (2.0: `11 00001
+    /// 001001` + 9 bits), 37 (3.25: `11 01001 000011 101`) and 53 (the end marker: `10`
+    /// + 11 bits) of the bit stream after the 4-byte first value.
+    #[test]
+    fn errors_name_the_code_offset() {
+        let page = [
+            0x00, 0x00, 0x80, 0x3f, 0x69, 0x07, 0x84, 0x9f, 0xfe, 0x90, 0xec, 0xfe, 0x40,
+        ];
+        let mut d = Vec::new();
+        decode_f32(&page, 5, &mut d).unwrap();
+        assert_eq!(d, [1.0, 1.0, 1.5, 2.0, 3.25]);
+        // Cut after 32 bits: the code of 2.0 (bits 15..37) is incomplete: byte 4 + 15/8.
+        assert_eq!(
+            decode_error_at(decode_f32(&page[..8], 5, &mut Vec::new())),
+            5
+        );
+        // Cut after 40 bits: the code of 3.25 (bits 37..53): byte 4 + 37/8.
+        assert_eq!(
+            decode_error_at(decode_f32(&page[..9], 5, &mut Vec::new())),
+            8
+        );
+        // Cut after 56 bits: the end marker's code (bits 53..66): byte 4 + 53/8.
+        assert_eq!(
+            decode_error_at(decode_f32(&page[..11], 5, &mut Vec::new())),
+            10
+        );
+        // Eight `0` codes, then an impossible `11` code (31 leading zeros + length 63) at
+        // bit 8, read with the 9th value (each value reads the code after it): byte 4 + 1.
+        let bad = [0, 0, 0x80, 0x3f, 0x00, 0xff, 0xfc, 0, 0, 0, 0, 0, 0];
+        decode_f32(&bad, 8, &mut Vec::new()).unwrap();
+        assert_eq!(decode_error_at(decode_f32(&bad, 9, &mut Vec::new())), 5);
+        // DOUBLE: the spec §6.5 vector [1.5, 3.0] `000000000000f83f c117ffe7fe` cut after
+        // its first code (`11 000001 0001011` + 11 bits, 26 bits): byte 8 + 0.
+        let page = [0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 0xc1, 0x17, 0xff, 0xe7, 0xfe];
+        let mut d = Vec::new();
+        decode_f64(&page, 2, &mut d).unwrap();
+        assert_eq!(d, [1.5, 3.0]);
+        assert_eq!(
+            decode_error_at(decode_f64(&page[..10], 2, &mut Vec::new())),
+            8
+        );
     }
 
     fn split<T: Clone>(v: &[T], cuts: &[usize]) -> Vec<Vec<T>> {

@@ -161,9 +161,34 @@ mod tests {
         let mut back = Vec::new();
         decode_i32(&out, 5, &mut back).unwrap();
         assert_eq!(back, [0, -1, 1, 64, -65]);
+        // Exactly `count` values, also when the group holds more.
+        let mut back = Vec::new();
+        decode_i32(&out, 3, &mut back).unwrap();
+        assert_eq!(back, [0, -1, 1]);
         let mut empty = Vec::new();
         e.flush(&mut empty).unwrap();
         assert!(empty.is_empty());
+    }
+
+    /// The page-sealing estimate of the writer of the v4 fixtures (Apache TsFile C++
+    /// `ZigzagEncoder::get_max_byte_size`): 0 with nothing buffered, else 8 plus the
+    /// buffered var-int bytes.
+    #[test]
+    fn max_byte_size_follows_the_library() {
+        let mut e = ZigzagEncoder::int32();
+        let mut out = Vec::new();
+        assert_eq!(e.max_byte_size(), 0);
+        e.encode_i32(-65, &mut out).unwrap(); // zigzag 129: 81 01
+        assert_eq!(e.max_byte_size(), 8 + 2);
+        for v in [0, -1, 1, 64] {
+            e.encode_i32(v, &mut out).unwrap();
+        }
+        assert_eq!(e.max_byte_size(), 8 + 7);
+        e.flush(&mut out).unwrap();
+        assert_eq!(e.max_byte_size(), 0);
+        let mut e = ZigzagEncoder::int64();
+        e.encode_i64(i64::MIN, &mut out).unwrap(); // zigzag u64::MAX: 10 bytes
+        assert_eq!(e.max_byte_size(), 8 + 10);
     }
 
     #[test]
