@@ -274,7 +274,9 @@ pub(crate) fn parse_epoch(cell: &[u8], unit: TimeUnit, target: TimeUnit) -> Resu
     }
     // General path in i128 nanoseconds.
     let int = trim_leading_zeros(int);
-    if int.len() > 30 {
+    // 29 digits are at least 10^28 units, at least 10^28 ns = 10^19 s: past i64 in every unit.
+    // Up to 28 digits, `whole * per_unit` stays below 10^37 and fits i128.
+    if int.len() > 28 {
         return Err(overflow());
     }
     let mut whole: i128 = 0;
@@ -360,6 +362,40 @@ mod tests {
                 .contains("overflows")
         );
         assert!(parse_epoch(&[b'9'; 60], TimeUnit::Seconds, ms).is_err());
+        // 10^27 ns is 10^18 s; 10^28 ns is 10^19 s, past i64::MAX (about 9.22 * 10^18).
+        let e27 = format!("1{}", "0".repeat(27));
+        let s = TimeUnit::Seconds;
+        assert_eq!(
+            parse_epoch(e27.as_bytes(), TimeUnit::Nanos, s),
+            Ok(1_000_000_000_000_000_000)
+        );
+        assert_eq!(
+            parse_epoch(format!("-{e27}").as_bytes(), TimeUnit::Nanos, s),
+            Ok(-1_000_000_000_000_000_000)
+        );
+        assert_eq!(
+            parse_epoch(format!("000{e27}.5").as_bytes(), TimeUnit::Nanos, s),
+            Ok(1_000_000_000_000_000_000)
+        );
+        assert!(parse_epoch(format!("{e27}0").as_bytes(), TimeUnit::Nanos, s)
+            .unwrap_err()
+            .contains("overflows"));
+        // Long digit strings are overflows in every unit, never an arithmetic overflow.
+        for n in 29..=40 {
+            let digits = "9".repeat(n);
+            for unit in UNITS {
+                for target in UNITS {
+                    for cell in [digits.clone(), format!("-{digits}.9")] {
+                        assert!(
+                            parse_epoch(cell.as_bytes(), unit, target)
+                                .unwrap_err()
+                                .contains("overflows"),
+                            "{cell} {unit:?} -> {target:?}"
+                        );
+                    }
+                }
+            }
+        }
         for bad in [&b"1e5"[..], b"", b"-", b".", b"1.2.3", b"12a", b" 1"] {
             assert!(parse_epoch(bad, TimeUnit::Seconds, ms).is_err(), "{bad:?}");
         }
