@@ -6,7 +6,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 
-use super::records::{Input, Next, RecordReader, RecordSpan, Sequential};
+use super::records::{Fields, Input, Next, RecordReader, RecordSpan, Sequential};
 
 fn span(offset: u64, end: u64, line: u64, next_line: u64) -> RecordSpan {
     RecordSpan {
@@ -70,6 +70,8 @@ fn rfc4180_examples() {
 
 #[test]
 fn field_views() {
+    let none = Fields::default();
+    assert_eq!((none.len(), none.is_empty()), (0, true));
     let mut r = RecordReader::new(Sequential(&b"zzz,,\"y,\"\"y\"\"\"x\nplain,b\n"[..]), b',', 100);
     assert!(matches!(r.next_record().unwrap(), Next::Record(_)));
     let fields = r.fields();
@@ -240,6 +242,8 @@ fn default_skip_bytes() {
         }
     }
     impl Input for Broken<'_> {}
+    // Skipping exactly what the input holds reads no further.
+    assert_eq!(Broken(&data[..10]).skip_bytes(10).unwrap(), 10);
     let err = Broken(&data[..10]).skip_bytes(100).unwrap_err();
     assert_eq!(err.to_string(), "disk gone");
     let mut r = RecordReader::new(Broken(&data[..10]), b',', 100);

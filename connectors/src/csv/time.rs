@@ -515,6 +515,41 @@ mod tests {
     }
 
     #[test]
+    fn signed_epochs_and_messages() {
+        let auto = p(
+            TimeFormat::Auto,
+            "UTC",
+            AmbiguousTime::Reject,
+            TimeUnit::Millis,
+        );
+        assert_eq!(auto.parse(b"-1500"), Ok(-1500));
+        assert_eq!(auto.parse(b"+1500"), Ok(1500));
+        assert!(auto.parse(b"\xff").unwrap_err().contains("not valid UTF-8"));
+        for (unit, words) in [
+            (TimeUnit::Seconds, "seconds"),
+            (TimeUnit::Millis, "milliseconds"),
+            (TimeUnit::Micros, "microseconds"),
+            (TimeUnit::Nanos, "nanoseconds"),
+        ] {
+            assert_eq!(
+                parse_epoch(b"x", unit, TimeUnit::Millis),
+                Err(format!("\"x\" is not an epoch time in {words}"))
+            );
+        }
+        // An hour without minutes is not a time; a date alone is midnight.
+        let hour = p(
+            TimeFormat::Strftime("%Y-%m-%d %H".into()),
+            "UTC",
+            AmbiguousTime::Reject,
+            TimeUnit::Seconds,
+        );
+        assert!(hour
+            .parse(b"1970-01-02 05")
+            .unwrap_err()
+            .contains("does not match"));
+    }
+
+    #[test]
     fn bad_options_are_errors() {
         assert!(matches!(
             TimeParser::new(
