@@ -129,7 +129,11 @@ fn iotdb_export_aligned_by_time() {
                     field("id", Int(7), None),
                 ]
             ),
-            rec(wt05, T0, vec![field("hardware", Text("v1".into()), Some(T))]),
+            rec(
+                wt05,
+                T0,
+                vec![field("hardware", Text("v1".into()), Some(T))]
+            ),
             rec(
                 wt04,
                 T0 + 60_000,
@@ -198,7 +202,11 @@ fn iotdb_export_aligned_by_device() {
                     field("note", Text("ok".into()), None),
                 ]
             ),
-            rec(wt04, T0 + 60_000, vec![field("status", Bool(true), Some(B))]),
+            rec(
+                wt04,
+                T0 + 60_000,
+                vec![field("status", Bool(true), Some(B))]
+            ),
             rec(
                 wt05,
                 T0 + 60_000,
@@ -234,7 +242,10 @@ fn iotdb_header_errors() {
     for (header, want) in [
         ("Time,root.sg.d1.s1(INT8)", "unknown data type \"INT8\""),
         ("Time,s1", "not a series path"),
-        ("Time,root.sg.d1.s1,root.sg.d2.s1,root.sg.d1.s1(INT64)", "appears twice"),
+        (
+            "Time,root.sg.d1.s1,root.sg.d2.s1,root.sg.d1.s1(INT64)",
+            "appears twice",
+        ),
     ] {
         let m = file_error(&wide, &format!("{header}\n1,2\n"));
         assert!(m.contains(want), "{header}: {m}");
@@ -403,10 +414,7 @@ fn chunks_close_at_the_point_or_row_limit() {
 
     // Rejected rows count towards the row limit too.
     let (chunks, _) = run(&opts, "Time,root.sg.d.a\nx,1\ny,1\n3,1\n");
-    let shape: Vec<(u64, u64)> = chunks
-        .iter()
-        .map(|c| (c.rows, c.rejected_rows()))
-        .collect();
+    let shape: Vec<(u64, u64)> = chunks.iter().map(|c| (c.rows, c.rejected_rows())).collect();
     assert_eq!(shape, vec![(0, 2), (1, 0)]);
 }
 
@@ -576,7 +584,11 @@ fn generic_null_is_text() {
     let (chunks, _) = run(&opts, "t,d,v\n1,root.a.b,null\n2,root.a.b, \n");
     assert_eq!(
         records(&chunks),
-        vec![rec("root.a.b", 1, vec![field("v", Text("null".into()), None)])]
+        vec![rec(
+            "root.a.b",
+            1,
+            vec![field("v", Text("null".into()), None)]
+        )]
     );
 }
 
@@ -681,7 +693,10 @@ fn generic_columns_by_name_and_position() {
         assert!(m.contains(want), "{want}: {m}");
     }
     let m = file_error(&generic(g), "v,ts,dev,v\n1,1,root.a.b,2\n");
-    assert!(m.contains("columns 1 and 4 both give the measurement"), "{m}");
+    assert!(
+        m.contains("columns 1 and 4 both give the measurement"),
+        "{m}"
+    );
 }
 
 #[test]
@@ -717,7 +732,9 @@ fn device_templates() {
         vec![rec("root.plant7.line_3", 1, vec![field("v", Int(2), None)])]
     );
     // Templates not built by parse_csv_device are checked too.
-    let (key, m) = option_error(&with(Template::parse("plant.{file_stem}", None, &[]).unwrap()));
+    let (key, m) = option_error(&with(
+        Template::parse("plant.{file_stem}", None, &[]).unwrap(),
+    ));
     assert_eq!(key, "device_template");
     assert!(m.contains("must start with \"root.\""), "{m}");
     let (key, m) = option_error(&with(Template::parse("root.{host}", None, &[]).unwrap()));
@@ -747,7 +764,11 @@ fn options_and_delimiters() {
     let (chunks, _) = run(&opts, "Time;root.a.b.c\n2;\"x;y\"\n");
     assert_eq!(
         records(&chunks),
-        vec![rec("root.a.b", 2_000_000, vec![field("c", Text("x;y".into()), None)])]
+        vec![rec(
+            "root.a.b",
+            2_000_000,
+            vec![field("c", Text("x;y".into()), None)]
+        )]
     );
     for d in [b'"', b'\n', b'\r', 0xe9] {
         let (key, _) = option_error(&CsvParseOptions {

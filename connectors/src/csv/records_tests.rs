@@ -72,7 +72,11 @@ fn rfc4180_examples() {
 fn field_views() {
     let none = Fields::default();
     assert_eq!((none.len(), none.is_empty()), (0, true));
-    let mut r = RecordReader::new(Sequential(&b"zzz,,\"y,\"\"y\"\"\"x\nplain,b\n"[..]), b',', 100);
+    let mut r = RecordReader::new(
+        Sequential(&b"zzz,,\"y,\"\"y\"\"\"x\nplain,b\n"[..]),
+        b',',
+        100,
+    );
     assert!(matches!(r.next_record().unwrap(), Next::Record(_)));
     let fields = r.fields();
     assert_eq!((fields.len(), fields.is_empty()), (3, false));
@@ -129,7 +133,9 @@ impl Input for Choppy<'_> {}
 
 /// `count` rows `00000\n`, `00001\n`, …: row `i` starts at byte `6 * i`, on line `i + 1`.
 fn numbered(count: usize) -> Vec<u8> {
-    (0..count).flat_map(|i| format!("{i:05}\n").into_bytes()).collect()
+    (0..count)
+        .flat_map(|i| format!("{i:05}\n").into_bytes())
+        .collect()
 }
 
 fn record_at<R: Input>(r: &mut RecordReader<R>) -> (Next, Vec<u8>) {
@@ -149,17 +155,26 @@ fn skip_past_the_buffer<R: Input>(mut r: RecordReader<R>) {
     assert_eq!((r.offset(), r.line()), (12_000, 2001));
     assert_eq!(
         record_at(&mut r),
-        (Next::Record(span(12_000, 12_006, 2001, 2002)), b"02000".to_vec())
+        (
+            Next::Record(span(12_000, 12_006, 2001, 2002)),
+            b"02000".to_vec()
+        )
     );
     // Within the buffer.
     r.skip_to(12_600, 2101).unwrap();
     assert_eq!(
         record_at(&mut r),
-        (Next::Record(span(12_600, 12_606, 2101, 2102)), b"02100".to_vec())
+        (
+            Next::Record(span(12_600, 12_606, 2101, 2102)),
+            b"02100".to_vec()
+        )
     );
     let back = r.skip_to(6, 2).unwrap_err();
     assert_eq!(back.kind(), io::ErrorKind::InvalidInput);
-    assert!(back.to_string().contains("from byte 12606 to byte 6"), "{back}");
+    assert!(
+        back.to_string().contains("from byte 12606 to byte 6"),
+        "{back}"
+    );
     let past = r.skip_to(18_010, 3003).unwrap_err();
     assert_eq!(past.kind(), io::ErrorKind::UnexpectedEof);
     assert_eq!(
@@ -340,7 +355,10 @@ fn too_large_records_with_quotes() {
     a.extend(vec![b'x'; 5000]);
     a.extend(b"\nyyyyyyyyyy\"\n2,3\n");
     let mut r = RecordReader::new(Sequential(&a[..]), b',', 100);
-    assert_eq!(r.next_record().unwrap(), Next::TooLarge(span(0, 5016, 1, 3)));
+    assert_eq!(
+        r.next_record().unwrap(),
+        Next::TooLarge(span(0, 5016, 1, 3))
+    );
     assert_eq!(
         record_at(&mut r),
         (Next::Record(span(5016, 5020, 3, 4)), b"2,3".to_vec())
@@ -350,7 +368,10 @@ fn too_large_records_with_quotes() {
     let mut b = vec![b'x'; 5000];
     b.extend(b",\"a\nb\"\n2\n");
     let mut r = RecordReader::new(Sequential(&b[..]), b',', 100);
-    assert_eq!(r.next_record().unwrap(), Next::TooLarge(span(0, 5007, 1, 3)));
+    assert_eq!(
+        r.next_record().unwrap(),
+        Next::TooLarge(span(0, 5007, 1, 3))
+    );
     assert_eq!(
         record_at(&mut r),
         (Next::Record(span(5007, 5009, 3, 4)), b"2".to_vec())
@@ -361,7 +382,10 @@ fn too_large_records_with_quotes() {
     let mut c = vec![b'x'; 4097];
     c.extend(b"\"a\nb\"\n2\n");
     let mut r = RecordReader::new(Sequential(&c[..]), b',', 100);
-    assert_eq!(r.next_record().unwrap(), Next::TooLarge(span(0, 4100, 1, 2)));
+    assert_eq!(
+        r.next_record().unwrap(),
+        Next::TooLarge(span(0, 4100, 1, 2))
+    );
     assert_eq!(
         all(&mut r),
         vec![
@@ -374,7 +398,10 @@ fn too_large_records_with_quotes() {
     // Too long up to the end of the input, with no line break.
     let d = vec![b'x'; 5000];
     let mut r = RecordReader::new(Sequential(&d[..]), b',', 100);
-    assert_eq!(r.next_record().unwrap(), Next::TooLarge(span(0, 5000, 1, 1)));
+    assert_eq!(
+        r.next_record().unwrap(),
+        Next::TooLarge(span(0, 5000, 1, 1))
+    );
     assert_eq!(r.next_record().unwrap(), Next::End);
 }
 

@@ -377,9 +377,11 @@ mod tests {
             parse_epoch(format!("000{e27}.5").as_bytes(), TimeUnit::Nanos, s),
             Ok(1_000_000_000_000_000_000)
         );
-        assert!(parse_epoch(format!("{e27}0").as_bytes(), TimeUnit::Nanos, s)
-            .unwrap_err()
-            .contains("overflows"));
+        assert!(
+            parse_epoch(format!("{e27}0").as_bytes(), TimeUnit::Nanos, s)
+                .unwrap_err()
+                .contains("overflows")
+        );
         // Long digit strings are overflows in every unit, never an arithmetic overflow.
         for n in 29..=40 {
             let digits = "9".repeat(n);
