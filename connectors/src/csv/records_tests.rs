@@ -72,6 +72,10 @@ fn rfc4180_examples() {
 fn field_views() {
     let none = Fields::default();
     assert_eq!((none.len(), none.is_empty()), (0, true));
+    // No record read yet: no field.
+    let fresh = RecordReader::new(Sequential(&b"a\n"[..]), b',', 100);
+    assert_eq!((fresh.fields().len(), fresh.fields().is_empty()), (0, true));
+    assert_eq!(fresh.fields().get(0), None);
     let mut r = RecordReader::new(
         Sequential(&b"zzz,,\"y,\"\"y\"\"\"x\nplain,b\n"[..]),
         b',',
@@ -401,6 +405,44 @@ fn too_large_records_with_quotes() {
     assert_eq!(
         r.next_record().unwrap(),
         Next::TooLarge(span(0, 5000, 1, 1))
+    );
+    assert_eq!(r.next_record().unwrap(), Next::End);
+}
+
+/// The limit holds for records that fit the reader's buffer too: a record longer than
+/// `max_record` bytes (without its line break) is `TooLarge`.
+#[test]
+fn the_limit_holds_below_the_buffer_size() {
+    let x = |n: usize| vec![b'x'; n];
+    let mut input = x(100);
+    input.extend(b"\r\n");
+    input.extend(x(101));
+    input.extend(b"\n\"");
+    input.extend(x(70));
+    input.extend(b"\n");
+    input.extend(x(77));
+    input.extend(b"\"\n1\n");
+    input.extend(x(101));
+    let mut r = RecordReader::new(Sequential(&input[..]), b',', 100);
+    assert_eq!(r.next_record().unwrap(), Next::Record(span(0, 102, 1, 2)));
+    assert_eq!(r.raw(), &x(100)[..]);
+    assert_eq!(
+        r.next_record().unwrap(),
+        Next::TooLarge(span(102, 204, 2, 3))
+    );
+    // 150 bytes with a quoted line break.
+    assert_eq!(
+        r.next_record().unwrap(),
+        Next::TooLarge(span(204, 355, 3, 5))
+    );
+    assert_eq!(
+        record_at(&mut r),
+        (Next::Record(span(355, 357, 5, 6)), b"1".to_vec())
+    );
+    // The last line, without a line break.
+    assert_eq!(
+        r.next_record().unwrap(),
+        Next::TooLarge(span(357, 458, 6, 6))
     );
     assert_eq!(r.next_record().unwrap(), Next::End);
 }
