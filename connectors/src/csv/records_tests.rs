@@ -113,6 +113,38 @@ fn blank_lines_and_carriage_returns() {
     );
 }
 
+#[test]
+fn a_carriage_return_alone_is_data() {
+    // Only LF or CR LF end a record: a CR before other bytes starts the record's data.
+    let mut r = RecordReader::new(Sequential(&b"\rab,c\n\r\n1\n"[..]), b',', 100);
+    assert_eq!(
+        all(&mut r),
+        vec![
+            (Next::Record(span(0, 6, 1, 2)), f(&[b"\rab", b"c"])),
+            (Next::Record(span(8, 10, 3, 4)), f(&[b"1"])),
+            (Next::End, vec![]),
+        ]
+    );
+    // A CR LF blank line read one byte at a time (the CR arrives alone at the buffer's end).
+    let mut r = RecordReader::new(
+        Choppy {
+            data: b"a\n\r\nb\n",
+            n: 1,
+            interrupt: false,
+        },
+        b',',
+        100,
+    );
+    assert_eq!(
+        all(&mut r),
+        vec![
+            (Next::Record(span(0, 2, 1, 2)), f(&[b"a"])),
+            (Next::Record(span(4, 6, 3, 4)), f(&[b"b"])),
+            (Next::End, vec![]),
+        ]
+    );
+}
+
 /// Delivers at most `n` bytes a read and an `Interrupted` error before every other read.
 struct Choppy<'a> {
     data: &'a [u8],
