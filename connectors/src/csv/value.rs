@@ -300,6 +300,11 @@ mod tests {
             (".5", FieldValue::Float(0.5)),
             ("0.000001", FieldValue::Float(1e-6)),
             ("123456789012.345", FieldValue::Float(123_456_789_012.345)),
+            // 21 digits: past the fast path's 15 and past u64.
+            (
+                "123456789012345678901",
+                FieldValue::Float(123_456_789_012_345_678_901.0),
+            ),
             ("+Infinity", FieldValue::Float(f64::INFINITY)),
             ("-Infinity", FieldValue::Float(f64::NEG_INFINITY)),
             ("1.2.3", FieldValue::Text("1.2.3".into())),
