@@ -168,6 +168,23 @@ fn a_carriage_return_alone_is_data() {
     );
 }
 
+#[test]
+fn a_long_record_starting_with_a_carriage_return() {
+    let mut input = b"x\n\r".to_vec();
+    input.extend(vec![b'y'; 5000]);
+    input.extend(b"\n2\n");
+    let mut r = RecordReader::new(Sequential(&input[..]), b',', 100);
+    assert_eq!(
+        all(&mut r),
+        vec![
+            (Next::Record(span(0, 2, 1, 2)), f(&[b"x"])),
+            (Next::TooLarge(span(2, 5004, 2, 3)), vec![]),
+            (Next::Record(span(5004, 5006, 3, 4)), f(&[b"2"])),
+            (Next::End, vec![]),
+        ]
+    );
+}
+
 /// Delivers at most `n` bytes a read and an `Interrupted` error before every other read.
 struct Choppy<'a> {
     data: &'a [u8],
