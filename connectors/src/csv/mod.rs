@@ -16,6 +16,8 @@ pub mod options;
 pub mod parser;
 mod plugin;
 pub mod records;
+#[cfg(test)]
+mod records_tests;
 pub mod source;
 pub mod time;
 pub mod value;

@@ -869,3 +869,7 @@ pub fn is_gzip(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
 }
+
+#[cfg(test)]
+#[path = "parser_tests.rs"]
+mod tests;

@@ -466,7 +466,8 @@ impl<R: Input> RecordReader<R> {
         }
     }
 
-    /// Takes the record `buf[start..start+len]` whose terminator ends at `start+total`.
+    /// Takes the record `buf[start..start+len]` whose terminator ends at `start+total`
+    /// ([`Next::TooLarge`] when it is longer than the limit without its line break).
     fn finish(&mut self, offset: u64, line: u64, len: usize, total: usize, nl: u64) -> Next {
         let mut rec_end = self.start + len;
         if rec_end > self.start && self.buf[rec_end - 1] == b'\r' {
@@ -474,15 +475,22 @@ impl<R: Input> RecordReader<R> {
         }
         self.record = (self.start, rec_end);
         let terminated = total > len;
+        // Longer than the limit but within the buffer (which holds at least 4 KiB).
+        let too_large = rec_end - self.start > self.max_record;
         self.advance(total);
         let next_line = line + nl + u64::from(terminated);
         self.line = next_line;
-        Next::Record(RecordSpan {
+        let span = RecordSpan {
             offset,
             end: offset + total as u64,
             line,
             next_line,
-        })
+        };
+        if too_large {
+            Next::TooLarge(span)
+        } else {
+            Next::Record(span)
+        }
     }
 
     /// Skips the rest of an over-long record.

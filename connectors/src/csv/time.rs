@@ -274,7 +274,9 @@ pub(crate) fn parse_epoch(cell: &[u8], unit: TimeUnit, target: TimeUnit) -> Resu
     }
     // General path in i128 nanoseconds.
     let int = trim_leading_zeros(int);
-    if int.len() > 30 {
+    // 29 digits are at least 10^28 units, at least 10^28 ns = 10^19 s: past i64 in every unit.
+    // Up to 28 digits, `whole * per_unit` stays below 10^37 and fits i128.
+    if int.len() > 28 {
         return Err(overflow());
     }
     let mut whole: i128 = 0;
@@ -360,6 +362,42 @@ mod tests {
                 .contains("overflows")
         );
         assert!(parse_epoch(&[b'9'; 60], TimeUnit::Seconds, ms).is_err());
+        // 10^27 ns is 10^18 s; 10^28 ns is 10^19 s, past i64::MAX (about 9.22 * 10^18).
+        let e27 = format!("1{}", "0".repeat(27));
+        let s = TimeUnit::Seconds;
+        assert_eq!(
+            parse_epoch(e27.as_bytes(), TimeUnit::Nanos, s),
+            Ok(1_000_000_000_000_000_000)
+        );
+        assert_eq!(
+            parse_epoch(format!("-{e27}").as_bytes(), TimeUnit::Nanos, s),
+            Ok(-1_000_000_000_000_000_000)
+        );
+        assert_eq!(
+            parse_epoch(format!("000{e27}.5").as_bytes(), TimeUnit::Nanos, s),
+            Ok(1_000_000_000_000_000_000)
+        );
+        assert!(
+            parse_epoch(format!("{e27}0").as_bytes(), TimeUnit::Nanos, s)
+                .unwrap_err()
+                .contains("overflows")
+        );
+        // Long digit strings are overflows in every unit, never an arithmetic overflow.
+        for n in 29..=40 {
+            let digits = "9".repeat(n);
+            for unit in UNITS {
+                for target in UNITS {
+                    for cell in [digits.clone(), format!("-{digits}.9")] {
+                        assert!(
+                            parse_epoch(cell.as_bytes(), unit, target)
+                                .unwrap_err()
+                                .contains("overflows"),
+                            "{cell} {unit:?} -> {target:?}"
+                        );
+                    }
+                }
+            }
+        }
         for bad in [&b"1e5"[..], b"", b"-", b".", b"1.2.3", b"12a", b" 1"] {
             assert!(parse_epoch(bad, TimeUnit::Seconds, ms).is_err(), "{bad:?}");
         }
@@ -476,6 +514,41 @@ mod tests {
             TimeUnit::Seconds,
         );
         assert_eq!(d.parse(b"19700102"), Ok(86_400 - 9 * 3600));
+    }
+
+    #[test]
+    fn signed_epochs_and_messages() {
+        let auto = p(
+            TimeFormat::Auto,
+            "UTC",
+            AmbiguousTime::Reject,
+            TimeUnit::Millis,
+        );
+        assert_eq!(auto.parse(b"-1500"), Ok(-1500));
+        assert_eq!(auto.parse(b"+1500"), Ok(1500));
+        assert!(auto.parse(b"\xff").unwrap_err().contains("not valid UTF-8"));
+        for (unit, words) in [
+            (TimeUnit::Seconds, "seconds"),
+            (TimeUnit::Millis, "milliseconds"),
+            (TimeUnit::Micros, "microseconds"),
+            (TimeUnit::Nanos, "nanoseconds"),
+        ] {
+            assert_eq!(
+                parse_epoch(b"x", unit, TimeUnit::Millis),
+                Err(format!("\"x\" is not an epoch time in {words}"))
+            );
+        }
+        // An hour without minutes is not a time; a date alone is midnight.
+        let hour = p(
+            TimeFormat::Strftime("%Y-%m-%d %H".into()),
+            "UTC",
+            AmbiguousTime::Reject,
+            TimeUnit::Seconds,
+        );
+        assert!(hour
+            .parse(b"1970-01-02 05")
+            .unwrap_err()
+            .contains("does not match"));
     }
 
     #[test]

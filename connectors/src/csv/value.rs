@@ -250,6 +250,96 @@ mod tests {
         }
     }
 
+    #[test]
+    fn shown_cells_are_cut_at_64_characters() {
+        let a64 = "a".repeat(64);
+        assert_eq!(show(a64.as_bytes()), format!("\"{a64}\""));
+        assert_eq!(show(format!("{a64}b").as_bytes()), format!("\"{a64}\"…"));
+        // Characters, not bytes: 64 two-byte characters are shown whole.
+        let e64 = "é".repeat(64);
+        assert_eq!(show(e64.as_bytes()), format!("\"{e64}\""));
+        assert_eq!(show(b"a\xffb"), "\"a\u{fffd}b\"");
+    }
+
+    #[test]
+    fn trims_spaces_and_tabs_only() {
+        assert_eq!(trim(b""), b"");
+        assert_eq!(trim(b" \t \t"), b"");
+        assert_eq!(trim(b"\t x y \t"), b"x y");
+        assert_eq!(trim(b"x "), b"x");
+        assert_eq!(trim(b" x"), b"x");
+        assert_eq!(trim(b"\rx\n"), b"\rx\n");
+    }
+
+    #[test]
+    fn integers_and_numbers_by_hand() {
+        for (s, want) in [
+            ("+5", Some(5)),
+            ("-0", Some(0)),
+            ("0009", Some(9)),
+            ("1234567890123456789", Some(1_234_567_890_123_456_789)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("00000000000000000001", None),
+            ("-9223372036854775809", None),
+            ("+", None),
+            ("-", None),
+            ("", None),
+            ("1a", None),
+            ("1/", None),
+            ("1:", None),
+            ("+-1", None),
+        ] {
+            assert_eq!(parse_int(s.as_bytes()), want, "{s:?}");
+        }
+        for (s, want) in [
+            ("1e5", FieldValue::Float(100_000.0)),
+            ("1E5", FieldValue::Float(100_000.0)),
+            ("+1.25", FieldValue::Float(1.25)),
+            ("-0.5", FieldValue::Float(-0.5)),
+            ("5.", FieldValue::Float(5.0)),
+            (".5", FieldValue::Float(0.5)),
+            ("0.000001", FieldValue::Float(1e-6)),
+            ("123456789012.345", FieldValue::Float(123_456_789_012.345)),
+            // 21 digits: past the fast path's 15 and past u64.
+            (
+                "123456789012345678901",
+                FieldValue::Float(123_456_789_012_345_678_901.0),
+            ),
+            ("+Infinity", FieldValue::Float(f64::INFINITY)),
+            ("-Infinity", FieldValue::Float(f64::NEG_INFINITY)),
+            ("1.2.3", FieldValue::Text("1.2.3".into())),
+            (".", FieldValue::Text(".".into())),
+            ("-", FieldValue::Text("-".into())),
+            ("1e", FieldValue::Text("1e".into())),
+            ("1x5", FieldValue::Text("1x5".into())),
+            ("-NaN", FieldValue::Text("-NaN".into())),
+            ("Infinityy", FieldValue::Text("Infinityy".into())),
+        ] {
+            assert_eq!(infer(s), want, "{s:?}");
+        }
+        assert!(matches!(infer("-NaN"), FieldValue::Text(_)));
+        let e = parse_value(b"a\xff", b"a\xff", None).unwrap_err();
+        assert_eq!(e.0, RejectReason::Parse);
+        assert!(e.1.contains("not valid UTF-8 (byte 1)"), "{}", e.1);
+        let v = |s: &str, t| parse_value(s.as_bytes(), s.as_bytes(), Some(t));
+        assert_eq!(
+            v("-2147483648", TypeHint::Int32),
+            Ok(FieldValue::Int(-2_147_483_648))
+        );
+        assert!(v("-2147483649", TypeHint::Int32).is_err());
+        assert_eq!(v("False", TypeHint::Boolean), Ok(FieldValue::Bool(false)));
+        assert_eq!(v("7", TypeHint::Float), Ok(FieldValue::Float(7.0)));
+        assert!(v("1", TypeHint::Boolean).is_err());
+        assert_eq!(
+            v("x", TypeHint::Int64).unwrap_err().1,
+            "\"x\" is not an INT64"
+        );
+        assert_eq!(
+            parse_value(b"7", b" 7 ", Some(TypeHint::Text)),
+            Ok(FieldValue::Text(" 7 ".into()))
+        );
+    }
+
     proptest::proptest! {
         #[test]
         fn ints_round_trip(i in proptest::prelude::any::<i64>()) {
