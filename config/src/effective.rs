@@ -127,22 +127,22 @@ fn pipeline_raw(pl: &PipelineConfig, secret: &dyn Fn(&str) -> String) -> RawPipe
                 .iter()
                 .map(|r| RawSchemaRule {
                     pattern: t(r.pattern.as_str()),
-                    data_type: t(r.data_type.as_str()),
-                    encoding: t(r.encoding.as_str()),
-                    compression: t(r.compression.as_str()),
+                    data_type: Some(r.data_type),
+                    encoding: Some(r.encoding),
+                    compression: Some(r.compression),
                 })
                 .collect()
         }),
         schema_defaults: Some(RawSchemaDefaults {
-            boolean: t(df.boolean.as_str()),
-            int32: t(df.int32.as_str()),
-            int64: t(df.int64.as_str()),
-            float: t(df.float.as_str()),
-            double: t(df.double.as_str()),
-            text: t(df.text.as_str()),
-            compression: t(df.compression.as_str()),
-            integer_type: t(df.integer_type.as_str()),
-            float_type: t(df.float_type.as_str()),
+            boolean: Some(df.boolean),
+            int32: Some(df.int32),
+            int64: Some(df.int64),
+            float: Some(df.float),
+            double: Some(df.double),
+            text: Some(df.text),
+            compression: Some(df.compression),
+            integer_type: Some(df.integer_type),
+            float_type: Some(df.float_type),
         }),
         source: pl.sources.iter().map(|s| source_raw(s, secret)).collect(),
     }

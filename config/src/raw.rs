@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use tsfiled_core::config_table;
+use tsfiled_core::{config_table, Compression, DataType, Encoding};
 pub use tsfiled_core::Human;
 
 config_table! {
@@ -247,15 +247,18 @@ config_table! {
         /// Data type of matching series: `"BOOLEAN"`, `"INT32"`, `"INT64"`, `"FLOAT"`,
         /// `"DOUBLE"` or `"TEXT"` (any case). A point whose value does not fit is rejected.
         #[key("type", "string", "required")]
-        data_type: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        data_type: Option<DataType>,
         /// Encoding: `"PLAIN"`, `"RLE"`, `"TS_2DIFF"`, `"GORILLA"` or `"REGULAR"`, as TsFile 0.10
         /// allows for the type (TEXT: PLAIN; BOOLEAN: PLAIN, RLE; INT32/INT64: PLAIN, RLE,
         /// TS_2DIFF, REGULAR; FLOAT/DOUBLE: PLAIN, RLE, TS_2DIFF, GORILLA).
         #[key("encoding", "string", "the type's encoding in `schema_defaults`")]
-        encoding: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        encoding: Option<Encoding>,
         /// Compression: `"UNCOMPRESSED"` or `"SNAPPY"`.
         #[key("compression", "string", "`schema_defaults.compression`")]
-        compression: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        compression: Option<Compression>,
     }
 }
 
@@ -265,32 +268,41 @@ config_table! {
     pub struct RawSchemaDefaults {
         /// Encoding of BOOLEAN series.
         #[key("boolean", "encoding", "\"RLE\"")]
-        boolean: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        boolean: Option<Encoding>,
         /// Encoding of INT32 series.
         #[key("int32", "encoding", "\"TS_2DIFF\"")]
-        int32: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        int32: Option<Encoding>,
         /// Encoding of INT64 series.
         #[key("int64", "encoding", "\"TS_2DIFF\"")]
-        int64: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        int64: Option<Encoding>,
         /// Encoding of FLOAT series.
         #[key("float", "encoding", "\"GORILLA\"")]
-        float: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        float: Option<Encoding>,
         /// Encoding of DOUBLE series.
         #[key("double", "encoding", "\"GORILLA\"")]
-        double: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        double: Option<Encoding>,
         /// Encoding of TEXT series.
         #[key("text", "encoding", "\"PLAIN\"")]
-        text: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        text: Option<Encoding>,
         /// Compression of series no rule matches.
         #[key("compression", "compression", "\"SNAPPY\"")]
-        compression: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        compression: Option<Compression>,
         /// Type of a new series whose first value is an integer without a type suffix (JSON
         /// `12`, CSV `12`): `"INT64"`, `"INT32"`, `"DOUBLE"` or `"FLOAT"`.
         #[key("integer_type", "data type", "\"INT64\"")]
-        integer_type: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        integer_type: Option<DataType>,
         /// Type of a new series whose first value is a decimal number: `"DOUBLE"` or `"FLOAT"`.
         #[key("float_type", "data type", "\"DOUBLE\"")]
-        float_type: Option<String>,
+        #[serde(default, with = "tsfiled_core::schema::by_name")]
+        float_type: Option<DataType>,
     }
 }
 

@@ -3,10 +3,10 @@
 //! stage-two [`Validator`] with its typed readers, the [`config_table!`] declaration of raw
 //! tables, units (sizes, durations, [`TimeUnit`]), IoTDB path rules ([`path`]), the
 //! template grammars ([`Template`], [`TopicTemplate`], [`Glob`]), TsFile data types, encodings
-//! and compressions by name ([`schema`]), and the machine checks of `check-config`
-//! ([`probe`]).
+//! and compressions (the `tsfile` crate's, with their configuration names: [`schema`]), and the
+//! machine checks of `check-config` ([`probe`]).
 //!
-//! No tokio, no TsFile bytes.
+//! No tokio.
 
 mod diag;
 pub mod locate;
@@ -28,8 +28,8 @@ pub use patterns::{
 };
 pub use raw::{FieldDoc, Human};
 pub use schema::{
-    encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4, Compression,
-    DataType, Encoding, PathPattern, PatternNode,
+    declared_type, encoding_supported_v4, encodings_for, encodings_for_v4, Compression,
+    ConfigName, DataType, Encoding, PathPattern, PatternNode,
 };
 pub use time::TimeUnit;
 pub use units::{

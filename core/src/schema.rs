@@ -1,121 +1,162 @@
-//! TsFile 0.10 data types, encodings and compressions as the configuration names them, the
-//! encoding/type pairs TsFile 0.10 accepts, and IoTDB path patterns for schema rules.
-//!
-//! This crate does not depend on the `tsfile` crate: the enums here carry the canonical TsFile
-//! names ([`DataType::as_str`] etc.), which the daemon maps onto the format library's types.
+//! TsFile data types, encodings and compressions (the `tsfile` crate's, re-exported: one
+//! definition for the format library, the configuration, the sources and the daemon), the
+//! subsets the daemon writes, their configuration names (serde via IoTDB's upper-case names),
+//! and IoTDB path patterns for schema rules.
 
 use std::fmt;
 
+use serde::{Deserializer, Serializer};
+
 use crate::path::check_node;
 
-macro_rules! name_enum {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident = $s:literal),* $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name { $($(#[$vm])* $var),* }
+pub use tsfile::{Compression, DataType, Encoding};
 
-        impl $name {
-            /// Every value, in the order TsFile lists them.
-            pub const ALL: &'static [$name] = &[$($name::$var),*];
+/// A TsFile enum the configuration names: the values the daemon writes, by their IoTDB name.
+pub trait ConfigName: Copy + PartialEq + fmt::Display + 'static {
+    /// What a value is called in messages (`data type`).
+    const WHAT: &'static str;
+    /// Said after the choices in the message for an unknown name.
+    const NOTE: &'static str = "";
+    /// Every value of the type.
+    fn all() -> &'static [Self];
+    /// Whether the daemon writes this value (format 000002 as the Java 0.10 writer does).
+    fn written(self) -> bool;
+    /// The IoTDB name (`INT64`, `TS_2DIFF`, `SNAPPY`).
+    fn name(self) -> &'static str;
 
-            /// The canonical TsFile name (upper case).
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$var => $s),* }
-            }
+    /// The values the daemon writes, in TsFile's order.
+    fn accepted() -> Vec<Self> {
+        Self::all().iter().copied().filter(|v| v.written()).collect()
+    }
 
-            /// Parses a name, ignoring ASCII case.
-            pub fn parse(s: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.as_str().eq_ignore_ascii_case(s))
-            }
+    /// Parses an accepted value by name, ignoring ASCII case.
+    fn parse_name(s: &str) -> Option<Self> {
+        Self::all()
+            .iter()
+            .copied()
+            .find(|v| v.written() && v.name().eq_ignore_ascii_case(s))
+    }
 
-            /// The accepted names, for error messages: `"A", "B", "C"`.
-            pub fn choices() -> String {
-                Self::ALL.iter().map(|v| format!("\"{}\"", v.as_str())).collect::<Vec<_>>().join(", ")
-            }
+    /// The accepted names, for error messages: `"A", "B", "C"`.
+    fn choices() -> String {
+        Self::accepted()
+            .iter()
+            .map(|v| format!("\"{}\"", v.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl ConfigName for DataType {
+    const WHAT: &'static str = "data type";
+    fn all() -> &'static [Self] {
+        DataType::ALL
+    }
+    fn written(self) -> bool {
+        self.in_v2()
+    }
+    fn name(self) -> &'static str {
+        DataType::name(self)
+    }
+}
+
+impl ConfigName for Encoding {
+    const WHAT: &'static str = "encoding";
+    fn all() -> &'static [Self] {
+        Encoding::ALL
+    }
+    /// The encodings the 0.10 writer implements for some type.
+    fn written(self) -> bool {
+        DataType::ALL.iter().any(|t| self.supports(*t))
+    }
+    fn name(self) -> &'static str {
+        Encoding::name(self)
+    }
+}
+
+impl ConfigName for Compression {
+    const WHAT: &'static str = "compression";
+    const NOTE: &'static str = " (TsFile 0.10 as written by tsfiled)";
+    fn all() -> &'static [Self] {
+        Compression::ALL
+    }
+    fn written(self) -> bool {
+        self.is_supported()
+    }
+    fn name(self) -> &'static str {
+        Compression::name(self)
+    }
+}
+
+/// The message for a name that is not an accepted `T`.
+pub fn unknown_name<T: ConfigName>(s: &str) -> String {
+    format!(
+        "unknown {} \"{s}\"; expected one of {}{}",
+        T::WHAT,
+        T::choices(),
+        T::NOTE
+    )
+}
+
+/// Serde of an optional [`ConfigName`] value by its IoTDB name, for raw configuration tables:
+/// `#[serde(default, with = "tsfiled_core::schema::by_name")]`. An unknown name fails with
+/// [`unknown_name`]'s message.
+pub mod by_name {
+    use super::*;
+
+    /// Deserializes a name (any case) into an accepted value.
+    pub fn deserialize<'de, D: Deserializer<'de>, T: ConfigName>(
+        d: D,
+    ) -> Result<Option<T>, D::Error> {
+        let Some(s) = <Option<String> as serde::Deserialize>::deserialize(d)? else {
+            return Ok(None);
+        };
+        T::parse_name(&s)
+            .map(Some)
+            .ok_or_else(|| serde::de::Error::custom(unknown_name::<T>(&s)))
+    }
+
+    /// Serializes a value as its IoTDB name.
+    pub fn serialize<S: Serializer, T: ConfigName>(
+        v: &Option<T>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.serialize_str(v.name()),
+            None => s.serialize_none(),
         }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-name_enum! {
-    /// A TsFile 0.10 data type.
-    DataType {
-        /// `BOOLEAN`
-        Boolean = "BOOLEAN",
-        /// `INT32`
-        Int32 = "INT32",
-        /// `INT64`
-        Int64 = "INT64",
-        /// `FLOAT`
-        Float = "FLOAT",
-        /// `DOUBLE`
-        Double = "DOUBLE",
-        /// `TEXT`
-        Text = "TEXT",
     }
 }
 
-name_enum! {
-    /// A TsFile 0.10 value encoding.
-    Encoding {
-        /// `PLAIN`
-        Plain = "PLAIN",
-        /// `RLE`
-        Rle = "RLE",
-        /// `TS_2DIFF`
-        Ts2Diff = "TS_2DIFF",
-        /// `GORILLA`
-        Gorilla = "GORILLA",
-        /// `REGULAR`
-        Regular = "REGULAR",
+/// A data type declared by an input for a series, by IoTDB name (any case): the
+/// `(INT32)` suffix of a CSV export header, a REST `data_types` entry. The types of format
+/// 000002; newer IoTDB's `STRING` is read as TEXT.
+pub fn declared_type(name: &str) -> Option<DataType> {
+    if name.eq_ignore_ascii_case("STRING") {
+        return Some(DataType::TEXT);
     }
+    DataType::parse_name(name)
 }
 
-name_enum! {
-    /// A TsFile 0.10 page compression.
-    Compression {
-        /// `UNCOMPRESSED`
-        Uncompressed = "UNCOMPRESSED",
-        /// `SNAPPY`
-        Snappy = "SNAPPY",
-    }
-}
-
-/// Whether TsFile 0.10 can write a series of type `t` with encoding `e`.
-///
-/// The matrix of the Java writer's encoder factory: PLAIN takes every type; RLE and TS_2DIFF
-/// take the numeric types (RLE also BOOLEAN); GORILLA takes FLOAT and DOUBLE; REGULAR takes
-/// INT32 and INT64; TEXT takes only PLAIN.
-pub fn encoding_supported(t: DataType, e: Encoding) -> bool {
-    use DataType as T;
-    use Encoding as E;
-    match e {
-        E::Plain => true,
-        E::Rle => matches!(t, T::Boolean | T::Int32 | T::Int64 | T::Float | T::Double),
-        E::Ts2Diff => matches!(t, T::Int32 | T::Int64 | T::Float | T::Double),
-        E::Gorilla => matches!(t, T::Float | T::Double),
-        E::Regular => matches!(t, T::Int32 | T::Int64),
-    }
+/// The encodings TsFile 0.10 accepts for `t` ([`Encoding::supports`]), for error messages.
+pub fn encodings_for(t: DataType) -> Vec<Encoding> {
+    Encoding::ALL
+        .iter()
+        .copied()
+        .filter(|e| e.supports(t))
+        .collect()
 }
 
 /// Whether the daemon writes a series of type `t` with encoding `e` in TsFile v4
-/// (`storage.format_version = 4`): the pairs the format library's v4 writer is verified to
+/// (`storage.format_version = 4`): of the encodings the configuration names (0.10's), those
+/// the format library's v4 writer takes ([`Encoding::supports_v4`]) and that are verified to
 /// round-trip, in its own tests and by the Apache TsFile library: PLAIN for every type, RLE
-/// and TS_2DIFF for INT32 and INT64. TsFile 2.x has more (GORILLA and TS_2DIFF for FLOAT and
-/// DOUBLE among them) that are not verified yet; REGULAR is gone from TsFile 2.x.
+/// and TS_2DIFF for INT32 and INT64. TS_2DIFF of FLOAT and DOUBLE is not verified yet;
+/// 0.10's GORILLA (code 6) is TsFile 2.x's GORILLA_V1, which v4 does not write; REGULAR is
+/// gone from TsFile 2.x.
 pub fn encoding_supported_v4(t: DataType, e: Encoding) -> bool {
-    use DataType as T;
-    use Encoding as E;
-    match e {
-        E::Plain => true,
-        E::Rle | E::Ts2Diff => matches!(t, T::Int32 | T::Int64),
-        E::Gorilla | E::Regular => false,
-    }
+    let unverified = e == Encoding::TS_2DIFF && matches!(t, DataType::FLOAT | DataType::DOUBLE);
+    e.supports(t) && e.supports_v4(t) && !unverified
 }
 
 /// The encodings [`encoding_supported_v4`] allows for `t`, for error messages.
@@ -124,15 +165,6 @@ pub fn encodings_for_v4(t: DataType) -> Vec<Encoding> {
         .iter()
         .copied()
         .filter(|e| encoding_supported_v4(t, *e))
-        .collect()
-}
-
-/// The encodings TsFile 0.10 accepts for `t`, for error messages.
-pub fn encodings_for(t: DataType) -> Vec<Encoding> {
-    Encoding::ALL
-        .iter()
-        .copied()
-        .filter(|e| encoding_supported(t, *e))
         .collect()
 }
 
@@ -271,27 +303,50 @@ mod tests {
     fn matrix() {
         use DataType::*;
         use Encoding::*;
-        assert!(encoding_supported(Boolean, Rle));
-        assert!(!encoding_supported(Boolean, Ts2Diff));
-        assert!(!encoding_supported(Boolean, Gorilla));
-        assert!(!encoding_supported(Text, Rle));
-        assert!(encoding_supported(Text, Plain));
-        assert!(!encoding_supported(Int64, Gorilla));
-        assert!(encoding_supported(Int64, Regular));
-        assert!(!encoding_supported(Double, Regular));
-        assert!(encoding_supported(Float, Ts2Diff));
-        assert_eq!(encodings_for(Text), vec![Plain]);
-        let accepted: usize = DataType::ALL.iter().map(|t| encodings_for(*t).len()).sum();
+        assert!(RLE.supports(BOOLEAN));
+        assert!(!TS_2DIFF.supports(BOOLEAN));
+        assert!(!GORILLA.supports(BOOLEAN));
+        assert!(!RLE.supports(TEXT));
+        assert!(PLAIN.supports(TEXT));
+        assert!(!GORILLA.supports(INT64));
+        assert!(REGULAR.supports(INT64));
+        assert!(!REGULAR.supports(DOUBLE));
+        assert!(TS_2DIFF.supports(FLOAT));
+        assert_eq!(encodings_for(TEXT), vec![PLAIN]);
+        assert_eq!(encodings_for(BOOLEAN), vec![PLAIN, RLE]);
+        let accepted: usize = DataType::accepted()
+            .iter()
+            .map(|t| encodings_for(*t).len())
+            .sum();
         assert_eq!(accepted, 2 + 4 + 4 + 4 + 4 + 1);
+        // The v4 pairs the daemon writes (docs/configuration.md, storage.format_version).
+        for t in DataType::accepted() {
+            let want: &[Encoding] = match t {
+                INT32 | INT64 => &[PLAIN, RLE, TS_2DIFF],
+                _ => &[PLAIN],
+            };
+            assert_eq!(encodings_for_v4(t), want, "{t}");
+        }
     }
 
     #[test]
     fn names() {
-        assert_eq!(Encoding::parse("ts_2diff"), Some(Encoding::Ts2Diff));
-        assert_eq!(DataType::parse("INT64"), Some(DataType::Int64));
-        assert_eq!(DataType::parse("STRING"), None);
-        assert_eq!(Compression::parse("gzip"), None);
+        assert_eq!(Encoding::parse_name("ts_2diff"), Some(Encoding::TS_2DIFF));
+        assert_eq!(DataType::parse_name("INT64"), Some(DataType::INT64));
+        assert_eq!(DataType::parse_name("STRING"), None);
+        assert_eq!(declared_type("string"), Some(DataType::TEXT));
+        assert_eq!(declared_type("DATE"), None);
+        assert_eq!(Encoding::parse_name("GORILLA_V2"), None);
+        assert_eq!(Compression::parse_name("gzip"), None);
         assert_eq!(Compression::choices(), "\"UNCOMPRESSED\", \"SNAPPY\"");
+        assert_eq!(
+            Encoding::choices(),
+            "\"PLAIN\", \"RLE\", \"TS_2DIFF\", \"GORILLA\", \"REGULAR\""
+        );
+        assert_eq!(
+            DataType::choices(),
+            "\"BOOLEAN\", \"INT32\", \"INT64\", \"FLOAT\", \"DOUBLE\", \"TEXT\""
+        );
     }
 
     #[test]

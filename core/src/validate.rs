@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::diag::{Diagnostic, KeyPath};
 use crate::locate::SpanIndex;
 use crate::raw::Human;
-use crate::schema::{encoding_supported, encodings_for, Compression, DataType, Encoding};
+use crate::schema::{encodings_for, DataType, Encoding};
 use crate::time::TimeUnit;
 use crate::units::{format_duration, parse_duration, parse_size, ByteSize};
 
@@ -294,65 +294,12 @@ impl Validator<'_> {
         }
     }
 
-    /// A TsFile data type by name.
-    pub fn data_type(&mut self, s: &str, path: &KeyPath) -> Option<DataType> {
-        let t = DataType::parse(s);
-        if t.is_none() {
-            self.err(
-                path,
-                format!(
-                    "unknown data type \"{s}\"; expected one of {}",
-                    DataType::choices()
-                ),
-            );
-        }
-        t
-    }
-
-    /// A TsFile encoding by name.
-    pub fn encoding(&mut self, s: &str, path: &KeyPath) -> Option<Encoding> {
-        let e = Encoding::parse(s);
-        if e.is_none() {
-            self.err(
-                path,
-                format!(
-                    "unknown encoding \"{s}\"; expected one of {}",
-                    Encoding::choices()
-                ),
-            );
-        }
-        e
-    }
-
-    /// A TsFile compression by name; `default` when not written or unknown.
-    pub fn compression(
-        &mut self,
-        v: &Option<String>,
-        path: &KeyPath,
-        default: Compression,
-    ) -> Compression {
-        let Some(s) = v else { return default };
-        match Compression::parse(s) {
-            Some(c) => c,
-            None => {
-                self.err(
-                    path,
-                    format!(
-                        "unknown compression \"{s}\"; expected {} (TsFile 0.10 as written by tsfiled)",
-                        Compression::choices()
-                    ),
-                );
-                default
-            }
-        }
-    }
-
     /// Whether TsFile 0.10 can write type `t` with encoding `e`; reported when not.
     pub fn check_encoding(&mut self, t: DataType, e: Encoding, path: &KeyPath) -> bool {
-        if encoding_supported(t, e) {
+        if e.supports(t) {
             return true;
         }
-        let ok: Vec<&str> = encodings_for(t).iter().map(|e| e.as_str()).collect();
+        let ok: Vec<&str> = encodings_for(t).iter().map(|e| e.name()).collect();
         self.err(
             path,
             format!(

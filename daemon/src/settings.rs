@@ -43,18 +43,6 @@ impl PipelineSettings {
     }
 }
 
-fn data_type(t: cfg::DataType) -> Result<tsfile::DataType, String> {
-    t.as_str().parse().map_err(|e| format!("{e}"))
-}
-
-fn encoding(e: cfg::Encoding) -> Result<tsfile::Encoding, String> {
-    e.as_str().parse().map_err(|e| format!("{e}"))
-}
-
-fn compression(c: cfg::Compression) -> Result<tsfile::Compression, String> {
-    c.as_str().parse().map_err(|e| format!("{e}"))
-}
-
 fn size(b: cfg::ByteSize) -> u64 {
     b.0
 }
@@ -103,29 +91,27 @@ impl Settings {
             o.wal.commit_bytes = size(st.wal_commit_size) as usize;
             let d = &p.schema.defaults;
             o.defaults = TypeDefaults {
-                integer: data_type(d.integer_type)?,
-                float: data_type(d.float_type)?,
-                boolean_encoding: encoding(d.boolean)?,
-                int32_encoding: encoding(d.int32)?,
-                int64_encoding: encoding(d.int64)?,
-                float_encoding: encoding(d.float)?,
-                double_encoding: encoding(d.double)?,
-                text_encoding: encoding(d.text)?,
-                compression: compression(d.compression)?,
+                integer: d.integer_type,
+                float: d.float_type,
+                boolean_encoding: d.boolean,
+                int32_encoding: d.int32,
+                int64_encoding: d.int64,
+                float_encoding: d.float,
+                double_encoding: d.double,
+                text_encoding: d.text,
+                compression: d.compression,
             };
             o.rules = p
                 .schema
                 .rules
                 .iter()
-                .map(|r| {
-                    Ok(SchemaRule {
-                        pattern: r.pattern.clone(),
-                        data_type: Some(data_type(r.data_type)?),
-                        encoding: Some(encoding(r.encoding)?),
-                        compression: Some(compression(r.compression)?),
-                    })
+                .map(|r| SchemaRule {
+                    pattern: r.pattern.clone(),
+                    data_type: Some(r.data_type),
+                    encoding: Some(r.encoding),
+                    compression: Some(r.compression),
                 })
-                .collect::<Result<_, String>>()?;
+                .collect();
             pipelines.push(PipelineSettings {
                 options: o,
                 time_precision: precision,

@@ -14,52 +14,48 @@ pub(super) fn validate_schema_defaults(
     rd: &RawSchemaDefaults,
     dp: &KeyPath,
 ) -> SchemaDefaults {
-    let enc = |v: &mut V<'_>, val: &Option<String>, key: &str, t: DataType, d: Encoding| {
-        let Some(s) = val else { return d };
-        let path = dp.key(key);
-        match v.encoding(s, &path) {
-            Some(e) if v.check_encoding(t, e, &path) => e,
-            _ => d,
+    let enc = |v: &mut V<'_>, val: Option<Encoding>, key: &str, t: DataType, d: Encoding| {
+        let Some(e) = val else { return d };
+        if v.check_encoding(t, e, &dp.key(key)) {
+            e
+        } else {
+            d
         }
     };
-    let boolean = enc(v, &rd.boolean, "boolean", DataType::Boolean, Encoding::Rle);
-    let int32 = enc(v, &rd.int32, "int32", DataType::Int32, Encoding::Ts2Diff);
-    let int64 = enc(v, &rd.int64, "int64", DataType::Int64, Encoding::Ts2Diff);
-    let float = enc(v, &rd.float, "float", DataType::Float, Encoding::Gorilla);
-    let double = enc(v, &rd.double, "double", DataType::Double, Encoding::Gorilla);
-    let text = enc(v, &rd.text, "text", DataType::Text, Encoding::Plain);
-    let compression = v.compression(&rd.compression, &dp.key("compression"), Compression::Snappy);
-    let pick =
-        |v: &mut V<'_>, val: &Option<String>, key: &str, allowed: &[DataType], d: DataType| {
-            let Some(s) = val else { return d };
-            let path = dp.key(key);
-            match v.data_type(s, &path) {
-                Some(t) if allowed.contains(&t) => t,
-                Some(t) => {
-                    let names: Vec<&str> = allowed.iter().map(|t| t.as_str()).collect();
-                    v.err(
-                        &path,
-                        format!("{t} cannot hold numbers; expected {}", choices_text(&names)),
-                    );
-                    d
-                }
-                None => d,
-            }
-        };
     use DataType as T;
+    use Encoding as E;
+    let boolean = enc(v, rd.boolean, "boolean", T::BOOLEAN, E::RLE);
+    let int32 = enc(v, rd.int32, "int32", T::INT32, E::TS_2DIFF);
+    let int64 = enc(v, rd.int64, "int64", T::INT64, E::TS_2DIFF);
+    let float = enc(v, rd.float, "float", T::FLOAT, E::GORILLA);
+    let double = enc(v, rd.double, "double", T::DOUBLE, E::GORILLA);
+    let text = enc(v, rd.text, "text", T::TEXT, E::PLAIN);
+    let compression = rd.compression.unwrap_or(Compression::SNAPPY);
+    let pick = |v: &mut V<'_>, val: Option<DataType>, key: &str, allowed: &[DataType], d| {
+        let Some(t) = val else { return d };
+        if allowed.contains(&t) {
+            return t;
+        }
+        let names: Vec<&str> = allowed.iter().map(|t| t.name()).collect();
+        v.err(
+            &dp.key(key),
+            format!("{t} cannot hold numbers; expected {}", choices_text(&names)),
+        );
+        d
+    };
     let integer_type = pick(
         v,
-        &rd.integer_type,
+        rd.integer_type,
         "integer_type",
-        &[T::Int64, T::Int32, T::Double, T::Float],
-        T::Int64,
+        &[T::INT64, T::INT32, T::DOUBLE, T::FLOAT],
+        T::INT64,
     );
     let float_type = pick(
         v,
-        &rd.float_type,
+        rd.float_type,
         "float_type",
-        &[T::Double, T::Float],
-        T::Double,
+        &[T::DOUBLE, T::FLOAT],
+        T::DOUBLE,
     );
     SchemaDefaults {
         boolean,
@@ -85,17 +81,14 @@ pub(super) fn validate_rule(
             .map_err(|e| v.err(&rp.key("pattern"), e))
             .ok()
     });
-    let data_type = v
-        .required(&r.data_type, rp, "type")
-        .and_then(|t| v.data_type(t, &rp.key("type")));
-    let compression = v.compression(&r.compression, &rp.key("compression"), defaults.compression);
-    let encoding = match (&r.encoding, data_type) {
-        (Some(s), Some(t)) => {
-            let path = rp.key("encoding");
-            v.encoding(s, &path)
-                .filter(|e| v.check_encoding(t, *e, &path))
-        }
-        (Some(s), None) => v.encoding(s, &rp.key("encoding")),
+    let data_type = r.data_type;
+    if data_type.is_none() {
+        v.err(&rp.key("type"), "missing required key `type`");
+    }
+    let compression = r.compression.unwrap_or(defaults.compression);
+    let encoding = match (r.encoding, data_type) {
+        (Some(e), Some(t)) => Some(e).filter(|e| v.check_encoding(t, *e, &rp.key("encoding"))),
+        (Some(e), None) => Some(e),
         (None, Some(t)) => Some(defaults.encoding_for(t)),
         (None, None) => None,
     };
@@ -111,19 +104,19 @@ pub(super) fn validate_rule(
 /// is written, and a default not written becomes PLAIN.
 pub(super) fn fit_defaults_v4(v: &mut V<'_>, d: &mut SchemaDefaults, dp: &KeyPath) {
     let keys = [
-        ("boolean", DataType::Boolean, &mut d.boolean),
-        ("int32", DataType::Int32, &mut d.int32),
-        ("int64", DataType::Int64, &mut d.int64),
-        ("float", DataType::Float, &mut d.float),
-        ("double", DataType::Double, &mut d.double),
-        ("text", DataType::Text, &mut d.text),
+        ("boolean", DataType::BOOLEAN, &mut d.boolean),
+        ("int32", DataType::INT32, &mut d.int32),
+        ("int64", DataType::INT64, &mut d.int64),
+        ("float", DataType::FLOAT, &mut d.float),
+        ("double", DataType::DOUBLE, &mut d.double),
+        ("text", DataType::TEXT, &mut d.text),
     ];
     for (key, t, e) in keys {
         let path = dp.key(key);
         if v.written(&path) {
             check_encoding_v4(v, t, *e, &path);
         } else if !encoding_supported_v4(t, *e) {
-            *e = Encoding::Plain;
+            *e = Encoding::PLAIN;
         }
     }
 }
@@ -131,7 +124,7 @@ pub(super) fn fit_defaults_v4(v: &mut V<'_>, d: &mut SchemaDefaults, dp: &KeyPat
 /// With `format_version = 4`: `e` must be an encoding the daemon writes in v4 for `t`.
 pub(super) fn check_encoding_v4(v: &mut V<'_>, t: DataType, e: Encoding, path: &KeyPath) {
     if !encoding_supported_v4(t, e) {
-        let ok: Vec<&str> = encodings_for_v4(t).iter().map(|e| e.as_str()).collect();
+        let ok: Vec<&str> = encodings_for_v4(t).iter().map(|e| e.name()).collect();
         v.err(
             path,
             format!(
