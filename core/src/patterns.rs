@@ -153,8 +153,10 @@ pub enum TemplatePart {
     Placeholder(String),
 }
 
-/// A device-path template such as `{measurement}.{host}` or `root.plant.{file_stem}`:
-/// literal path text with `{name}` placeholders, split into nodes by `.`.
+/// A path template with `{name}` placeholders, such as the CSV source's device template
+/// `root.plant.{file_stem}` ([`Template::parse_csv_device`]): literal path text with `{name}`
+/// placeholders, split into nodes by `.`. The line-protocol device template, with its
+/// `{tags}` and `{tag:KEY|default}`, is [`DeviceTemplate`](crate::DeviceTemplate).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
     text: String,

@@ -26,7 +26,11 @@ pub trait ConfigName: Copy + PartialEq + fmt::Display + 'static {
 
     /// The values the daemon writes, in TsFile's order.
     fn accepted() -> Vec<Self> {
-        Self::all().iter().copied().filter(|v| v.written()).collect()
+        Self::all()
+            .iter()
+            .copied()
+            .filter(|v| v.written())
+            .collect()
     }
 
     /// Parses an accepted value by name, ignoring ASCII case.
@@ -117,10 +121,7 @@ pub mod by_name {
     }
 
     /// Serializes a value as its IoTDB name.
-    pub fn serialize<S: Serializer, T: ConfigName>(
-        v: &Option<T>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer, T: ConfigName>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
         match v {
             Some(v) => s.serialize_str(v.name()),
             None => s.serialize_none(),
