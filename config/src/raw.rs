@@ -8,8 +8,8 @@
 
 use serde::Serialize;
 
-use tsfiled_core::{config_table, Compression, DataType, Encoding};
 pub use tsfiled_core::Human;
+use tsfiled_core::{config_table, Compression, DataType, Encoding};
 
 config_table! {
     /// The whole configuration file.
