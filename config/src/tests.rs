@@ -1409,6 +1409,26 @@ fn path_rules_are_the_connectors() {
     );
     // Line protocol below `root` itself is fine: the template adds the levels.
     ok(&format!("{MIN}path_prefix = \"root\""));
+    // The configuration accepts what the sources render (one parser): a tag placeholder with a
+    // default, compiled once and rendered as the http source renders it.
+    let c = ok(&format!(
+        "{MIN}path_prefix = \"root.gw\"\ndevice_template = \"{{tag:host|unknown}}.{{measurement}}\""
+    ));
+    let Some(h) = c.pipelines[0].sources[0].settings::<HttpSourceConfig>() else {
+        panic!("an http source")
+    };
+    let mut out = String::new();
+    h.line_protocol
+        .device_template
+        .render("cpu", &[("region", "eu")], &mut out)
+        .unwrap();
+    assert_eq!(out, "root.gw.unknown.cpu");
+    // A bad prefix and a bad template are both reported.
+    let e = errs(&format!(
+        "{MIN}path_prefix = \"root.a-b\"\ndevice_template = \"{{measurement}}..x\""
+    ));
+    assert_eq!(e.len(), 2, "{e:#?}");
+    assert!(e[1].contains("template \"{measurement}..x\": empty path node"), "{e:#?}");
 
     // MQTT: line protocol and plain values.
     err1(
