@@ -1428,7 +1428,10 @@ fn path_rules_are_the_connectors() {
         "{MIN}path_prefix = \"root.a-b\"\ndevice_template = \"{{measurement}}..x\""
     ));
     assert_eq!(e.len(), 2, "{e:#?}");
-    assert!(e[1].contains("template \"{measurement}..x\": empty path node"), "{e:#?}");
+    assert!(
+        e[1].contains("template \"{measurement}..x\": empty path node"),
+        "{e:#?}"
+    );
 
     // MQTT: line protocol and plain values.
     err1(

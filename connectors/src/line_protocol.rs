@@ -7,7 +7,7 @@
 //! - Field values: floats (`1`, `-1.5`, `2e3`) → [`FieldValue::Float`]; `1i` → Int; `1u` → Int
 //!   when ≤ `i64::MAX`, else a TypeMismatch of that field (likewise for an `i` or float out of
 //!   range); `"text"` → Text; `t T true True TRUE f F false False FALSE` → Bool.
-//! - Declared types ([`TypeHint`]): `1i` and `1u` declare INT64, a quoted string TEXT, a
+//! - Declared types ([`DataType`]): `1i` and `1u` declare INT64, a quoted string TEXT, a
 //!   boolean BOOLEAN; a plain number declares nothing (the schema defaults type it).
 //! - Blank lines and lines starting with `#` (after optional spaces) are skipped; `\r\n` line
 //!   ends are accepted.
@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, OnceLock};
 
-use crate::model::{Batch, Field, FieldValue, Record, RejectReason, TimeUnit, TypeHint};
+use crate::model::{Batch, DataType, Field, FieldValue, Record, RejectReason, TimeUnit};
 use crate::path::{has_duplicate_keys, is_clean_measurement, sanitize_measurement, DeviceTemplate};
 use crate::reject::reject;
 
@@ -620,9 +620,9 @@ impl<'a> Parser<'a, '_> {
                 // Suffixed integers, quoted strings and booleans declare their type; a plain
                 // number is typed by the schema defaults (DOUBLE unless configured).
                 let type_hint = match value {
-                    FieldValue::Int(_) => Some(TypeHint::Int64),
-                    FieldValue::Text(_) => Some(TypeHint::Text),
-                    FieldValue::Bool(_) => Some(TypeHint::Boolean),
+                    FieldValue::Int(_) => Some(DataType::INT64),
+                    FieldValue::Text(_) => Some(DataType::TEXT),
+                    FieldValue::Bool(_) => Some(DataType::BOOLEAN),
                     FieldValue::Float(_) => None,
                 };
                 fields.push(Field {

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-pub use tsfiled_core::TimeUnit;
+pub use tsfiled_core::{declared_type, DataType, TimeUnit};
 
 /// An untyped field value as a payload carries it.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,67 +22,6 @@ pub enum FieldValue {
     Text(String),
 }
 
-/// A data type declared by the input for a series: the `(INT32)` suffix of an IoTDB CSV export
-/// header (`root.sg.d1.s1(INT32)`), a line-protocol suffix (`1i`), a REST `data_types` entry.
-/// Names follow TsFile's data types.
-///
-/// The daemon creates a new series with the declared type (instead of inferring one from the
-/// first value) and stores the value in it. A declared type that differs from the series' type
-/// (already known, or pinned by a schema rule) rejects the point
-/// ([`RejectReason::DeclaredTypeConflict`]); it is never converted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TypeHint {
-    /// `BOOLEAN`.
-    Boolean,
-    /// `INT32`.
-    Int32,
-    /// `INT64`.
-    Int64,
-    /// `FLOAT`.
-    Float,
-    /// `DOUBLE`.
-    Double,
-    /// `TEXT` (newer IoTDB's `STRING` is read as TEXT).
-    Text,
-}
-
-impl TypeHint {
-    /// The TsFile/IoTDB name: `BOOLEAN`, `INT32`, `INT64`, `FLOAT`, `DOUBLE`, `TEXT`.
-    pub fn name(self) -> &'static str {
-        match self {
-            TypeHint::Boolean => "BOOLEAN",
-            TypeHint::Int32 => "INT32",
-            TypeHint::Int64 => "INT64",
-            TypeHint::Float => "FLOAT",
-            TypeHint::Double => "DOUBLE",
-            TypeHint::Text => "TEXT",
-        }
-    }
-
-    /// Parses an IoTDB type name (ASCII case-insensitive); `STRING` maps to [`TypeHint::Text`].
-    pub fn parse(s: &str) -> Option<TypeHint> {
-        const NAMES: [(&str, TypeHint); 7] = [
-            ("BOOLEAN", TypeHint::Boolean),
-            ("INT32", TypeHint::Int32),
-            ("INT64", TypeHint::Int64),
-            ("FLOAT", TypeHint::Float),
-            ("DOUBLE", TypeHint::Double),
-            ("TEXT", TypeHint::Text),
-            ("STRING", TypeHint::Text),
-        ];
-        NAMES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(s))
-            .map(|(_, t)| *t)
-    }
-}
-
-impl fmt::Display for TypeHint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// One measurement value of a record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Field {
@@ -90,10 +29,17 @@ pub struct Field {
     pub measurement: std::sync::Arc<str>,
     /// Its value.
     pub value: FieldValue,
-    /// The type the input declared for this series, if any (see [`TypeHint`]); `None` for
-    /// inputs without declared types (IoTDB JSON, MQTT plain values, untyped CSV headers,
-    /// unsuffixed line-protocol numbers).
-    pub type_hint: Option<TypeHint>,
+    /// The TsFile type the input declared for this series, if any: the `(INT32)` suffix of
+    /// an IoTDB CSV export header (`root.sg.d1.s1(INT32)`), a line-protocol suffix (`1i`), a
+    /// REST `data_types` entry (names by [`declared_type`]); `None` for inputs without
+    /// declared types (IoTDB JSON, MQTT plain values, untyped CSV headers, unsuffixed
+    /// line-protocol numbers).
+    ///
+    /// The daemon creates a new series with the declared type (instead of inferring one from
+    /// the first value) and stores the value in it. A declared type that differs from the
+    /// series' type (already known, or pinned by a schema rule) rejects the point
+    /// ([`RejectReason::DeclaredTypeConflict`]); it is never converted.
+    pub type_hint: Option<DataType>,
 }
 
 impl Field {

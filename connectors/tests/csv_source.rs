@@ -14,7 +14,7 @@ use tsfiled_connectors::csv::{
     run, CountingMetrics, CsvFormat, CsvParseOptions, CsvSourceOptions, OnSuccess,
 };
 use tsfiled_connectors::sink::{BatchSink, MemoryMode, MemorySink, SinkFuture};
-use tsfiled_connectors::{Batch, Error, FieldValue, Record, TypeHint};
+use tsfiled_connectors::{Batch, DataType, Error, FieldValue, Record};
 
 struct Source {
     token: CancellationToken,
@@ -95,7 +95,7 @@ fn wide(rows: std::ops::Range<i64>) -> String {
 }
 
 /// One point as the sink received it: device, time, measurement, value, declared type.
-type Point = (String, i64, String, FieldValue, Option<TypeHint>);
+type Point = (String, i64, String, FieldValue, Option<DataType>);
 
 /// Every point of `records`, sorted (the order of files and batches is not specified).
 fn points(records: &[Record]) -> Vec<Point> {
@@ -134,7 +134,7 @@ fn wide_points(device: &str, rows: std::ops::Range<i64>) -> Vec<Point> {
                 t,
                 "b".to_string(),
                 FieldValue::Float(2.0 * t as f64 + 0.5),
-                Some(TypeHint::Double),
+                Some(DataType::DOUBLE),
             ),
         ]
     })

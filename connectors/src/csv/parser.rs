@@ -30,7 +30,7 @@ use super::records::{FieldsRef, Input, Next, RecordReader, RecordSpan, Sequentia
 use super::time::TimeParser;
 use super::value::{parse_value, show, trim};
 use crate::error::Error;
-use crate::model::{Batch, Field, Record, RejectReason, TypeHint};
+use crate::model::{declared_type, Batch, DataType, Field, Record, RejectReason};
 use crate::path::{sanitize_measurement, sanitize_node, validate_device, validate_measurement};
 use crate::reject::reject;
 
@@ -188,7 +188,7 @@ struct Col {
     idx: usize,
     /// Shared by the column's fields.
     measurement: Arc<str>,
-    hint: Option<TypeHint>,
+    hint: Option<DataType>,
 }
 
 #[derive(Debug, Clone)]
@@ -780,12 +780,12 @@ fn check_time_header(names: &[String], line: u64) -> Result<(), Error> {
 }
 
 /// Splits `name(TYPE)` into the name and the type.
-fn split_type(name: &str, idx: usize, line: u64) -> Result<(&str, Option<TypeHint>), Error> {
+fn split_type(name: &str, idx: usize, line: u64) -> Result<(&str, Option<DataType>), Error> {
     let Some(open) = name.strip_suffix(')').and_then(|n| n.rfind('(')) else {
         return Ok((name.trim(), None));
     };
     let ty = &name[open + 1..name.len() - 1];
-    match TypeHint::parse(ty.trim()) {
+    match declared_type(ty.trim()) {
         Some(h) => Ok((name[..open].trim(), Some(h))),
         None => Err(Error::CsvFile {
             line,

@@ -508,9 +508,9 @@ fn expected_record(l: &Line, now: i64) -> Record {
                 // Line protocol declares every type but a plain number's: `i` integers,
                 // quoted strings and booleans.
                 type_hint: match v {
-                    Int(_) => Some(TypeHint::Int64),
-                    Text(_) => Some(TypeHint::Text),
-                    Bool(_) => Some(TypeHint::Boolean),
+                    Int(_) => Some(DataType::INT64),
+                    Text(_) => Some(DataType::TEXT),
+                    Bool(_) => Some(DataType::BOOLEAN),
                     Float(_) => None,
                 },
             })
@@ -570,7 +570,7 @@ fn suffixes_declare_types() {
     let b = parse_line_protocol_default(
         b"m x=1i,y=2u,s=\"on\",b=t,c=FALSE,f=1.5,g=3 1\nm big=18446744073709551615u 2\n",
     );
-    let got: Vec<(&str, &FieldValue, Option<TypeHint>)> = b.records[0]
+    let got: Vec<(&str, &FieldValue, Option<DataType>)> = b.records[0]
         .fields
         .iter()
         .map(|f| (&*f.measurement, &f.value, f.type_hint))
@@ -578,11 +578,11 @@ fn suffixes_declare_types() {
     assert_eq!(
         got,
         vec![
-            ("x", &FieldValue::Int(1), Some(TypeHint::Int64)),
-            ("y", &FieldValue::Int(2), Some(TypeHint::Int64)),
-            ("s", &FieldValue::Text("on".into()), Some(TypeHint::Text)),
-            ("b", &FieldValue::Bool(true), Some(TypeHint::Boolean)),
-            ("c", &FieldValue::Bool(false), Some(TypeHint::Boolean)),
+            ("x", &FieldValue::Int(1), Some(DataType::INT64)),
+            ("y", &FieldValue::Int(2), Some(DataType::INT64)),
+            ("s", &FieldValue::Text("on".into()), Some(DataType::TEXT)),
+            ("b", &FieldValue::Bool(true), Some(DataType::BOOLEAN)),
+            ("c", &FieldValue::Bool(false), Some(DataType::BOOLEAN)),
             ("f", &FieldValue::Float(1.5), None),
             ("g", &FieldValue::Float(3.0), None),
         ]
