@@ -42,7 +42,8 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::model::{
-    declared_type, Batch, DataType, Field, FieldValue, Record, RejectReason, Rejection, TimeUnit,
+    declared_type, Batch, DataType, Field, FieldValue, Location, Record, RejectReason, Rejection,
+    TimeUnit,
 };
 use crate::path::{validate_device, validate_measurement};
 use crate::reject::reject;
@@ -373,7 +374,7 @@ fn refused(key: String, message: String, points: u64) -> Batch {
         &mut batch,
         RejectReason::Parse,
         points,
-        || location,
+        || Location::Json(location),
         || message,
     );
     batch
@@ -564,7 +565,13 @@ impl Points<'_> {
             }),
             Ok(None) => None,
             Err(m) => {
-                reject(self.batch, RejectReason::TypeMismatch, 1, at, || m);
+                reject(
+                    self.batch,
+                    RejectReason::TypeMismatch,
+                    1,
+                    || Location::Json(at()),
+                    || m,
+                );
                 None
             }
         }
@@ -572,7 +579,13 @@ impl Points<'_> {
 
     fn invalid(&mut self, reason: RejectReason, points: u64, at: String, message: String) {
         if points > 0 {
-            reject(self.batch, reason, points, || at, || message);
+            reject(
+                self.batch,
+                reason,
+                points,
+                || Location::Json(at),
+                || message,
+            );
         }
     }
 }

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, OnceLock};
 
-use crate::model::{Batch, DataType, Field, FieldValue, Record, RejectReason, TimeUnit};
+use crate::model::{Batch, DataType, Field, FieldValue, Location, Record, RejectReason, TimeUnit};
 use crate::path::{has_duplicate_keys, is_clean_measurement, sanitize_measurement, DeviceTemplate};
 use crate::reject::reject;
 
@@ -256,7 +256,7 @@ impl<'a> Parser<'a, '_> {
                             batch,
                             reason,
                             1,
-                            || format!("line {line}, column {col}"),
+                            || Location::column(line as u64, col as u64),
                             || message,
                         );
                     }
@@ -269,7 +269,7 @@ impl<'a> Parser<'a, '_> {
                                 batch,
                                 e.reason,
                                 fields_seen,
-                                || format!("line {line}, column {col}"),
+                                || Location::column(line as u64, col as u64),
                                 || e.message,
                             );
                         }
@@ -279,10 +279,9 @@ impl<'a> Parser<'a, '_> {
                     // Column relative to the line the error is on (strings may span lines).
                     let (eline, estart) = self.line_of(e.at, line, line_start);
                     let col = e.at.saturating_sub(estart) + 1;
-                    let where_ = if eline == line {
-                        format!("line {line}, column {col}")
-                    } else {
-                        format!("line {line} (at line {eline}, column {col})")
+                    let where_ = Location::Line {
+                        line: line as u64,
+                        at: Some((eline as u64, col as u64)),
                     };
                     reject(
                         &mut self.batch,

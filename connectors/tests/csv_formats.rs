@@ -166,7 +166,7 @@ fn iotdb_wide_bad_rows_are_reported_by_line_and_good_rows_kept() {
     // The batch carries the same rejections for the daemon's counters.
     let rj = &chunks[0].batch.rejections;
     assert_eq!(rj.len(), 5);
-    assert_eq!(rj[0].location, "line 3");
+    assert_eq!(rj[0].location.to_string(), "line 3");
     assert_eq!(chunks[0].batch.rejected_points(), 9);
 }
 

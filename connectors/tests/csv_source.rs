@@ -575,7 +575,14 @@ impl BatchSink for Rejecting {
             if let Some((points, time)) = rejected {
                 out.rejected = points;
                 out.rejections.push(tsfiled_connectors::Rejection {
-                    location: format!("record 1 (root.sg.d1.a at {time})"),
+                    location: tsfiled_connectors::Location::Record {
+                        index: 1,
+                        point: Some(tsfiled_connectors::PointAt {
+                            device: "root.sg.d1".into(),
+                            measurement: "a".into(),
+                            time,
+                        }),
+                    },
                     reason: tsfiled_connectors::RejectReason::TypeMismatch,
                     message: "an integer does not fit this series' type (BOOLEAN)".into(),
                     points,

@@ -30,7 +30,7 @@ use super::records::{FieldsRef, Input, Next, RecordReader, RecordSpan, Sequentia
 use super::time::TimeParser;
 use super::value::{parse_value, show, trim};
 use crate::error::Error;
-use crate::model::{declared_type, Batch, DataType, Field, Record, RejectReason};
+use crate::model::{declared_type, Batch, DataType, Field, Location, Record, RejectReason};
 use crate::path::{sanitize_measurement, sanitize_node, validate_device, validate_measurement};
 use crate::reject::reject;
 
@@ -738,7 +738,7 @@ fn row_error(
         &mut chunk.batch,
         reason,
         points,
-        || format!("line {line}"),
+        || Location::line(line),
         || message.clone(),
     );
     chunk.row_errors.push(RowError {

@@ -29,7 +29,7 @@ fn rec(device: &str, time: i64, fields: Vec<Field>) -> Record {
 fn summary(b: &Batch) -> Vec<(String, RejectReason, u64)> {
     b.rejections
         .iter()
-        .map(|r| (r.location.clone(), r.reason, r.points))
+        .map(|r| (r.location.to_string(), r.reason, r.points))
         .collect()
 }
 
@@ -372,7 +372,7 @@ fn timestamps_are_converted_to_the_stored_unit() {
 #[test]
 fn statuses_of_rejections() {
     let r = |reason| Rejection {
-        location: "$".into(),
+        location: Location::Json("$".into()),
         reason,
         message: String::new(),
         points: 1,

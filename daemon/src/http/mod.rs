@@ -667,7 +667,7 @@ fn outcome_response(state: &HttpState, o: SubmitOutcome, style: Style) -> Respon
         .rejections
         .iter()
         .take(20)
-        .map(|r| serde_json::json!({"location": r.location, "reason": r.reason.label(), "message": r.message, "points": r.points}))
+        .map(|r| serde_json::json!({"location": r.location.to_string(), "reason": r.reason.label(), "message": r.message, "points": r.points}))
         .collect();
     let first = &o.rejections[0];
     let message = format!(
