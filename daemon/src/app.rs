@@ -154,8 +154,12 @@ impl Daemon {
         let mut stall = settings
             .shutdown_timeout
             .max(std::time::Duration::from_secs(30));
-        if crate::engine::stall_hook() {
-            // Test-only (see `engine::stall_hook`): judge a stall after two ping intervals.
+        if settings
+            .pipelines
+            .iter()
+            .any(|p| p.options.engine.hooks.stall_engine)
+        {
+            // Test hook (see `TestHooks::stall_engine`): judge a stall after two ping intervals.
             if let Some(iv) = notify::watchdog_interval_from_env() {
                 stall = iv * 2;
             }

@@ -17,6 +17,7 @@ pub mod config_file;
 pub mod engine;
 pub mod error;
 pub mod health;
+pub mod hooks;
 pub mod http;
 pub mod import;
 pub mod metrics;

@@ -32,6 +32,7 @@ use tokio::sync::oneshot;
 use tsfiled_fsio::{Fs, FsFile, FsRef};
 
 use crate::health::{FaultKind, StorageHealth, StorageOp};
+use crate::hooks::TestHooks;
 use crate::{Error, Result};
 
 /// A log position: `segment << 40 | byte offset in the segment`.
@@ -72,6 +73,8 @@ pub struct WalOptions {
     pub commit_bytes: usize,
     /// The file system (tests inject a simulated one).
     pub fs: FsRef,
+    /// Faults tests inject (none by default): [`TestHooks::wal_sync_delay`].
+    pub hooks: TestHooks,
 }
 
 impl WalOptions {
@@ -85,6 +88,7 @@ impl WalOptions {
             commit_delay: Duration::ZERO,
             commit_bytes: 4 * 1024 * 1024,
             fs: tsfiled_fsio::std_fs(),
+            hooks: TestHooks::default(),
         }
     }
 }
@@ -417,6 +421,7 @@ impl<T: Send + 'static> Wal<T> {
             segment_bytes: opts.segment_bytes.min((opts.max_bytes / 8).max(64 * 1024)),
             commit_delay: opts.commit_delay,
             commit_bytes: opts.commit_bytes.max(1),
+            sync_delay: opts.hooks.wal_sync_delay,
             active: None,
             active_id: first_segment,
             active_len: 0,
@@ -538,6 +543,8 @@ struct Worker {
     segment_bytes: u64,
     commit_delay: Duration,
     commit_bytes: usize,
+    /// Slept after every fsync (a test hook).
+    sync_delay: Option<Duration>,
     /// The segment being written; `None` after rotation or after a failure retired it
     /// (the next group opens segment `active_id + 1`).
     active: Option<Box<dyn FsFile>>,
@@ -735,7 +742,7 @@ impl Worker {
         f.write_all(buf)?;
         let t = std::time::Instant::now();
         f.sync_data()?;
-        if let Some(d) = test_delay(&WAL_DELAY, "TSFILED_TEST_WAL_DELAY_MS") {
+        if let Some(d) = self.sync_delay {
             std::thread::sleep(d);
         }
         self.stats
@@ -842,23 +849,6 @@ impl Worker {
         }
         self.trimmed_below = below;
     }
-}
-
-static WAL_DELAY: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
-
-/// Test-only hook: the delay in milliseconds named by environment variable `var`
-/// (e.g. `TSFILED_TEST_WAL_DELAY_MS`, slept after every WAL fsync), read once into
-/// `cell`. Unset or unparsable: `None`, no delay. Used by the end-to-end tests only.
-pub(crate) fn test_delay(
-    cell: &'static std::sync::OnceLock<Option<Duration>>,
-    var: &str,
-) -> Option<Duration> {
-    *cell.get_or_init(|| {
-        std::env::var(var)
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .map(Duration::from_millis)
-    })
 }
 
 #[cfg(test)]

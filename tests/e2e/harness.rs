@@ -86,7 +86,18 @@ impl DaemonProc {
 
     /// [`DaemonProc::start_with`] with extra environment variables.
     pub fn start_env(args: &[&str], envs: &[(&str, &str)]) -> DaemonProc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tsfiled-e2e"))
+        DaemonProc::spawn(env!("CARGO_BIN_EXE_tsfiled-e2e"), &[], args, envs)
+    }
+
+    /// [`DaemonProc::start_env`] with test faults injected: `hooks` are the first arguments
+    /// of `tsfiled-e2e-hooks` (`--stall-engine`, `--wal-sync-delay-ms=N`, `--seal-delay-ms=N`).
+    pub fn start_hooked(hooks: &[&str], args: &[&str], envs: &[(&str, &str)]) -> DaemonProc {
+        DaemonProc::spawn(env!("CARGO_BIN_EXE_tsfiled-e2e-hooks"), hooks, args, envs)
+    }
+
+    fn spawn(program: &str, hooks: &[&str], args: &[&str], envs: &[(&str, &str)]) -> DaemonProc {
+        let mut child = Command::new(program)
+            .args(hooks)
             .args(args)
             .envs(envs.iter().copied())
             .env("TSFILED_LOG", "info")

@@ -1,7 +1,7 @@
 //! Limits: a full buffer (429/503 with `Retry-After`, nothing of the request kept), the
 //! request timeout (503 with `Retry-After`), and the shutdown deadline (exit in time,
-//! nothing acknowledged lost). Slowness comes from the test-only hooks
-//! `TSFILED_TEST_WAL_DELAY_MS` (after every WAL fsync) and `TSFILED_TEST_SEAL_DELAY_MS`.
+//! nothing acknowledged lost). Slowness comes from the test hooks of `tsfiled-e2e-hooks`:
+//! `--wal-sync-delay-ms` (after every WAL fsync) and `--seal-delay-ms` (every seal).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -74,9 +74,10 @@ wal_commit_size = "16KiB"
 wal_max_size = "128KiB""#;
     let file = write_config(tmp.path(), &config(&data, "30s", "30s", storage));
     // Each fsync takes 300 ms more: concurrent requests queue up past the WAL budget.
-    let d = DaemonProc::start_env(
+    let d = DaemonProc::start_hooked(
+        &["--wal-sync-delay-ms=300"],
         &["run", "--config", &file],
-        &[("TSFILED_TEST_WAL_DELAY_MS", "300")],
+        &[],
     );
     let a = d.addr;
     const N: i64 = 2000;
@@ -139,9 +140,10 @@ fn request_timeout_answers_503_with_retry_after() {
     let data = tmp.path().join("data");
     let file = write_config(tmp.path(), &config(&data, "30s", "1s", ""));
     // Durability takes 3 s, the request may take 1 s.
-    let d = DaemonProc::start_env(
+    let d = DaemonProc::start_hooked(
+        &["--wal-sync-delay-ms=3000"],
         &["run", "--config", &file],
-        &[("TSFILED_TEST_WAL_DELAY_MS", "3000")],
+        &[],
     );
     let r = post(d.addr, "/ingest/iotdb-json", &[], &batch(1, 100, 10));
     assert_eq!(r.status, 503, "{}", r.body);
@@ -163,10 +165,7 @@ fn shutdown_deadline_exits_in_time_and_loses_nothing_acknowledged() {
     let data = tmp.path().join("data");
     let file = write_config(tmp.path(), &config(&data, "1s", "30s", ""));
     // Every seal takes 60 s: the stop cannot finish within its 1 s deadline.
-    let d = DaemonProc::start_env(
-        &["run", "--config", &file],
-        &[("TSFILED_TEST_SEAL_DELAY_MS", "60000")],
-    );
+    let d = DaemonProc::start_hooked(&["--seal-delay-ms=60000"], &["run", "--config", &file], &[]);
     for dev in 0..4 {
         let r = post(d.addr, "/ingest/iotdb-json", &[], &batch(dev, 5_000, 500));
         assert_eq!(r.status, 200, "{}", r.body);

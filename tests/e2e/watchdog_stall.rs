@@ -1,6 +1,6 @@
-//! A stalled pipeline stops the systemd watchdog pings: the test-only hook
-//! `TSFILED_TEST_STALL_ENGINE=1` makes the engine stop processing at its first write (it also
-//! shortens the stall timeout to two ping intervals); the test plays systemd.
+//! A stalled pipeline stops the systemd watchdog pings: the test hook `--stall-engine` of
+//! `tsfiled-e2e-hooks` makes the engine stop processing at its first write (it also shortens
+//! the stall timeout to two ping intervals); the test plays systemd.
 
 use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};
@@ -39,7 +39,8 @@ fn stalled_engine_stops_the_watchdog_pings() {
     sock.set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
     let data = tmp.path().join("data");
-    let d = DaemonProc::start_env(
+    let d = DaemonProc::start_hooked(
+        &["--stall-engine"],
         &[
             "run",
             "--data-dir",
@@ -50,7 +51,6 @@ fn stalled_engine_stops_the_watchdog_pings() {
         &[
             ("NOTIFY_SOCKET", sock_path.to_str().unwrap()),
             ("WATCHDOG_USEC", "400000"),
-            ("TSFILED_TEST_STALL_ENGINE", "1"),
         ],
     );
     let mut seen = Vec::new();

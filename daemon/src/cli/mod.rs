@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
+use crate::hooks::TestHooks;
 use crate::settings::Settings;
 
 mod tools;
@@ -95,7 +96,7 @@ fn init_logging(level: &str, json: bool, color: Option<bool>) {
     }
 }
 
-fn load(args: &RunArgs) -> anyhow::Result<Settings> {
+fn load(args: &RunArgs, hooks: &TestHooks) -> anyhow::Result<Settings> {
     let mut s = crate::config_file::load(
         args.config.as_deref(),
         args.data_dir.as_deref(),
@@ -103,6 +104,7 @@ fn load(args: &RunArgs) -> anyhow::Result<Settings> {
     )?;
     s.http.tokens.extend(args.http_tokens.iter().cloned());
     for p in &mut s.pipelines {
+        p.options.set_hooks(hooks.clone());
         let e = &mut p.options.engine;
         if let Some(v) = args.memtable_bytes {
             e.memtable_bytes = v;
@@ -118,8 +120,8 @@ fn load(args: &RunArgs) -> anyhow::Result<Settings> {
     Ok(s)
 }
 
-fn run(args: RunArgs) -> anyhow::Result<()> {
-    let settings = load(&args)?;
+fn run(args: RunArgs, hooks: TestHooks) -> anyhow::Result<()> {
+    let settings = load(&args, &hooks)?;
     init_logging(
         &settings.log.level,
         settings.log.format == tsfiled_config::LogFormat::Json || args.log_json,
@@ -153,7 +155,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                     _ = int.recv() => { tracing::info!("SIGINT received"); token.cancel(); return; }
                     _ = hup.recv() => {
                         tracing::info!("SIGHUP received: reloading the configuration");
-                        match load(&args) {
+                        match load(&args, &hooks) {
                             Ok(s) => { let _ = reload_tx.send(s).await; }
                             Err(e) => tracing::error!(error = %format!("{e:#}"), "reload failed; keeping the current configuration"),
                         }
@@ -185,12 +187,18 @@ fn sigpipe(action: libc::sighandler_t) {
 
 /// Parses the process arguments, runs the subcommand and returns the process exit code.
 pub fn main() -> ExitCode {
+    main_with(std::env::args_os(), TestHooks::default())
+}
+
+/// [`main`] on the arguments `args` (the program name first), the daemon (`run`) with the
+/// faults `hooks` injected into every pipeline (tests).
+pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>, hooks: TestHooks) -> ExitCode {
     sigpipe(libc::SIG_DFL);
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Run(args) => {
             sigpipe(libc::SIG_IGN);
-            run(args)
+            run(args, hooks)
         }
         Command::CheckConfig { file } => crate::config_file::check(&file)
             .map(|text| print!("{text}"))

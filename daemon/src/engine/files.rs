@@ -549,4 +549,74 @@ mod tests {
             Path::new("/d/unsequence/root.sg/3/100-7-0.tsfile.resource")
         );
     }
+
+    /// A seal journal that exists but cannot be read (EIO) fails the open: it is not taken for
+    /// an absent journal (which would drop every committed seal from recovery).
+    #[test]
+    fn a_seal_journal_that_cannot_be_read_is_an_error() {
+        use std::path::Path;
+        use tsfiled_fsio::sim::{Fault, SimFs};
+        use tsfiled_fsio::FsRef;
+        let sim = SimFs::new();
+        let fs = FsRef::new(sim.clone());
+        let p = Path::new("/state/seals.log");
+        fs.create_dir_all(Path::new("/state")).unwrap();
+        let e = SealEntry {
+            sg: "root.sg".into(),
+            partition: 0,
+            covered: 7,
+            max_version: 1,
+            files: vec!["sequence/root.sg/0/1-1-0.tsfile".into()],
+        };
+        {
+            let (mut j, entries) = SealJournal::open(fs.clone(), p).unwrap();
+            assert!(entries.is_empty());
+            j.commit(&e, &[]).unwrap();
+        }
+        sim.fail_at(sim.calls(), Fault::Io);
+        let err = SealJournal::open(fs.clone(), p).err().unwrap();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO));
+        assert_eq!(SealJournal::open(fs, p).unwrap().1, vec![e]);
+    }
+
+    /// Recovery's scan of the data directory: uncommitted temporaries go, the largest version and
+    /// creation time come from the file names (`<millis>-<version>-0.tsfile`), the newest time per
+    /// device from the sequence files' `.resource` only.
+    #[test]
+    fn the_data_directory_scan_reads_names_and_sequence_resources() {
+        use tsfile::file::writer::DeviceTimeRange;
+        let tmp = tempfile::tempdir().unwrap();
+        let seq = tmp.path().join("sequence/root.sg/3");
+        let unseq = tmp.path().join("unsequence/root.sg/3");
+        std::fs::create_dir_all(&seq).unwrap();
+        std::fs::create_dir_all(&unseq).unwrap();
+        let range = |end: i64| {
+            vec![DeviceTimeRange {
+                device: "root.sg.d1".into(),
+                start_time: 1,
+                end_time: end,
+            }]
+        };
+        std::fs::write(seq.join("1000-7-0.tsfile"), b"").unwrap();
+        std::fs::write(
+            seq.join("1000-7-0.tsfile.resource"),
+            resource_bytes(&range(100), 7),
+        )
+        .unwrap();
+        std::fs::write(seq.join("2000-9-0.tsfile.tmp"), b"partial").unwrap();
+        std::fs::write(unseq.join("1500-8-0.tsfile"), b"").unwrap();
+        std::fs::write(
+            unseq.join("1500-8-0.tsfile.resource"),
+            resource_bytes(&range(500), 8),
+        )
+        .unwrap();
+        let st = scan_data_dir(&*tsfiled_fsio::std_fs(), tmp.path()).unwrap();
+        assert_eq!(st.removed_tmp, vec![seq.join("2000-9-0.tsfile.tmp")]);
+        assert!(!seq.join("2000-9-0.tsfile.tmp").exists());
+        assert_eq!(st.max_version.get("root.sg"), Some(&8));
+        assert_eq!(st.max_create_millis, 1500);
+        let latest = &st.latest_flushed[&("root.sg".to_string(), 3)];
+        assert_eq!(latest.get("root.sg.d1"), Some(&100));
+        assert_eq!(st.latest_flushed.len(), 1);
+    }
 }

@@ -503,21 +503,6 @@ fn a_deleted_directory_refuses_the_group_then_is_created_again() {
     assert_eq!(recs, vec![(0x0100_0000_0008, vec![3; 4])]);
 }
 
-#[test]
-fn test_delay_reads_milliseconds_from_the_environment() {
-    static SET: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
-    static UNSET: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
-    std::env::set_var("TSFILED_TEST_WAL_CONTRACT_DELAY_MS", "7");
-    assert_eq!(
-        test_delay(&SET, "TSFILED_TEST_WAL_CONTRACT_DELAY_MS"),
-        Some(Duration::from_millis(7))
-    );
-    assert_eq!(
-        test_delay(&UNSET, "TSFILED_TEST_WAL_CONTRACT_UNSET_MS"),
-        None
-    );
-}
-
 /// The real file system, with `create` failing with errno `create_errno` (0: not) and the
 /// files' `fdatasync` failing with `sync_errno` (0: not).
 #[derive(Debug, Default)]

@@ -1,0 +1,532 @@
+//! Flushes: a memtable written into its partition's open TsFile (format 000002 or v4) as
+//! chunk groups, and the open files themselves.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{self, BufWriter};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tsfile::basic::Column;
+use tsfile::file::properties::{MeasurementSchema, WriterProperties};
+use tsfile::file::v4::{SeriesChunk, TsFileWriterV4};
+use tsfile::file::writer::{DeviceTimeRange, TsFileWriter};
+use tsfile::Encoding;
+use tsfiled_fsio::{Fs, FsFile};
+
+use super::files::{self, FormatVersion, Space};
+use super::memtable::{g_proc, sort_dedup, SeriesBuf, SeriesKey};
+use super::schema::SeriesType;
+use super::status::FileStatus;
+use super::{Engine, SealReason};
+use crate::health::{FaultKind, StorageOp};
+
+pub(super) type FileOut = BufWriter<Box<dyn FsFile>>;
+
+/// One series of a flush: its key, type, strictly increasing times and values.
+pub(super) type FlushSeries = (SeriesKey, SeriesType, Vec<i64>, Column);
+
+/// The writer of an open file, in the pipeline's format.
+pub(super) enum FileWriter {
+    /// Format 000002.
+    V2(Box<TsFileWriter<FileOut>>),
+    /// TsFile v4.
+    V4 {
+        writer: TsFileWriterV4<FileOut>,
+        /// Per device, the smallest and largest time written (for the `.resource`).
+        ranges: BTreeMap<Arc<str>, (i64, i64)>,
+    },
+}
+
+/// The encoding a series is written with in v4: its own where the daemon writes it in v4
+/// ([`tsfiled_config::encoding_supported_v4`]), else PLAIN (a series typed while the
+/// pipeline wrote format 2, such as BOOLEAN RLE, kept in the schema journal).
+pub(super) fn v4_encoding(ty: &SeriesType) -> Encoding {
+    let ok = match (
+        tsfiled_config::DataType::parse(ty.data_type.name()),
+        tsfiled_config::Encoding::parse(ty.encoding.name()),
+    ) {
+        (Some(t), Some(e)) => tsfiled_config::encoding_supported_v4(t, e),
+        _ => false,
+    };
+    if ok {
+        ty.encoding
+    } else {
+        Encoding::PLAIN
+    }
+}
+
+impl FileWriter {
+    pub(super) fn new(
+        out: FileOut,
+        props: WriterProperties,
+        format: FormatVersion,
+    ) -> Result<Self, Fail> {
+        Ok(match format {
+            FormatVersion::V2 => {
+                FileWriter::V2(Box::new(TsFileWriter::new(out, props).map_err(ts_fail)?))
+            }
+            FormatVersion::V4 => FileWriter::V4 {
+                writer: TsFileWriterV4::new(out, props).map_err(ts_fail)?,
+                ranges: BTreeMap::new(),
+            },
+        })
+    }
+
+    /// Bytes written so far.
+    pub(super) fn position(&self) -> u64 {
+        match self {
+            FileWriter::V2(w) => w.position(),
+            FileWriter::V4 { writer, .. } => writer.position(),
+        }
+    }
+
+    /// Writes one flush (`series` sorted by device, then measurement): format 000002 as
+    /// chunk groups followed by the version record `version`; v4 as one chunk group per
+    /// device. `registered` holds the series this file has seen.
+    pub(super) fn write_flush(
+        &mut self,
+        series: &[FlushSeries],
+        registered: &mut HashSet<SeriesKey>,
+        version: i64,
+    ) -> Result<(), Fail> {
+        match self {
+            FileWriter::V2(w) => {
+                for ((device, measurement), ty, times, values) in series {
+                    let key = (device.clone(), measurement.clone());
+                    if !registered.contains(&key) {
+                        w.register(
+                            device,
+                            MeasurementSchema::new(
+                                &**measurement,
+                                ty.data_type,
+                                ty.encoding,
+                                ty.compression,
+                            ),
+                        )
+                        .map_err(ts_fail)?;
+                        registered.insert(key);
+                    }
+                    w.write_tablet(device, times, &[(measurement, values)])
+                        .map_err(ts_fail)?;
+                }
+                w.write_version(version).map_err(ts_fail)
+            }
+            FileWriter::V4 { writer, ranges } => {
+                let mut i = 0;
+                while i < series.len() {
+                    let device = &series[i].0 .0;
+                    let n = series[i..].iter().take_while(|s| &s.0 .0 == device).count();
+                    let group = &series[i..i + n];
+                    i += n;
+                    let schemas: Vec<MeasurementSchema> = group
+                        .iter()
+                        .map(|((_, m), ty, _, _)| {
+                            let enc = v4_encoding(ty);
+                            let key = (device.clone(), m.clone());
+                            if enc != ty.encoding && !registered.contains(&key) {
+                                tracing::warn!(
+                                    series = %format_args!("{device}.{m}"),
+                                    "{} {} is not written in TsFile v4; the series is written PLAIN",
+                                    ty.data_type.name(),
+                                    ty.encoding.name()
+                                );
+                            }
+                            registered.insert(key);
+                            MeasurementSchema::new(&**m, ty.data_type, enc, ty.compression)
+                        })
+                        .collect();
+                    let chunks: Vec<SeriesChunk<'_>> = group
+                        .iter()
+                        .zip(&schemas)
+                        .map(|((_, _, times, values), schema)| SeriesChunk {
+                            schema,
+                            times,
+                            values,
+                        })
+                        .collect();
+                    writer.write_chunk_group(device, &chunks).map_err(ts_fail)?;
+                    for (_, _, times, _) in group {
+                        if let (Some(&first), Some(&last)) = (times.first(), times.last()) {
+                            let r = ranges.entry(device.clone()).or_insert((first, last));
+                            r.0 = r.0.min(first);
+                            r.1 = r.1.max(last);
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes the file's tail; returns the output and each device's time range.
+    pub(super) fn close(self) -> Result<(FileOut, Vec<DeviceTimeRange>), Fail> {
+        match self {
+            FileWriter::V2(w) => {
+                let (out, summary) = w.close().map_err(ts_fail)?;
+                Ok((out, summary.devices))
+            }
+            FileWriter::V4 { writer, ranges } => {
+                let (out, _) = writer.finish().map_err(ts_fail)?;
+                let devices = ranges
+                    .into_iter()
+                    .map(|(d, (start_time, end_time))| DeviceTimeRange {
+                        device: d.to_string(),
+                        start_time,
+                        end_time,
+                    })
+                    .collect();
+                Ok((out, devices))
+            }
+        }
+    }
+}
+
+pub(super) struct OpenFile {
+    pub(super) writer: FileWriter,
+    pub(super) format: FormatVersion,
+    pub(super) final_path: PathBuf,
+    pub(super) tmp_path: PathBuf,
+    pub(super) version: i64,
+    pub(super) registered: HashSet<SeriesKey>,
+    pub(super) points: u64,
+    /// Chunks written so far (the writer keeps metadata for each until close).
+    pub(super) chunks: u64,
+    /// Unix ms the file was created (its name's first part).
+    pub(super) created_ms: i64,
+    pub(super) written_reported: u64,
+}
+
+/// Memory the writer and engine keep per chunk of an open file until it is sealed
+/// (chunk metadata with statistics), and per registered series.
+pub(super) const CHUNK_META_BYTES: u64 = 160;
+pub(super) const SERIES_META_BYTES: u64 = 400;
+
+impl OpenFile {
+    pub(super) fn metadata_bytes(&self) -> u64 {
+        self.chunks * CHUNK_META_BYTES + self.registered.len() as u64 * SERIES_META_BYTES
+    }
+}
+
+impl Engine {
+    pub(super) fn flush_seq_and_check_size(&mut self, key: &(Arc<str>, i64)) {
+        self.flush(key, Space::Sequence);
+        // Seal at the size limit, and also when the open file's in-memory metadata
+        // (one entry per chunk, kept until the file is closed) grows past a quarter of
+        // the memtable budget: many series flushed often would otherwise grow without bound.
+        let meta_cap = (self.opts.memtable_bytes as u64 / 4).max(4 << 20);
+        let over = self
+            .groups
+            .get(key)
+            .and_then(|g| g.seq.file.as_ref())
+            .is_some_and(|f| {
+                f.writer.position() >= self.opts.file_max_bytes || f.metadata_bytes() >= meta_cap
+            });
+        if over {
+            self.seal_group(key, SealReason::Size);
+        }
+    }
+
+    pub(super) fn next_version(&mut self, sg: &Arc<str>) -> i64 {
+        let v = self.versions.entry(sg.clone()).or_insert(0);
+        *v += 1;
+        *v
+    }
+
+    pub(super) fn create_millis(&mut self) -> i64 {
+        let m = self
+            .opts
+            .clock
+            .now_millis()
+            .max(self.last_create_millis + 1);
+        self.last_create_millis = m;
+        m
+    }
+
+    /// Flushes one memtable into its open file (creating it if needed).
+    pub(super) fn flush(&mut self, key: &(Arc<str>, i64), space: Space) {
+        let started = Instant::now();
+        let Some(g) = self.groups.get_mut(key) else {
+            return;
+        };
+        let proc_ = match space {
+            Space::Sequence => &mut g.seq,
+            Space::Unsequence => &mut g.unseq,
+        };
+        if proc_.mem.is_empty() {
+            return;
+        }
+        let mem = std::mem::take(&mut proc_.mem);
+        let bytes = std::mem::take(&mut proc_.mem_bytes);
+        self.mem_total = self.mem_total.saturating_sub(bytes);
+        let sg = g.sg.clone();
+        let partition = g.partition;
+        let oldest = g.oldest_receive.take();
+        let need_file = g_proc(g, space).file.is_none();
+        let (version_for_file, millis) = if need_file {
+            (Some(self.next_version(&sg)), self.create_millis())
+        } else {
+            (None, 0)
+        };
+        let flush_version = self.next_version(&sg);
+        let data_dir = self.opts.data_dir.clone();
+        let props = self.opts.writer.clone();
+        let format = self.opts.format;
+        let fs = self.opts.fs.clone();
+        let Some(g) = self.groups.get_mut(key) else {
+            return;
+        };
+        let result = (|| -> Result<u64, Fail> {
+            let proc_ = g_proc(g, space);
+            if let Some(v) = version_for_file {
+                proc_.file = Some(open_file(
+                    &*fs, &data_dir, space, &sg, partition, millis, v, props, format,
+                )?);
+            }
+            let file = proc_
+                .file
+                .as_mut()
+                .ok_or((FaultKind::Io, "no open file".to_string()))?;
+            let mut series: Vec<(SeriesKey, SeriesBuf)> = mem.into_iter().collect();
+            series.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut points = 0u64;
+            let mut device_max: HashMap<Arc<str>, i64> = HashMap::new();
+            let mut flushed: Vec<FlushSeries> = Vec::with_capacity(series.len());
+            for (key, buf) in series {
+                let (times, values) = if buf.sorted {
+                    (buf.times, buf.values)
+                } else {
+                    sort_dedup(buf.times, buf.values)
+                };
+                let Some(&last) = times.last() else { continue };
+                points += times.len() as u64;
+                let e = device_max.entry(key.0.clone()).or_insert(last);
+                *e = (*e).max(last);
+                flushed.push((key, buf.ty, times, values));
+            }
+            file.writer
+                .write_flush(&flushed, &mut file.registered, flush_version)?;
+            file.chunks += flushed.len() as u64;
+            file.points += points;
+            if space == Space::Sequence {
+                for (d, t) in device_max {
+                    let e = g.latest_flushed.entry(d).or_insert(t);
+                    *e = (*e).max(t);
+                }
+            }
+            Ok(points)
+        })();
+        match result {
+            Ok(points) => {
+                let pl = [self.opts.pipeline.as_str()];
+                self.metrics
+                    .points_written
+                    .with_label_values(&pl)
+                    .inc_by(points);
+                self.metrics
+                    .flush_seconds
+                    .with_label_values(&pl)
+                    .observe(started.elapsed().as_secs_f64());
+                if let Some(o) = oldest {
+                    self.metrics
+                        .end_to_end_seconds
+                        .with_label_values(&pl)
+                        .observe(o.elapsed().as_secs_f64());
+                }
+                if let Some(f) = g_proc(g, space).file.as_mut() {
+                    let pos = f.writer.position();
+                    self.metrics
+                        .bytes_written
+                        .with_label_values(&pl)
+                        .inc_by(pos.saturating_sub(f.written_reported));
+                    f.written_reported = pos;
+                    let path = f
+                        .final_path
+                        .strip_prefix(&self.opts.data_dir)
+                        .unwrap_or(&f.final_path)
+                        .to_string_lossy()
+                        .to_string();
+                    let (points, created) = (f.points, f.created_ms);
+                    if let Ok(mut st) = self.status.lock() {
+                        st.open.insert(
+                            path.clone(),
+                            FileStatus {
+                                path,
+                                storage_group: sg.to_string(),
+                                bytes: pos,
+                                points,
+                                time_ms: created,
+                                reason: None,
+                            },
+                        );
+                    }
+                }
+            }
+            Err((kind, e)) => {
+                self.fail_group(key, StorageOp::Flush, kind, e, None, None);
+            }
+        }
+        self.update_open_files();
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn open_file(
+    fs: &dyn Fs,
+    data: &Path,
+    space: Space,
+    sg: &str,
+    partition: i64,
+    millis: i64,
+    version: i64,
+    props: WriterProperties,
+    format: FormatVersion,
+) -> Result<OpenFile, Fail> {
+    let final_path = files::tsfile_path(data, space, sg, partition, millis, version, format);
+    let tmp_path = files::with_suffix(&final_path, ".tmp");
+    if let Some(dir) = final_path.parent() {
+        tsfiled_fsio::create_dir_all_synced(fs, dir).map_err(|e| io_fail("creating", dir, e))?;
+    }
+    let f = fs
+        .create(&tmp_path)
+        .map_err(|e| io_fail("creating", &tmp_path, e))?;
+    let writer = FileWriter::new(BufWriter::with_capacity(256 * 1024, f), props, format)?;
+    Ok(OpenFile {
+        writer,
+        format,
+        final_path,
+        tmp_path,
+        version,
+        registered: HashSet::new(),
+        points: 0,
+        chunks: 0,
+        created_ms: millis,
+        written_reported: 0,
+    })
+}
+
+/// A storage failure: its kind and a message naming the file.
+pub(super) type Fail = (FaultKind, String);
+
+pub(super) fn io_fail(what: &str, path: &Path, e: io::Error) -> Fail {
+    (FaultKind::of(&e), format!("{what} {}: {e}", path.display()))
+}
+
+pub(super) fn ts_fail(e: tsfile::Error) -> Fail {
+    match &e {
+        tsfile::Error::Io(io) => (FaultKind::of(io), e.to_string()),
+        _ => (FaultKind::Io, e.to_string()),
+    }
+}
+
+/// The flush and seal rules of [`EngineOptions`] checked through a pipeline, with expected
+/// counts worked out by hand from the documented limits: a file is sealed for size once the
+/// metadata the writer keeps for it (160 bytes a chunk, 400 a series: [`CHUNK_META_BYTES`],
+/// [`SERIES_META_BYTES`]) reaches a quarter of the memtable budget, but no less than 4 MiB,
+/// or once it reaches `file_max_bytes`; every flush writes one chunk per series.
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use tsfiled_connectors::{Batch, Field, FieldValue, Record};
+
+    use super::{CHUNK_META_BYTES, SERIES_META_BYTES};
+    use crate::metrics::Metrics;
+    use crate::pipeline::{Pipeline, PipelineOptions};
+
+    /// One record of `root.sg.d1` at `time` with `series` measurements `m0..`.
+    fn wide(time: i64, series: usize) -> Batch {
+        Batch {
+            records: vec![Record {
+                device: "root.sg.d1".into(),
+                time,
+                fields: (0..series)
+                    .map(|k| Field::new(format!("m{k}"), FieldValue::Int(time)))
+                    .collect(),
+            }],
+            rejections: vec![],
+        }
+    }
+
+    fn sealed(metrics: &Metrics, reason: &str) -> u64 {
+        let text = metrics.render();
+        let key = format!("tsfiled_files_sealed_total{{pipeline=\"t\",reason=\"{reason}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&key))
+            .map_or(0, |v| v.parse().unwrap())
+    }
+
+    /// Submits `batches` wide batches of 5000 series, then shuts down; the metrics.
+    fn run(memtable_bytes: usize, chunk_group_bytes: usize, batches: i64) -> Arc<Metrics> {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.engine.memtable_bytes = memtable_bytes;
+        opts.engine.chunk_group_bytes = chunk_group_bytes;
+        let metrics = Metrics::new();
+        let p = Pipeline::open(opts, metrics.clone()).unwrap();
+        for t in 1..=batches {
+            let out = p
+                .submit_blocking("test", wide(t, 5000), Instant::now())
+                .unwrap();
+            assert_eq!(out.accepted, 5000);
+        }
+        p.shutdown_blocking();
+        metrics
+    }
+
+    #[test]
+    fn the_documented_metadata_sizes() {
+        assert_eq!((CHUNK_META_BYTES, SERIES_META_BYTES), (160, 400));
+    }
+
+    /// A 1-byte memtable budget flushes every batch; a quarter of it is below the 4 MiB floor.
+    /// With 5000 series a file's metadata after `k` flushes is 800000 k + 2000000 bytes: it
+    /// reaches 4194304 at the third flush. Four batches: one file sealed for size, one at shutdown.
+    #[test]
+    fn metadata_past_4_mib_seals_a_file_when_the_budget_is_small() {
+        let metrics = run(1, 16 * 1024 * 1024, 4);
+        assert_eq!(sealed(&metrics, "size"), 1);
+        assert_eq!(sealed(&metrics, "shutdown"), 1);
+    }
+
+    /// A 32 MiB budget: the cap is a quarter, 8388608 bytes, reached at the eighth flush
+    /// (8400000 bytes; a 1-byte chunk group flushes every batch). Ten batches: one file sealed
+    /// for size, one at shutdown.
+    #[test]
+    fn metadata_past_a_quarter_of_the_budget_seals_a_file() {
+        let metrics = run(32 * 1024 * 1024, 1, 10);
+        assert_eq!(sealed(&metrics, "size"), 1);
+        assert_eq!(sealed(&metrics, "shutdown"), 1);
+    }
+
+    /// A few small flushes stay in one file, sealed at shutdown; every point is counted once,
+    /// in the metrics and in the sealed file's status.
+    #[test]
+    fn small_flushes_share_one_file_and_count_their_points() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.engine.memtable_bytes = 1;
+        let metrics = Metrics::new();
+        let p = Pipeline::open(opts, metrics.clone()).unwrap();
+        for t in [1, 2, 3] {
+            p.submit_blocking("test", wide(t, 2), Instant::now())
+                .unwrap();
+        }
+        p.shutdown_blocking();
+        assert_eq!(sealed(&metrics, "size"), 0);
+        assert_eq!(sealed(&metrics, "shutdown"), 1);
+        assert!(
+            metrics
+                .render()
+                .contains("tsfiled_points_written_total{pipeline=\"t\"} 6\n"),
+            "{}",
+            metrics.render()
+        );
+        let status = p.status_json(&[]);
+        let files = status["recent_sealed"].as_array().unwrap();
+        assert_eq!(files.len(), 1, "{status}");
+        assert_eq!(files[0]["points"], 6);
+        assert_eq!(files[0]["reason"], "shutdown");
+    }
+}

@@ -1,0 +1,707 @@
+//! A pipeline: normalization (paths, schema), the write-ahead log and the engine.
+//!
+//! This is the source interface: every source (HTTP push, MQTT, CSV) hands parsed
+//! [`Batch`]es to [`Pipeline::submit`] (or [`Pipeline::submit_blocking`] from a plain
+//! thread) and acknowledges upstream only once it returns `Ok` — the accepted points
+//! are then durable. Rejected points come back with their reasons; they never block
+//! the rest of their batch.
+
+mod hasher;
+mod lock;
+mod status;
+
+use std::collections::HashMap;
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tsfile::basic::Column;
+use tsfiled_connectors::{Batch, RejectReason, Rejection};
+
+use crate::engine::batch::{SeriesData, WriteBatch};
+use crate::engine::schema::{self, Registry, SchemaRule, SeriesType, TypeDefaults};
+use crate::engine::{Engine, EngineMsg, EngineOptions, SealReason, WalControl};
+use crate::health::StorageHealth;
+use crate::metrics::Metrics;
+use crate::notify::Progress;
+use crate::wal::{self, Wal, WalOptions};
+use crate::{Error, Refusal, Result};
+use hasher::FxBuild;
+use lock::lock_dir;
+
+/// Settings of one pipeline.
+#[derive(Debug, Clone)]
+pub struct PipelineOptions {
+    /// Engine settings (name, data directory, sealing...).
+    pub engine: EngineOptions,
+    /// WAL settings (its `dir` is normally `<data>/wal`).
+    pub wal: WalOptions,
+    /// Schema rules.
+    pub rules: Vec<SchemaRule>,
+    /// Typing of series no rule pins.
+    pub defaults: TypeDefaults,
+    /// `Retry-After` suggested when full.
+    pub retry_after: Duration,
+}
+
+impl PipelineOptions {
+    /// Defaults for a pipeline writing into `data_dir`.
+    pub fn new(name: &str, data_dir: impl Into<PathBuf>) -> Self {
+        let data_dir = data_dir.into();
+        PipelineOptions {
+            wal: WalOptions::new(data_dir.join("wal")),
+            engine: EngineOptions::new(name, data_dir),
+            rules: Vec::new(),
+            defaults: TypeDefaults::default(),
+            retry_after: Duration::from_secs(1),
+        }
+    }
+
+    /// Puts every file operation of the pipeline (WAL, engine, journals) on `fs`.
+    pub fn set_fs(&mut self, fs: tsfiled_fsio::FsRef) {
+        self.wal.fs = fs.clone();
+        self.engine.fs = fs;
+    }
+
+    /// Injects test faults into the pipeline's WAL and engine.
+    pub fn set_hooks(&mut self, hooks: crate::hooks::TestHooks) {
+        self.wal.hooks = hooks.clone();
+        self.engine.hooks = hooks;
+    }
+}
+
+/// A normalized batch (see [`Pipeline::normalize`]).
+struct Normalized {
+    /// The typed points, grouped by series.
+    batch: WriteBatch,
+    /// The parser's rejections, then normalization's.
+    rejections: Vec<Rejection>,
+    /// Series not in the registry that the batch creates (each has points in `batch`).
+    new_series: Vec<(Arc<str>, Arc<str>, SeriesType)>,
+}
+
+/// Result of a successful submission.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SubmitOutcome {
+    /// Points now durable.
+    pub accepted: u64,
+    /// Points rejected (parse errors, invalid paths, type mismatches, bad times).
+    pub rejected: u64,
+    /// The rejections, in payload order.
+    pub rejections: Vec<Rejection>,
+}
+
+type WalItem = (WriteBatch, Instant);
+
+struct DevSlot {
+    device: Arc<str>,
+    invalid: Option<String>,
+    series: HashMap<Arc<str>, Option<usize>, FxBuild>,
+    /// The last record's fields of this device by position: name and target. The rows of a
+    /// batch usually share their name strings (one per column), so most fields are found
+    /// here by a pointer comparison instead of a hash lookup.
+    recent: Vec<(Arc<str>, Option<usize>)>,
+}
+
+/// Notes in `recent` that field `k` of a device's last record is `measurement`, at `target`.
+fn remember(
+    recent: &mut Vec<(Arc<str>, Option<usize>)>,
+    k: usize,
+    measurement: &Arc<str>,
+    target: Option<usize>,
+) {
+    let entry = (measurement.clone(), target);
+    if k < recent.len() {
+        recent[k] = entry;
+    } else if k == recent.len() {
+        recent.push(entry);
+    }
+}
+
+/// One running pipeline.
+pub struct Pipeline {
+    name: String,
+    sg_level: usize,
+    wal: Wal<WalItem>,
+    engine_tx: SyncSender<EngineMsg>,
+    engine_thread: Mutex<Option<JoinHandle<()>>>,
+    registry: Arc<Mutex<Registry>>,
+    metrics: Arc<Metrics>,
+    accepting: AtomicBool,
+    retry_after: Duration,
+    rules: Mutex<Vec<SchemaRule>>,
+    progress: Option<Progress>,
+    status: Arc<Mutex<crate::engine::EngineStatus>>,
+    wal_max_bytes: u64,
+    memtable_budget: usize,
+    health: Arc<StorageHealth>,
+    _lock: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl Pipeline {
+    /// Recovers the data directory, replays the WAL, and starts the log and engine threads.
+    /// Fails with [`Error::Pipeline`].
+    pub fn open(opts: PipelineOptions, metrics: Arc<Metrics>) -> Result<Arc<Pipeline>> {
+        Pipeline::open_with(opts, metrics, None)
+    }
+
+    /// [`Pipeline::open`], reporting liveness to `progress` (the systemd watchdog): one
+    /// pending item per accepted submission until the engine has applied it.
+    pub fn open_with(
+        opts: PipelineOptions,
+        metrics: Arc<Metrics>,
+        progress: Option<Progress>,
+    ) -> Result<Arc<Pipeline>> {
+        let pipeline = opts.engine.pipeline.clone();
+        Pipeline::open_io(opts, metrics, progress)
+            .map_err(|source| Error::Pipeline { pipeline, source })
+    }
+
+    fn open_io(
+        opts: PipelineOptions,
+        metrics: Arc<Metrics>,
+        progress: Option<Progress>,
+    ) -> io::Result<Arc<Pipeline>> {
+        let name = opts.engine.pipeline.clone();
+        let state_dir = opts.engine.state_dir.clone();
+        let fs = opts.engine.fs.clone();
+        tsfiled_fsio::create_dir_all_synced(&*fs, &state_dir)?;
+        let lock = lock_dir(&*fs, &state_dir)?;
+        let mut reg = Registry::open(
+            fs.clone(),
+            &state_dir.join("schema.tsv"),
+            opts.rules.clone(),
+        )?;
+        reg.set_rules(opts.rules.clone(), opts.defaults);
+        let registry = Arc::new(Mutex::new(reg));
+        let sg_level = opts.engine.sg_level;
+        let mut engine = Engine::open(opts.engine.clone(), registry.clone(), metrics.clone())?;
+        let health = engine.health_handle();
+        let started = Instant::now();
+        let mut replayed = 0u64;
+        let mut bad = 0u64;
+        let (next_segment, report, disk) = wal::replay(&*opts.wal.fs, &opts.wal.dir, |rec| {
+            let decoded = {
+                let mut reg = registry.lock().unwrap_or_else(|e| e.into_inner());
+                WriteBatch::decode(&rec.payload, |d, m, ty| {
+                    let s = reg.define(d, m, ty);
+                    (s.device, s.measurement)
+                })
+            };
+            match decoded {
+                Ok(b) => {
+                    replayed += b.points();
+                    engine.apply(rec.lsn, b, Instant::now(), true);
+                }
+                Err(e) => {
+                    bad += 1;
+                    tracing::error!(lsn = rec.lsn, error = %e, "write-ahead log: undecodable record skipped");
+                }
+            }
+        })?;
+        if report.records > 0 || !report.truncated.is_empty() || !report.skipped.is_empty() {
+            tracing::info!(
+                pipeline = %name,
+                segments = report.segments,
+                records = report.records,
+                points = replayed,
+                undecodable = bad,
+                truncated = report.truncated.len(),
+                skipped_corrupt = report.skipped.len(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "write-ahead log replayed"
+            );
+        }
+        let (engine_tx, engine_rx) = sync_channel::<EngineMsg>(64);
+        let sink_tx = engine_tx.clone();
+        let wal = Wal::start_with_health(
+            opts.wal.clone(),
+            next_segment,
+            disk,
+            move |lsn, (batch, received): WalItem| {
+                let _ = sink_tx.send(EngineMsg::Write {
+                    lsn,
+                    batch,
+                    received,
+                });
+            },
+            Some(health.clone()),
+        )?;
+        engine.set_progress(progress.clone());
+        let status = engine.status_handle();
+        engine.attach_wal(WalControl {
+            watermark: wal.watermark_handle(),
+            stats: wal.stats().clone(),
+            max_bytes: opts.wal.max_bytes,
+            dir: opts.wal.dir.clone(),
+        });
+        engine.tick();
+        let thread = std::thread::Builder::new()
+            .name(format!("tsfiled-engine-{name}"))
+            .spawn(move || engine.run(engine_rx))?;
+        let p = Arc::new(Pipeline {
+            name: name.clone(),
+            sg_level,
+            wal,
+            engine_tx,
+            engine_thread: Mutex::new(Some(thread)),
+            registry,
+            metrics: metrics.clone(),
+            accepting: AtomicBool::new(true),
+            retry_after: opts.retry_after,
+            rules: Mutex::new(opts.rules),
+            progress,
+            status,
+            wal_max_bytes: opts.wal.max_bytes,
+            memtable_budget: opts.engine.memtable_bytes,
+            health,
+            _lock: lock,
+        });
+        // Series exist from the start (at 0), so alerts and rates see them.
+        {
+            let l = [name.as_str()];
+            metrics.points_written.with_label_values(&l);
+            metrics.bytes_written.with_label_values(&l);
+            metrics.open_files.with_label_values(&l);
+            metrics.memtable_bytes.with_label_values(&l);
+            metrics.wal_bytes.with_label_values(&l);
+            metrics.wal_fsyncs.with_label_values(&l);
+            metrics.series.with_label_values(&l);
+        }
+        metrics
+            .wal_max_bytes
+            .with_label_values(&[name.as_str()])
+            .set(opts.wal.max_bytes.min(i64::MAX as u64) as i64);
+        metrics
+            .memtable_max_bytes
+            .with_label_values(&[name.as_str()])
+            .set(opts.engine.memtable_bytes.min(i64::MAX as usize) as i64);
+        let weak = Arc::downgrade(&p);
+        // The log counts its fsyncs itself; the counter takes the increase since the last
+        // scrape (refreshers run one at a time, under the metrics' lock).
+        let fsyncs_reported = std::sync::atomic::AtomicU64::new(0);
+        metrics.on_scrape(move || {
+            if let Some(p) = weak.upgrade() {
+                let l = [p.name.as_str()];
+                let st = p.wal.stats();
+                p.metrics
+                    .wal_bytes
+                    .with_label_values(&l)
+                    .set(st.disk_bytes.load(Ordering::Relaxed) as i64);
+                let fsyncs = st.syncs.load(Ordering::Relaxed);
+                let before = fsyncs_reported.swap(fsyncs, Ordering::Relaxed);
+                p.metrics
+                    .wal_fsyncs
+                    .with_label_values(&l)
+                    .inc_by(fsyncs.saturating_sub(before));
+                if let Ok(r) = p.registry.lock() {
+                    p.metrics.series.with_label_values(&l).set(r.len() as i64);
+                }
+            }
+        });
+        Ok(p)
+    }
+
+    /// The pipeline's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Replaces the schema rules and defaults (for series not seen yet).
+    pub fn set_rules(&self, rules: Vec<SchemaRule>, defaults: TypeDefaults) {
+        if let Ok(mut r) = self.registry.lock() {
+            r.set_rules(rules.clone(), defaults);
+        }
+        if let Ok(mut r) = self.rules.lock() {
+            *r = rules;
+        }
+    }
+
+    /// The pipeline's storage health (failing operations, why intake is refused).
+    pub fn health(&self) -> &Arc<StorageHealth> {
+        &self.health
+    }
+
+    /// Whether the pipeline takes submissions.
+    pub fn is_accepting(&self) -> bool {
+        self.accepting.load(Ordering::Relaxed)
+    }
+
+    /// Fraction of the WAL budget in use.
+    pub fn wal_fill(&self) -> f64 {
+        self.wal.fill_ratio()
+    }
+
+    /// Validates, types and groups a batch's records: the typed points, the rejections (the
+    /// parser's first, then ours) and the series the batch would create. Reads the registry
+    /// (locking it into `reg`) but changes nothing: new series are defined only once the batch
+    /// is in the write-ahead log (see [`Pipeline::enqueue`]).
+    fn normalize<'r>(
+        &'r self,
+        batch: Batch,
+        reg: &mut Option<std::sync::MutexGuard<'r, Registry>>,
+    ) -> Normalized {
+        let mut rejections = batch.rejections;
+        let mut series: Vec<SeriesData> = Vec::new();
+        // Parallel to `series`: whether the series is new (not in the registry).
+        let mut fresh: Vec<bool> = Vec::new();
+        // Batch-local caches: device -> slot, slot: measurement -> series index (or
+        // None for an invalid measurement), so the registry is consulted once per
+        // series and batch, not once per point.
+        let mut dev_index: HashMap<Arc<str>, usize, FxBuild> = HashMap::default();
+        let mut slots: Vec<DevSlot> = Vec::new();
+        let mut last: Option<usize> = None;
+        let lock = || self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        for (ri, rec) in batch.records.into_iter().enumerate() {
+            let slot_i = match last.filter(|&i| slots[i].device == rec.device) {
+                Some(i) => i,
+                None => match dev_index.get(&rec.device) {
+                    Some(&i) => i,
+                    None => {
+                        let reg = reg.get_or_insert_with(lock);
+                        let invalid = if reg.knows_device(&rec.device) {
+                            None
+                        } else {
+                            schema::validate_device(&rec.device, self.sg_level).err()
+                        };
+                        slots.push(DevSlot {
+                            device: rec.device.clone(),
+                            invalid,
+                            series: HashMap::default(),
+                            recent: Vec::new(),
+                        });
+                        dev_index.insert(rec.device.clone(), slots.len() - 1);
+                        slots.len() - 1
+                    }
+                },
+            };
+            last = Some(slot_i);
+            let slot = &mut slots[slot_i];
+            if let Some(msg) = &slot.invalid {
+                rejections.push(Rejection {
+                    location: format!("record {ri}"),
+                    reason: RejectReason::InvalidPath,
+                    message: msg.clone(),
+                    points: rec.fields.len() as u64,
+                });
+                continue;
+            }
+            for (k, f) in rec.fields.into_iter().enumerate() {
+                let declared = f.type_hint.map(schema::declared_data_type);
+                let recent = slot
+                    .recent
+                    .get(k)
+                    .filter(|(m, _)| Arc::ptr_eq(m, &f.measurement))
+                    .map(|(_, t)| *t);
+                let target = match recent.or_else(|| slot.series.get(&f.measurement).copied()) {
+                    Some(t) => {
+                        if recent.is_none() {
+                            remember(&mut slot.recent, k, &f.measurement, t);
+                        }
+                        t
+                    }
+                    None => {
+                        let reg = reg.get_or_insert_with(lock);
+                        let info = match reg.get(&rec.device, &f.measurement) {
+                            Some(i) => Some((i.device, i.measurement, i.ty, false)),
+                            None => match schema::validate_measurement(&f.measurement) {
+                                Ok(()) => {
+                                    let ty = reg.type_for_new(
+                                        &rec.device,
+                                        &f.measurement,
+                                        &f.value,
+                                        declared,
+                                    );
+                                    Some((rec.device.clone(), f.measurement.clone(), ty, true))
+                                }
+                                Err(msg) => {
+                                    rejections.push(Rejection {
+                                        location: format!("record {ri}"),
+                                        reason: RejectReason::InvalidPath,
+                                        message: msg,
+                                        points: 1,
+                                    });
+                                    None
+                                }
+                            },
+                        };
+                        let t = info.map(|(device, measurement, ty, new)| {
+                            series.push(SeriesData {
+                                device,
+                                measurement,
+                                ty,
+                                times: Vec::new(),
+                                values: Column::new(ty.data_type),
+                            });
+                            fresh.push(new);
+                            series.len() - 1
+                        });
+                        slot.series.insert(f.measurement.clone(), t);
+                        remember(&mut slot.recent, k, &f.measurement, t);
+                        match t {
+                            Some(t) => Some(t),
+                            None => continue,
+                        }
+                    }
+                };
+                let Some(si) = target else {
+                    rejections.push(Rejection {
+                        location: format!("record {ri}"),
+                        reason: RejectReason::InvalidPath,
+                        message: format!("invalid measurement name {:?}", f.measurement),
+                        points: 1,
+                    });
+                    continue;
+                };
+                let s = &mut series[si];
+                if let Some(declared) = declared.filter(|d| *d != s.ty.data_type) {
+                    rejections.push(Rejection {
+                        location: format!(
+                            "record {ri} ({}.{} at {})",
+                            rec.device, f.measurement, rec.time
+                        ),
+                        reason: RejectReason::DeclaredTypeConflict,
+                        message: format!(
+                            "declared type {declared} differs from the series' type {}",
+                            s.ty.data_type
+                        ),
+                        points: 1,
+                    });
+                    continue;
+                }
+                match schema::convert(&f.value, s.ty.data_type) {
+                    Ok(v) => {
+                        s.times.push(rec.time);
+                        let _ = s.values.push(v);
+                    }
+                    Err(msg) => rejections.push(Rejection {
+                        location: format!(
+                            "record {ri} ({}.{} at {})",
+                            rec.device, f.measurement, rec.time
+                        ),
+                        reason: RejectReason::TypeMismatch,
+                        message: format!("{msg} ({})", s.ty.data_type),
+                        points: 1,
+                    }),
+                }
+            }
+        }
+        // A new series without an accepted point is not created.
+        let new_series = series
+            .iter()
+            .zip(&fresh)
+            .filter(|(s, new)| **new && !s.is_empty())
+            .map(|(s, _)| (s.device.clone(), s.measurement.clone(), s.ty))
+            .collect();
+        series.retain(|s| !s.is_empty());
+        Normalized {
+            batch: WriteBatch { series },
+            rejections,
+            new_series,
+        }
+    }
+
+    fn count(&self, source: &str, accepted: u64, rejections: &[Rejection]) {
+        let rejected: u64 = rejections.iter().map(|r| r.points).sum();
+        self.metrics
+            .points_received
+            .with_label_values(&[&self.name, source])
+            .inc_by(accepted + rejected);
+        for r in rejections {
+            self.metrics
+                .points_rejected
+                .with_label_values(&[&self.name, source, r.reason.label()])
+                .inc_by(r.points);
+        }
+    }
+
+    /// Admits a batch: normalizes it and appends its points to the write-ahead log. A batch
+    /// refused (closed, log full, log error) changes nothing: its new series are defined in
+    /// the registry, and its points counted, only once the append succeeded. The registry
+    /// stays locked from normalization to that definition when the batch creates series, so
+    /// no other batch can type them differently meanwhile.
+    fn enqueue(
+        &self,
+        source: &str,
+        batch: Batch,
+        received: Instant,
+    ) -> Result<(Option<wal::Ticket>, SubmitOutcome)> {
+        if !self.is_accepting() {
+            return Err(Error::Refused(Refusal::Closed));
+        }
+        if let Some(reason) = self.health.refusal() {
+            // Storage is failing: points could only pile up in the WAL until it is fixed.
+            self.metrics
+                .backpressure
+                .with_label_values(&[&self.name, source])
+                .inc();
+            return Err(Error::Refused(Refusal::Full {
+                reason,
+                retry_after: self.retry_after,
+            }));
+        }
+        let mut reg = None;
+        let Normalized {
+            batch: wb,
+            rejections,
+            new_series,
+        } = self.normalize(batch, &mut reg);
+        if new_series.is_empty() {
+            drop(reg.take());
+        }
+        let outcome = SubmitOutcome {
+            accepted: wb.points(),
+            rejected: rejections.iter().map(|r| r.points).sum(),
+            rejections,
+        };
+        if wb.series.is_empty() {
+            self.count(source, 0, &outcome.rejections);
+            return Ok((None, outcome));
+        }
+        let payload = wb.encode();
+        let ticket = self
+            .wal
+            .append(payload, (wb, received))
+            .map_err(|e| self.map_err(source, e))?;
+        if let Some(reg) = reg.as_mut() {
+            for (device, measurement, ty) in &new_series {
+                reg.define(device, measurement, *ty);
+            }
+        }
+        drop(reg);
+        self.count(source, outcome.accepted, &outcome.rejections);
+        if let Some(p) = &self.progress {
+            p.add_pending(1);
+        }
+        Ok((Some(ticket), outcome))
+    }
+
+    /// The write-ahead log's limits become refusals (counted as backpressure); its other
+    /// errors pass unchanged.
+    fn map_err(&self, source: &str, e: Error) -> Error {
+        match e {
+            Error::WalFull(reason) => {
+                self.metrics
+                    .backpressure
+                    .with_label_values(&[&self.name, source])
+                    .inc();
+                Error::Refused(Refusal::Full {
+                    reason,
+                    retry_after: self.retry_after,
+                })
+            }
+            Error::WalClosed => Error::Refused(Refusal::Closed),
+            e => e,
+        }
+    }
+
+    /// An accepted append that will never reach the engine.
+    /// Turns a durability ticket's result into the submission's: a failure is mapped and
+    /// counted, a success records the acknowledgement latency.
+    fn acknowledged(
+        &self,
+        source: &str,
+        received: Instant,
+        waited: Result<crate::wal::Lsn>,
+    ) -> Result<()> {
+        waited.map_err(|e| {
+            self.ticket_failed();
+            self.map_err(source, e)
+        })?;
+        self.metrics
+            .ack_seconds
+            .with_label_values(&[&self.name, source])
+            .observe(received.elapsed().as_secs_f64());
+        Ok(())
+    }
+
+    fn ticket_failed(&self) {
+        if let Some(p) = &self.progress {
+            p.complete(1);
+        }
+    }
+
+    /// Submits a parsed batch; resolves once its accepted points are durable. A batch refused
+    /// as a whole for now (nothing of it accepted) fails with [`Error::Refused`].
+    pub async fn submit(
+        &self,
+        source: &str,
+        batch: Batch,
+        received: Instant,
+    ) -> Result<SubmitOutcome> {
+        let (ticket, outcome) = self.enqueue(source, batch, received)?;
+        if let Some(t) = ticket {
+            self.acknowledged(source, received, t.wait().await)?;
+        }
+        Ok(outcome)
+    }
+
+    /// [`Pipeline::submit`] for plain threads.
+    pub fn submit_blocking(
+        &self,
+        source: &str,
+        batch: Batch,
+        received: Instant,
+    ) -> Result<SubmitOutcome> {
+        let (ticket, outcome) = self.enqueue(source, batch, received)?;
+        if let Some(t) = ticket {
+            self.acknowledged(source, received, t.wait_blocking())?;
+        }
+        Ok(outcome)
+    }
+
+    /// Seals every open file (blocking).
+    pub fn seal_all_blocking(&self, reason: SealReason) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self
+            .engine_tx
+            .send(EngineMsg::SealAll { reason, done: tx })
+            .is_ok()
+        {
+            let _ = rx.blocking_recv();
+        }
+    }
+
+    /// Stops the threads without sealing anything, as a crash would leave the data
+    /// directory (for tests of recovery).
+    pub fn abandon_blocking(&self) {
+        self.stop_threads(|done| EngineMsg::Abandon { done });
+    }
+
+    /// Stops intake and the WAL, sends the engine its last message, waits for its answer
+    /// and joins the engine thread.
+    fn stop_threads(&self, last: impl FnOnce(tokio::sync::oneshot::Sender<()>) -> EngineMsg) {
+        self.accepting.store(false, Ordering::Relaxed);
+        self.wal.shutdown();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.engine_tx.send(last(tx)).is_ok() {
+            let _ = rx.blocking_recv();
+        }
+        if let Ok(mut t) = self.engine_thread.lock() {
+            if let Some(t) = t.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    /// Stops intake, writes what is queued, seals every file and stops the threads
+    /// (blocking; call from a blocking context).
+    pub fn shutdown_blocking(&self) {
+        self.stop_threads(|done| EngineMsg::Stop { done });
+        match self.health.summary() {
+            None => tracing::info!(pipeline = %self.name, "pipeline stopped; every file sealed"),
+            Some(why) => tracing::warn!(
+                pipeline = %self.name,
+                storage = %why,
+                "pipeline stopped with storage failing; what could not be sealed stays in the write-ahead log for the next start"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

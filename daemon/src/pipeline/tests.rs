@@ -1,0 +1,696 @@
+use super::*;
+use std::path::Path;
+use tsfile::file::reader::TsFileReader;
+use tsfile::Value;
+use tsfiled_connectors::{Field, FieldValue, Record, TypeHint};
+
+/// Every (device, measurement, time, value) of the sealed files under `dir`, plus
+/// the sealed file paths.
+type Points = Vec<(String, String, i64, Value)>;
+
+pub(crate) fn read_dir_points(dir: &Path) -> (Points, Vec<PathBuf>) {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if !p.ends_with("state") && !p.ends_with("wal") {
+                    stack.push(p);
+                }
+            } else if p.extension().is_some_and(|x| x == "tsfile") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut out = Vec::new();
+    for f in &files {
+        let r = TsFileReader::open_path(f).unwrap();
+        for (dev, ts) in r.all_series().unwrap() {
+            let sr = r.series_reader_for(&dev, &ts).unwrap();
+            for p in sr.points() {
+                let (t, v) = p.unwrap();
+                out.push((dev.clone(), ts.measurement.clone(), t, v));
+            }
+        }
+    }
+    (out, files)
+}
+
+fn rec(device: &str, time: i64, fields: &[(&str, FieldValue)]) -> Record {
+    Record {
+        device: device.into(),
+        time,
+        fields: fields
+            .iter()
+            .map(|(m, v)| Field::new(*m, v.clone()))
+            .collect(),
+    }
+}
+
+/// A field declaring its type.
+fn typed(m: &str, value: FieldValue, hint: TypeHint) -> Field {
+    Field {
+        measurement: m.into(),
+        value,
+        type_hint: Some(hint),
+    }
+}
+
+#[test]
+fn declared_types_create_series_and_conflicts_are_rejected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.rules = vec![SchemaRule {
+        pattern: schema::PathPattern::parse("root.sg.*.pinned").unwrap(),
+        data_type: Some(tsfile::DataType::DOUBLE),
+        encoding: None,
+        compression: None,
+    }];
+    let metrics = Metrics::new();
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    let batch = |time: i64, fields: Vec<Field>| Batch {
+        records: vec![Record {
+            device: "root.sg.d1".into(),
+            time,
+            fields,
+        }],
+        rejections: vec![],
+    };
+    let out = p
+        .submit_blocking(
+            "test",
+            batch(
+                1,
+                vec![
+                    typed("i32", FieldValue::Int(-7), TypeHint::Int32),
+                    typed("f", FieldValue::Float(0.1), TypeHint::Float),
+                    typed("big", FieldValue::Int(1 << 40), TypeHint::Int32),
+                    typed("pinned", FieldValue::Float(1.5), TypeHint::Float),
+                    Field::new("plain", FieldValue::Int(3)),
+                ],
+            ),
+            Instant::now(),
+        )
+        .unwrap();
+    let reasons: Vec<_> = out
+        .rejections
+        .iter()
+        .map(|r| (r.reason, r.points))
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            (RejectReason::TypeMismatch, 1),
+            (RejectReason::DeclaredTypeConflict, 1)
+        ],
+        "{:?}",
+        out.rejections
+    );
+    // An existing series declared with another type: rejected, not converted.
+    let out = p
+        .submit_blocking(
+            "test",
+            batch(
+                2,
+                vec![
+                    typed("i32", FieldValue::Int(5), TypeHint::Int64),
+                    typed("plain", FieldValue::Int(4), TypeHint::Int64),
+                    Field::new("f", FieldValue::Int(2)),
+                ],
+            ),
+            Instant::now(),
+        )
+        .unwrap();
+    assert_eq!(out.accepted, 2);
+    assert_eq!(
+        out.rejections.iter().map(|r| r.reason).collect::<Vec<_>>(),
+        vec![RejectReason::DeclaredTypeConflict]
+    );
+    assert!(
+        out.rejections[0]
+            .message
+            .contains("declared type INT64 differs from the series' type INT32"),
+        "{}",
+        out.rejections[0].message
+    );
+    assert!(metrics.render().contains(
+        r#"tsfiled_points_rejected_total{pipeline="t",reason="declared_type_conflict",source="test"} 2"#
+    ));
+    p.shutdown_blocking();
+    let (points, _) = read_dir_points(tmp.path());
+    let mut got: Vec<_> = points
+        .iter()
+        .map(|(_, m, t, v)| (m.as_str(), *t, v.clone()))
+        .collect();
+    got.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    assert_eq!(
+        got,
+        vec![
+            ("f", 1, Value::Float(0.1)),
+            ("f", 2, Value::Float(2.0)),
+            ("i32", 1, Value::Int32(-7)),
+            ("plain", 1, Value::Int64(3)),
+            ("plain", 2, Value::Int64(4)),
+        ]
+    );
+}
+
+#[test]
+fn a_refused_batch_leaves_the_registry_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.wal.max_bytes = 4096;
+    let journal = opts.engine.state_dir.join("schema.tsv");
+    let p = Pipeline::open(opts, Metrics::new()).unwrap();
+    // 1,000 floats need about 16 KB of log: more than the whole budget.
+    let big = Batch {
+        records: (0..1000)
+            .map(|t| rec("root.sg.d1", t, &[("x", FieldValue::Float(0.5))]))
+            .collect(),
+        rejections: vec![],
+    };
+    match p.submit_blocking("test", big, Instant::now()) {
+        Err(Error::Refused(Refusal::Full { .. })) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(p.registry.lock().unwrap().get("root.sg.d1", "x").is_none());
+    assert_eq!(p.registry.lock().unwrap().len(), 0);
+    assert_eq!(std::fs::read_to_string(&journal).unwrap(), "");
+    // The first accepted point types the series.
+    let out = p
+        .submit_blocking(
+            "test",
+            Batch {
+                records: vec![rec("root.sg.d1", 5, &[("x", FieldValue::Int(7))])],
+                rejections: vec![],
+            },
+            Instant::now(),
+        )
+        .unwrap();
+    assert_eq!(out.accepted, 1);
+    p.shutdown_blocking();
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap(),
+        "root.sg.d1\tx\tINT64\tTS_2DIFF\tSNAPPY\n"
+    );
+    let (points, _) = read_dir_points(tmp.path());
+    assert_eq!(
+        points,
+        vec![("root.sg.d1".into(), "x".into(), 5, Value::Int64(7))]
+    );
+}
+
+/// The value of `name{pipeline="t"}` in a rendering.
+fn sample(text: &str, name: &str) -> Option<u64> {
+    let prefix = format!("{name}{{pipeline=\"t\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn wal_fsyncs_are_a_counter_of_the_logs_syncs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let metrics = Metrics::new();
+    let p = Pipeline::open(PipelineOptions::new("t", tmp.path()), metrics.clone()).unwrap();
+    let text = metrics.render();
+    assert!(
+        text.contains("# TYPE tsfiled_wal_fsyncs_total counter"),
+        "{text}"
+    );
+    let at_start = sample(&text, "tsfiled_wal_fsyncs_total").unwrap();
+    for t in 0..3 {
+        let b = Batch {
+            records: vec![rec("root.sg.d1", t, &[("s", FieldValue::Int(t))])],
+            rejections: vec![],
+        };
+        p.submit_blocking("test", b, Instant::now()).unwrap();
+    }
+    let syncs = p.wal.stats().syncs.load(Ordering::Relaxed);
+    assert!(
+        syncs >= 3,
+        "each blocking submission waits for its own fsync: {syncs}"
+    );
+    let text = metrics.render();
+    assert_eq!(
+        sample(&text, "tsfiled_wal_fsyncs_total"),
+        Some(syncs),
+        "{text}"
+    );
+    // Scraping again adds nothing.
+    let text = metrics.render();
+    assert_eq!(
+        sample(&text, "tsfiled_wal_fsyncs_total"),
+        Some(syncs),
+        "{text}"
+    );
+    assert!(syncs > at_start);
+    assert!(!text.contains("tsfiled_wal_fsyncs{"), "{text}");
+    p.shutdown_blocking();
+}
+
+#[test]
+fn submit_seal_and_read_back() {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let tmp = tempfile::tempdir().unwrap();
+    let metrics = Metrics::new();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.rules = vec![SchemaRule {
+        pattern: schema::PathPattern::parse("root.sg.*.b").unwrap(),
+        data_type: None,
+        encoding: Some(tsfile::Encoding::PLAIN),
+        compression: None,
+    }];
+    let p = Pipeline::open(opts.clone(), metrics.clone()).unwrap();
+    let batch = Batch {
+        records: vec![
+            rec(
+                "root.sg.d1",
+                10,
+                &[("a", FieldValue::Int(1)), ("b", FieldValue::Float(0.5))],
+            ),
+            rec("root.sg.d1", 5, &[("a", FieldValue::Int(2))]),
+            rec("root.sg.d1", 10, &[("a", FieldValue::Int(3))]), // last write wins
+            rec("root.sg.d1", 11, &[("a", FieldValue::Float(3.5))]), // type mismatch
+            rec("root.sg.d1", 12, &[("b", FieldValue::Int(4))]), // int into DOUBLE is fine
+            rec(
+                "root.sg2.d9",
+                1,
+                &[
+                    ("s", FieldValue::Text("x".into())),
+                    ("ok", FieldValue::Bool(true)),
+                ],
+            ),
+            rec("bad.path", 1, &[("s", FieldValue::Int(1))]),
+            rec("root.sg.d1", 13, &[("time", FieldValue::Int(1))]),
+        ],
+        rejections: vec![],
+    };
+    let out = p.submit_blocking("test", batch, Instant::now()).unwrap();
+    assert_eq!(out.accepted, 7);
+    assert_eq!(out.rejected, 3);
+    let reasons: Vec<_> = out.rejections.iter().map(|r| r.reason).collect();
+    assert_eq!(
+        reasons,
+        vec![
+            RejectReason::TypeMismatch,
+            RejectReason::InvalidPath,
+            RejectReason::InvalidPath
+        ]
+    );
+    p.shutdown_blocking();
+    drop(p);
+    let (points, files) = read_dir_points(tmp.path());
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files
+        .iter()
+        .all(|f| f.to_string_lossy().contains("/sequence/")));
+    let expect = vec![
+        ("root.sg.d1", "a", 5, Value::Int64(2)),
+        ("root.sg.d1", "a", 10, Value::Int64(3)),
+        ("root.sg.d1", "b", 10, Value::Double(0.5)),
+        ("root.sg.d1", "b", 12, Value::Double(4.0)),
+        ("root.sg2.d9", "ok", 1, Value::Boolean(true)),
+        ("root.sg2.d9", "s", 1, Value::Text(b"x".to_vec())),
+    ];
+    let mut got: Vec<_> = points
+        .iter()
+        .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+        .collect();
+    got.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+    assert_eq!(got, expect);
+    // Resource files match the files' device ranges.
+    for f in &files {
+        let res = std::fs::read(crate::engine::files::with_suffix(f, ".resource")).unwrap();
+        let devs = crate::engine::files::parse_resource(&res).unwrap();
+        for d in devs {
+            let ts: Vec<i64> = points
+                .iter()
+                .filter(|p| p.0 == d.device)
+                .map(|p| p.2)
+                .collect();
+            assert_eq!(d.start_time, *ts.iter().min().unwrap());
+            assert_eq!(d.end_time, *ts.iter().max().unwrap());
+        }
+    }
+    // Shutdown sealed both files.
+    let text = metrics.render();
+    assert!(
+        text.contains("tsfiled_files_sealed_total{pipeline=\"t\",reason=\"shutdown\"} 2"),
+        "{text}"
+    );
+    // A restart replays nothing new and keeps types frozen.
+    assert!(
+        Pipeline::open(opts.clone(), Metrics::new()).is_ok(),
+        "the lock is released with the pipeline"
+    );
+    let p = Pipeline::open(opts, Metrics::new()).unwrap();
+    // Two pipelines never share a data directory; the error names the pipeline and why.
+    match Pipeline::open(PipelineOptions::new("t2", tmp.path()), Metrics::new()) {
+        Err(e @ Error::Pipeline { .. }) => {
+            let m = e.to_string();
+            assert!(m.starts_with("pipeline t2: "), "{m}");
+            assert!(
+                m.ends_with("is locked: another tsfiled uses this data directory"),
+                "{m}"
+            );
+        }
+        Err(e) => panic!("{e:?}"),
+        Ok(_) => panic!("a second pipeline opened the same data directory"),
+    }
+    let out = p
+        .submit_blocking(
+            "test",
+            Batch {
+                records: vec![rec("root.sg.d1", 20, &[("a", FieldValue::Float(1.5))])],
+                rejections: vec![],
+            },
+            Instant::now(),
+        )
+        .unwrap();
+    assert_eq!(out.rejected, 1);
+    p.shutdown_blocking();
+    // After shutdown a submission is refused (not failed): the source retries elsewhere.
+    let late = Batch {
+        records: vec![rec("root.sg.d1", 30, &[("a", FieldValue::Int(1))])],
+        rejections: vec![],
+    };
+    match p.submit_blocking("test", late, Instant::now()) {
+        Err(Error::Refused(Refusal::Closed)) => {}
+        other => panic!("{other:?}"),
+    }
+    let (points2, _) = read_dir_points(tmp.path());
+    assert_eq!(points2.len(), points.len(), "nothing replayed twice");
+}
+
+#[test]
+fn late_points_go_to_unsequence_and_replay_survives_a_crash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.memtable_bytes = 1; // flush after every batch
+    {
+        let p = Pipeline::open(opts.clone(), Metrics::new()).unwrap();
+        for t in [100, 200, 150, 50] {
+            let b = Batch {
+                records: vec![rec("root.sg.d1", t, &[("a", FieldValue::Int(t))])],
+                rejections: vec![],
+            };
+            p.submit_blocking("test", b, Instant::now()).unwrap();
+        }
+        // Simulate a crash: stop without sealing.
+        p.abandon_blocking();
+    }
+    // Whatever was sealed before the "crash" is complete: each point there is one of
+    // those submitted, with its value, at most once (the rest is in temporaries and
+    // in the WAL; how much was sealed depends on the engine's timing).
+    let want = [50, 100, 150, 200].map(|t| {
+        (
+            "root.sg.d1".to_string(),
+            "a".to_string(),
+            t,
+            Value::Int64(t),
+        )
+    });
+    let (mut before, sealed) = read_dir_points(tmp.path());
+    before.sort_by_key(|p| p.2);
+    let n = before.len();
+    before.dedup();
+    assert_eq!(before.len(), n, "a point sealed twice: {sealed:?}");
+    assert!(before.iter().all(|p| want.contains(p)), "{before:?}");
+    let p = Pipeline::open(opts, Metrics::new()).unwrap();
+    p.shutdown_blocking();
+    let (points, files) = read_dir_points(tmp.path());
+    let mut got: Vec<_> = points
+        .iter()
+        .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+        .collect();
+    got.sort_by_key(|p| p.2);
+    assert_eq!(
+        got,
+        [50, 100, 150, 200]
+            .map(|t| ("root.sg.d1", "a", t, Value::Int64(t)))
+            .to_vec()
+    );
+    assert!(
+        files
+            .iter()
+            .any(|f| f.to_string_lossy().contains("/unsequence/")),
+        "{files:?}"
+    );
+}
+
+fn one(device: &str, t: i64, v: i64) -> Batch {
+    Batch {
+        records: vec![rec(device, t, &[("s", FieldValue::Int(v))])],
+        rejections: vec![],
+    }
+}
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_newer_time_partition_seals_the_older_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.partition_interval = Some(1000);
+    let metrics = Metrics::new();
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    p.submit_blocking("test", one("root.sg.d1", 100, 1), Instant::now())
+        .unwrap();
+    p.submit_blocking("test", one("root.sg.d1", 999, 2), Instant::now())
+        .unwrap();
+    p.submit_blocking("test", one("root.sg.d1", 1500, 3), Instant::now())
+        .unwrap();
+    // Partition 0 is sealed as soon as partition 1 receives data.
+    wait_for("partition 0 sealed", || {
+        read_dir_points(tmp.path())
+            .1
+            .iter()
+            .any(|f| f.to_string_lossy().contains("/sequence/root.sg/0/"))
+    });
+    wait_for("the seal counted", || {
+        metrics
+            .render()
+            .contains(r#"tsfiled_files_sealed_total{pipeline="t",reason="partition"} 1"#)
+    });
+    // A late point for partition 0 opens a new file there; a batch spanning two
+    // partitions is split.
+    p.submit_blocking(
+        "test",
+        Batch {
+            records: vec![
+                rec("root.sg.d1", 50, &[("s", FieldValue::Int(4))]),
+                rec("root.sg.d1", 2500, &[("s", FieldValue::Int(5))]),
+            ],
+            rejections: vec![],
+        },
+        Instant::now(),
+    )
+    .unwrap();
+    p.shutdown_blocking();
+    let (points, files) = read_dir_points(tmp.path());
+    let mut got: Vec<_> = points
+        .iter()
+        .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+        .collect();
+    got.sort_by_key(|p| p.2);
+    assert_eq!(
+        got,
+        [(50, 4), (100, 1), (999, 2), (1500, 3), (2500, 5)]
+            .map(|(t, v)| ("root.sg.d1", "s", t, Value::Int64(v)))
+            .to_vec()
+    );
+    for f in &files {
+        let part: i64 = f
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .parse()
+            .unwrap();
+        let r = TsFileReader::open_path(f).unwrap();
+        for (dev, ts) in r.all_series().unwrap() {
+            for pt in r.series_reader_for(&dev, &ts).unwrap().points() {
+                assert_eq!(pt.unwrap().0.div_euclid(1000), part, "{}", f.display());
+            }
+        }
+    }
+    // Partition 0 has its first file plus the late point's (the device already
+    // flushed 999 there, so 50 is unsequence).
+    assert!(
+        files
+            .iter()
+            .any(|f| f.to_string_lossy().contains("/unsequence/root.sg/0/")),
+        "{files:?}"
+    );
+    assert!(
+        files
+            .iter()
+            .any(|f| f.to_string_lossy().contains("/sequence/root.sg/2/")),
+        "{files:?}"
+    );
+}
+
+#[test]
+fn idle_and_age_seal_without_shutdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.file_idle = Duration::from_millis(50);
+    opts.engine.file_max_age = Duration::from_secs(3600);
+    opts.engine.tick = Duration::from_millis(10);
+    let metrics = Metrics::new();
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    p.submit_blocking("test", one("root.sg.d1", 1, 1), Instant::now())
+        .unwrap();
+    wait_for("idle seal", || read_dir_points(tmp.path()).1.len() == 1);
+    wait_for("the seal counted", || {
+        metrics.render().contains(r#"reason="idle"} 1"#)
+    });
+    // The WAL is trimmed once everything is sealed: only the active segment stays.
+    wait_for("WAL trimmed", || {
+        std::fs::read_dir(tmp.path().join("wal")).unwrap().count() == 1
+    });
+    p.shutdown_blocking();
+    drop(p);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.file_idle = Duration::from_secs(3600);
+    opts.engine.file_max_age = Duration::from_millis(100);
+    opts.engine.tick = Duration::from_millis(10);
+    let metrics = Metrics::new();
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    let mut t = 0;
+    // Keep writing so the partition is never idle; it is sealed by age.
+    while !metrics.render().contains(r#"reason="age"}"#) {
+        t += 1;
+        p.submit_blocking("test", one("root.sg.d1", t, t), Instant::now())
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(t < 4000, "no age seal");
+    }
+    // One more point after the age seal goes into a new file.
+    t += 1;
+    p.submit_blocking("test", one("root.sg.d1", t, t), Instant::now())
+        .unwrap();
+    p.shutdown_blocking();
+    let (points, files) = read_dir_points(tmp.path());
+    assert_eq!(points.len() as i64, t);
+    assert!(files.len() >= 2);
+}
+
+#[test]
+fn size_limits_roll_files_and_everything_reads_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.memtable_bytes = 64 * 1024;
+    opts.engine.chunk_group_bytes = 16 * 1024;
+    opts.engine.file_max_bytes = 8 * 1024;
+    let metrics = Metrics::new();
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    let mut expect = 0;
+    for b in 0..40i64 {
+        let records = (0..200i64)
+            .map(|i| {
+                let t = b * 200 + i;
+                rec(
+                    &format!("root.sg{}.d{}", t % 3, t % 5),
+                    t,
+                    &[
+                        ("v", FieldValue::Float(t as f64 * 0.5)),
+                        ("n", FieldValue::Int(t)),
+                    ],
+                )
+            })
+            .collect();
+        expect += p
+            .submit_blocking(
+                "test",
+                Batch {
+                    records,
+                    rejections: vec![],
+                },
+                Instant::now(),
+            )
+            .unwrap()
+            .accepted;
+    }
+    p.shutdown_blocking();
+    let (points, files) = read_dir_points(tmp.path());
+    assert_eq!(points.len() as u64, expect);
+    assert!(
+        files.len() > 3,
+        "three storage groups, at least one rolled: {}",
+        files.len()
+    );
+    for (d, m, t, v) in &points {
+        assert!(d.ends_with(&format!("d{}", t % 5)));
+        match m.as_str() {
+            "v" => assert_eq!(*v, Value::Double(*t as f64 * 0.5)),
+            _ => assert_eq!(*v, Value::Int64(*t)),
+        }
+    }
+    assert!(metrics.render().contains(r#"reason="size"}"#));
+}
+
+#[test]
+fn a_filling_wal_seals_files_so_intake_continues() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.wal.max_bytes = 256 * 1024;
+    opts.wal.segment_bytes = 32 * 1024;
+    opts.engine.tick = Duration::from_millis(5);
+    let metrics = Metrics::new();
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    let mut accepted = 0u64;
+    let mut refused = 0u64;
+    let mut t = 0i64;
+    // Write four times the WAL budget: the engine seals ("wal") and trims as the log
+    // fills; appends refused meanwhile are retried.
+    while accepted < 4 * 256 * 1024 / 16 {
+        let records = (0..100).map(|_| {
+            t += 1;
+            rec("root.sg.d1", t, &[("s", FieldValue::Int(t))])
+        });
+        let b = Batch {
+            records: records.collect(),
+            rejections: vec![],
+        };
+        match p.submit_blocking("test", b.clone(), Instant::now()) {
+            Ok(o) => accepted += o.accepted,
+            Err(Error::Refused(Refusal::Full { .. })) => {
+                refused += 1;
+                t -= 100;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => panic!("{e}"),
+        }
+        assert!(refused < 10_000, "the WAL never drained");
+    }
+    assert!(metrics.render().contains(r#"reason="wal"}"#));
+    p.shutdown_blocking();
+    let (points, _) = read_dir_points(tmp.path());
+    assert_eq!(points.len() as u64, accepted);
+    // Exactly the accepted points 1..=accepted, each once, with its value.
+    let mut got: Vec<_> = points
+        .iter()
+        .map(|(d, m, t, v)| (d.as_str(), m.as_str(), *t, v.clone()))
+        .collect();
+    got.sort_by_key(|p| p.2);
+    let want: Vec<_> = (1..=accepted as i64)
+        .map(|t| ("root.sg.d1", "s", t, Value::Int64(t)))
+        .collect();
+    assert_eq!(got, want);
+}
