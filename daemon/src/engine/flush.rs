@@ -42,14 +42,7 @@ pub(super) enum FileWriter {
 /// ([`tsfiled_config::encoding_supported_v4`]), else PLAIN (a series typed while the
 /// pipeline wrote format 2, such as BOOLEAN RLE, kept in the schema journal).
 pub(super) fn v4_encoding(ty: &SeriesType) -> Encoding {
-    let ok = match (
-        tsfiled_config::DataType::parse(ty.data_type.name()),
-        tsfiled_config::Encoding::parse(ty.encoding.name()),
-    ) {
-        (Some(t), Some(e)) => tsfiled_config::encoding_supported_v4(t, e),
-        _ => false,
-    };
-    if ok {
+    if tsfiled_config::encoding_supported_v4(ty.data_type, ty.encoding) {
         ty.encoding
     } else {
         Encoding::PLAIN
