@@ -311,10 +311,11 @@ impl Validator<'_> {
     }
 }
 
-/// The configuration's names of [`TimeUnit`]s.
+/// The configuration's names of [`TimeUnit`]s ([`TimeUnit::name`]), in the order messages
+/// list them.
 pub const PRECISIONS: &[(&str, TimeUnit)] = &[
-    ("ms", TimeUnit::Millis),
-    ("us", TimeUnit::Micros),
-    ("ns", TimeUnit::Nanos),
-    ("s", TimeUnit::Seconds),
+    (TimeUnit::Millis.name(), TimeUnit::Millis),
+    (TimeUnit::Micros.name(), TimeUnit::Micros),
+    (TimeUnit::Nanos.name(), TimeUnit::Nanos),
+    (TimeUnit::Seconds.name(), TimeUnit::Seconds),
 ];
