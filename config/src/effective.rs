@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::error::Result;
 use crate::model::*;
 use crate::raw::*;
-use tsfiled_core::format_duration;
+use tsfiled_core::{format_duration, Named};
 
 /// Whether secrets (bearer tokens, HTTP and MQTT passwords) are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,22 +127,22 @@ fn pipeline_raw(pl: &PipelineConfig, secret: &dyn Fn(&str) -> String) -> RawPipe
                 .iter()
                 .map(|r| RawSchemaRule {
                     pattern: t(r.pattern.as_str()),
-                    data_type: Some(r.data_type),
-                    encoding: Some(r.encoding),
-                    compression: Some(r.compression),
+                    data_type: Some(Named::Known(r.data_type)),
+                    encoding: Some(Named::Known(r.encoding)),
+                    compression: Some(Named::Known(r.compression)),
                 })
                 .collect()
         }),
         schema_defaults: Some(RawSchemaDefaults {
-            boolean: Some(df.boolean),
-            int32: Some(df.int32),
-            int64: Some(df.int64),
-            float: Some(df.float),
-            double: Some(df.double),
-            text: Some(df.text),
-            compression: Some(df.compression),
-            integer_type: Some(df.integer_type),
-            float_type: Some(df.float_type),
+            boolean: Some(Named::Known(df.boolean)),
+            int32: Some(Named::Known(df.int32)),
+            int64: Some(Named::Known(df.int64)),
+            float: Some(Named::Known(df.float)),
+            double: Some(Named::Known(df.double)),
+            text: Some(Named::Known(df.text)),
+            compression: Some(Named::Known(df.compression)),
+            integer_type: Some(Named::Known(df.integer_type)),
+            float_type: Some(Named::Known(df.float_type)),
         }),
         source: pl.sources.iter().map(|s| source_raw(s, secret)).collect(),
     }

@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 pub use tsfiled_core::Human;
-use tsfiled_core::{config_table, Compression, DataType, Encoding};
+use tsfiled_core::{config_table, Compression, DataType, Encoding, Named};
 
 config_table! {
     /// The whole configuration file.
@@ -247,18 +247,15 @@ config_table! {
         /// Data type of matching series: `"BOOLEAN"`, `"INT32"`, `"INT64"`, `"FLOAT"`,
         /// `"DOUBLE"` or `"TEXT"` (any case). A point whose value does not fit is rejected.
         #[key("type", "string", "required")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        data_type: Option<DataType>,
+        data_type: Option<Named<DataType>>,
         /// Encoding: `"PLAIN"`, `"RLE"`, `"TS_2DIFF"`, `"GORILLA"` or `"REGULAR"`, as TsFile 0.10
         /// allows for the type (TEXT: PLAIN; BOOLEAN: PLAIN, RLE; INT32/INT64: PLAIN, RLE,
         /// TS_2DIFF, REGULAR; FLOAT/DOUBLE: PLAIN, RLE, TS_2DIFF, GORILLA).
         #[key("encoding", "string", "the type's encoding in `schema_defaults`")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        encoding: Option<Encoding>,
+        encoding: Option<Named<Encoding>>,
         /// Compression: `"UNCOMPRESSED"` or `"SNAPPY"`.
         #[key("compression", "string", "`schema_defaults.compression`")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        compression: Option<Compression>,
+        compression: Option<Named<Compression>>,
     }
 }
 
@@ -268,41 +265,32 @@ config_table! {
     pub struct RawSchemaDefaults {
         /// Encoding of BOOLEAN series.
         #[key("boolean", "encoding", "\"RLE\"")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        boolean: Option<Encoding>,
+        boolean: Option<Named<Encoding>>,
         /// Encoding of INT32 series.
         #[key("int32", "encoding", "\"TS_2DIFF\"")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        int32: Option<Encoding>,
+        int32: Option<Named<Encoding>>,
         /// Encoding of INT64 series.
         #[key("int64", "encoding", "\"TS_2DIFF\"")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        int64: Option<Encoding>,
+        int64: Option<Named<Encoding>>,
         /// Encoding of FLOAT series.
         #[key("float", "encoding", "\"GORILLA\"")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        float: Option<Encoding>,
+        float: Option<Named<Encoding>>,
         /// Encoding of DOUBLE series.
         #[key("double", "encoding", "\"GORILLA\"")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        double: Option<Encoding>,
+        double: Option<Named<Encoding>>,
         /// Encoding of TEXT series.
         #[key("text", "encoding", "\"PLAIN\"")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        text: Option<Encoding>,
+        text: Option<Named<Encoding>>,
         /// Compression of series no rule matches.
         #[key("compression", "compression", "\"SNAPPY\"")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        compression: Option<Compression>,
+        compression: Option<Named<Compression>>,
         /// Type of a new series whose first value is an integer without a type suffix (JSON
         /// `12`, CSV `12`): `"INT64"`, `"INT32"`, `"DOUBLE"` or `"FLOAT"`.
         #[key("integer_type", "data type", "\"INT64\"")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        integer_type: Option<DataType>,
+        integer_type: Option<Named<DataType>>,
         /// Type of a new series whose first value is a decimal number: `"DOUBLE"` or `"FLOAT"`.
         #[key("float_type", "data type", "\"DOUBLE\"")]
-        #[serde(default, with = "tsfiled_core::schema::by_name")]
-        float_type: Option<DataType>,
+        float_type: Option<Named<DataType>>,
     }
 }
 

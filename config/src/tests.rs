@@ -491,6 +491,22 @@ fn bad_enum_values() {
 }
 
 #[test]
+fn unknown_names_do_not_hide_other_problems() {
+    let e = errs(&format!(
+        "{MIN}[pipeline.storage]\nseal_idle = \"0s\"\n[pipeline.schema_defaults]\nint64 = \"ZSTD\"\n"
+    ));
+    assert_eq!(e.len(), 2, "{e:#?}");
+    assert!(
+        e[0].starts_with("t.toml:6:13: pipeline[0].storage.seal_idle: must be more than 0s"),
+        "{e:#?}"
+    );
+    assert!(
+        e[1].starts_with("t.toml:8:9: pipeline[0].schema_defaults.int64: unknown encoding \"ZSTD\"; expected one of \"PLAIN\", \"RLE\", \"TS_2DIFF\", \"GORILLA\", \"REGULAR\""),
+        "{e:#?}"
+    );
+}
+
+#[test]
 fn refused_encodings() {
     err1(
         &format!("{MIN}[[pipeline.schema]]\npattern = \"root.a.b\"\ntype = \"TEXT\"\nencoding = \"GORILLA\"\n"),

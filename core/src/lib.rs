@@ -31,7 +31,7 @@ pub use patterns::{
 pub use raw::{FieldDoc, Human};
 pub use schema::{
     declared_type, encoding_supported_v4, encodings_for, encodings_for_v4, Compression, ConfigName,
-    DataType, Encoding, PathPattern, PatternNode,
+    DataType, Encoding, Named, PathPattern, PatternNode,
 };
 pub use time::TimeUnit;
 pub use units::{

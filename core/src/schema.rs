@@ -1,11 +1,12 @@
 //! TsFile data types, encodings and compressions (the `tsfile` crate's, re-exported: one
 //! definition for the format library, the configuration, the sources and the daemon), the
-//! subsets the daemon writes, their configuration names (serde via IoTDB's upper-case names),
+//! subsets the daemon writes, their configuration names (serde via IoTDB's upper-case names:
+//! [`Named`]),
 //! and IoTDB path patterns for schema rules.
 
 use std::fmt;
 
-use serde::{Deserializer, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::path::check_node;
 
@@ -102,29 +103,33 @@ pub fn unknown_name<T: ConfigName>(s: &str) -> String {
     )
 }
 
-/// Serde of an optional [`ConfigName`] value by its IoTDB name, for raw configuration tables:
-/// `#[serde(default, with = "tsfiled_core::schema::by_name")]`. An unknown name fails with
-/// [`unknown_name`]'s message.
-pub mod by_name {
-    use super::*;
+/// A [`ConfigName`] value as a raw configuration table holds it: deserialized by its IoTDB
+/// name (any case), or the text of a name that is not accepted, which stage two reports
+/// ([`Validator::named`](crate::Validator::named)) with its position, so that one bad name
+/// does not hide the file's other problems.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Named<T> {
+    /// An accepted value.
+    Known(T),
+    /// A name that is not accepted, as written.
+    Unknown(String),
+}
 
-    /// Deserializes a name (any case) into an accepted value.
-    pub fn deserialize<'de, D: Deserializer<'de>, T: ConfigName>(
-        d: D,
-    ) -> Result<Option<T>, D::Error> {
-        let Some(s) = <Option<String> as serde::Deserialize>::deserialize(d)? else {
-            return Ok(None);
-        };
-        T::parse_name(&s)
-            .map(Some)
-            .ok_or_else(|| serde::de::Error::custom(unknown_name::<T>(&s)))
+impl<'de, T: ConfigName> Deserialize<'de> for Named<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(match T::parse_name(&s) {
+            Some(v) => Named::Known(v),
+            None => Named::Unknown(s),
+        })
     }
+}
 
-    /// Serializes a value as its IoTDB name.
-    pub fn serialize<S: Serializer, T: ConfigName>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => s.serialize_str(v.name()),
-            None => s.serialize_none(),
+impl<T: ConfigName> Serialize for Named<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Named::Known(v) => s.serialize_str(v.name()),
+            Named::Unknown(text) => s.serialize_str(text),
         }
     }
 }

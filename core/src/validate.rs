@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::diag::{Diagnostic, KeyPath};
 use crate::locate::SpanIndex;
 use crate::raw::Human;
-use crate::schema::{encodings_for, DataType, Encoding};
+use crate::schema::{encodings_for, unknown_name, ConfigName, DataType, Encoding, Named};
 use crate::time::TimeUnit;
 use crate::units::{format_duration, parse_duration, parse_size, ByteSize};
 
@@ -291,6 +291,19 @@ impl Validator<'_> {
     pub fn not_with(&mut self, set: bool, path: &KeyPath, why: &str) {
         if set {
             self.err_key(path, format!("not used {why}; remove it"));
+        }
+    }
+
+    /// The value of a TsFile name ([`Named`]); an unknown name is reported. `None` when not
+    /// written or unknown.
+    pub fn named<T: ConfigName>(&mut self, v: &Option<Named<T>>, path: &KeyPath) -> Option<T> {
+        match v {
+            None => None,
+            Some(Named::Known(t)) => Some(*t),
+            Some(Named::Unknown(s)) => {
+                self.err(path, unknown_name::<T>(s));
+                None
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 //! `[[pipeline.schema]]` rules and `[pipeline.schema_defaults]`.
 
 use tsfiled_core::{
-    choices_text, encoding_supported_v4, encodings_for_v4, Compression, DataType, Encoding,
+    choices_text, encoding_supported_v4, encodings_for_v4, Compression, DataType, Encoding, Named,
     PathPattern, Validator as V,
 };
 
@@ -14,45 +14,49 @@ pub(super) fn validate_schema_defaults(
     rd: &RawSchemaDefaults,
     dp: &KeyPath,
 ) -> SchemaDefaults {
-    let enc = |v: &mut V<'_>, val: Option<Encoding>, key: &str, t: DataType, d: Encoding| {
-        let Some(e) = val else { return d };
-        if v.check_encoding(t, e, &dp.key(key)) {
-            e
-        } else {
-            d
+    let enc = |v: &mut V<'_>, val: &Option<Named<Encoding>>, key: &str, t, d| {
+        let path = dp.key(key);
+        match v.named(val, &path) {
+            Some(e) if v.check_encoding(t, e, &path) => e,
+            _ => d,
         }
     };
     use DataType as T;
     use Encoding as E;
-    let boolean = enc(v, rd.boolean, "boolean", T::BOOLEAN, E::RLE);
-    let int32 = enc(v, rd.int32, "int32", T::INT32, E::TS_2DIFF);
-    let int64 = enc(v, rd.int64, "int64", T::INT64, E::TS_2DIFF);
-    let float = enc(v, rd.float, "float", T::FLOAT, E::GORILLA);
-    let double = enc(v, rd.double, "double", T::DOUBLE, E::GORILLA);
-    let text = enc(v, rd.text, "text", T::TEXT, E::PLAIN);
-    let compression = rd.compression.unwrap_or(Compression::SNAPPY);
-    let pick = |v: &mut V<'_>, val: Option<DataType>, key: &str, allowed: &[DataType], d| {
-        let Some(t) = val else { return d };
+    let boolean = enc(v, &rd.boolean, "boolean", T::BOOLEAN, E::RLE);
+    let int32 = enc(v, &rd.int32, "int32", T::INT32, E::TS_2DIFF);
+    let int64 = enc(v, &rd.int64, "int64", T::INT64, E::TS_2DIFF);
+    let float = enc(v, &rd.float, "float", T::FLOAT, E::GORILLA);
+    let double = enc(v, &rd.double, "double", T::DOUBLE, E::GORILLA);
+    let text = enc(v, &rd.text, "text", T::TEXT, E::PLAIN);
+    let compression = v
+        .named(&rd.compression, &dp.key("compression"))
+        .unwrap_or(Compression::SNAPPY);
+    let pick = |v: &mut V<'_>, val: &Option<Named<DataType>>, key: &str, allowed: &[_], d| {
+        let path = dp.key(key);
+        let Some(t) = v.named(val, &path) else {
+            return d;
+        };
         if allowed.contains(&t) {
             return t;
         }
-        let names: Vec<&str> = allowed.iter().map(|t| t.name()).collect();
+        let names: Vec<&str> = allowed.iter().map(|t: &DataType| t.name()).collect();
         v.err(
-            &dp.key(key),
+            &path,
             format!("{t} cannot hold numbers; expected {}", choices_text(&names)),
         );
         d
     };
     let integer_type = pick(
         v,
-        rd.integer_type,
+        &rd.integer_type,
         "integer_type",
         &[T::INT64, T::INT32, T::DOUBLE, T::FLOAT],
         T::INT64,
     );
     let float_type = pick(
         v,
-        rd.float_type,
+        &rd.float_type,
         "float_type",
         &[T::DOUBLE, T::FLOAT],
         T::DOUBLE,
@@ -81,14 +85,18 @@ pub(super) fn validate_rule(
             .map_err(|e| v.err(&rp.key("pattern"), e))
             .ok()
     });
-    let data_type = r.data_type;
-    if data_type.is_none() {
+    if r.data_type.is_none() {
         v.err(&rp.key("type"), "missing required key `type`");
     }
-    let compression = r.compression.unwrap_or(defaults.compression);
-    let encoding = match (r.encoding, data_type) {
-        (Some(e), Some(t)) => Some(e).filter(|e| v.check_encoding(t, *e, &rp.key("encoding"))),
-        (Some(e), None) => Some(e),
+    let data_type = v.named(&r.data_type, &rp.key("type"));
+    let compression = v
+        .named(&r.compression, &rp.key("compression"))
+        .unwrap_or(defaults.compression);
+    let ep = rp.key("encoding");
+    let encoding = match (&r.encoding, data_type) {
+        (Some(_), t) => v
+            .named(&r.encoding, &ep)
+            .filter(|e| t.is_none_or(|t| v.check_encoding(t, *e, &ep))),
         (None, Some(t)) => Some(defaults.encoding_for(t)),
         (None, None) => None,
     };
