@@ -1,8 +1,7 @@
 //! TsFile data types, encodings and compressions (the `tsfile` crate's, re-exported: one
 //! definition for the format library, the configuration, the sources and the daemon), the
-//! subsets the daemon writes, their configuration names (serde via IoTDB's upper-case names:
-//! [`Named`]),
-//! and IoTDB path patterns for schema rules.
+//! subsets the daemon writes ([`ConfigName`]), their configuration names (serde by IoTDB's
+//! upper-case names: [`Named`]), and IoTDB path patterns for schema rules.
 
 use std::fmt;
 
