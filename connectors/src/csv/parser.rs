@@ -142,25 +142,13 @@ fn template_error(message: String) -> Error {
     }
 }
 
-/// Checks a CSV device template. One built with [`Template::parse_csv_device`] always passes;
-/// one built otherwise may use other placeholders or miss the `root.` start.
+/// Checks a CSV device template by the configuration's rule
+/// ([`Template::parse_csv_device`]: a full path from `root.`, placeholders `{file_stem}` and
+/// `{dir}`). One built with that function always passes; one built otherwise may not.
 fn check_template(t: &Template) -> Result<(), Error> {
-    if !t.as_str().starts_with("root.") {
-        return Err(template_error(format!(
-            "{:?} must start with \"root.\"",
-            t.as_str()
-        )));
-    }
-    match t
-        .placeholders()
-        .find(|p| !Template::CSV_DEVICE_PLACEHOLDERS.contains(p))
-    {
-        Some(other) => Err(template_error(format!(
-            "{:?}: unknown placeholder {{{other}}}; expected {{file_stem}} or {{dir}}",
-            t.as_str()
-        ))),
-        None => Ok(()),
-    }
+    Template::parse_csv_device(t.as_str())
+        .map(|_| ())
+        .map_err(template_error)
 }
 
 /// The device a checked template gives for a file.
