@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::error::Result;
 use crate::model::*;
 use crate::raw::*;
-use tsfiled_core::{format_duration, Named};
+use tsfiled_core::{format_duration, EncodingName, Named};
 
 /// Whether secrets (bearer tokens, HTTP and MQTT passwords) are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,18 +128,18 @@ fn pipeline_raw(pl: &PipelineConfig, secret: &dyn Fn(&str) -> String) -> RawPipe
                 .map(|r| RawSchemaRule {
                     pattern: t(r.pattern.as_str()),
                     data_type: Some(Named::Known(r.data_type)),
-                    encoding: Some(Named::Known(r.encoding)),
+                    encoding: Some(Named::Known(EncodingName::of(r.encoding))),
                     compression: Some(Named::Known(r.compression)),
                 })
                 .collect()
         }),
         schema_defaults: Some(RawSchemaDefaults {
-            boolean: Some(Named::Known(df.boolean)),
-            int32: Some(Named::Known(df.int32)),
-            int64: Some(Named::Known(df.int64)),
-            float: Some(Named::Known(df.float)),
-            double: Some(Named::Known(df.double)),
-            text: Some(Named::Known(df.text)),
+            boolean: Some(Named::Known(EncodingName::of(df.boolean))),
+            int32: Some(Named::Known(EncodingName::of(df.int32))),
+            int64: Some(Named::Known(EncodingName::of(df.int64))),
+            float: Some(Named::Known(EncodingName::of(df.float))),
+            double: Some(Named::Known(EncodingName::of(df.double))),
+            text: Some(Named::Known(EncodingName::of(df.text))),
             compression: Some(Named::Known(df.compression)),
             integer_type: Some(Named::Known(df.integer_type)),
             float_type: Some(Named::Known(df.float_type)),

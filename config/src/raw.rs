@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 pub use tsfiled_core::Human;
-use tsfiled_core::{config_table, Compression, DataType, Encoding, Named};
+use tsfiled_core::{config_table, Compression, DataType, EncodingName, Named};
 
 config_table! {
     /// The whole configuration file.
@@ -228,10 +228,10 @@ config_table! {
         /// TsFile format of sealed files: `2` (format 000002, read by IoTDB 0.10; names
         /// `<time>-<version>-0.tsfile`) or `4` (TsFile v4 as Apache TsFile 2.x writes it, for
         /// IoTDB 2.x's `LOAD`; names `<time>-<version>-0-0.tsfile`, `.resource` in IoTDB 2.x's
-        /// layout). With `4`, encodings are limited to those verified to round-trip (BOOLEAN,
-        /// FLOAT, DOUBLE, TEXT: PLAIN; INT32, INT64: PLAIN, RLE, TS_2DIFF) and the
-        /// `schema_defaults` not written become PLAIN for BOOLEAN, FLOAT and DOUBLE. The
-        /// default stays 2 until v4 files are verified by loading them into an IoTDB 2.x server.
+        /// layout). The format decides the encodings and compressions allowed (see
+        /// `schema.encoding`) and what `GORILLA` means: TsFile 0.10's GORILLA in `2`, TsFile
+        /// 2.x's GORILLA in `4` (as IoTDB 2.x names it). With `4`, the `boolean` default of
+        /// `schema_defaults` (RLE, not written in v4) becomes PLAIN when not written.
         #[key("format_version", "2 | 4", "2")]
         format_version: Option<i64>,
     }
@@ -248,12 +248,19 @@ config_table! {
         /// `"DOUBLE"` or `"TEXT"` (any case). A point whose value does not fit is rejected.
         #[key("type", "string", "required")]
         data_type: Option<Named<DataType>>,
-        /// Encoding: `"PLAIN"`, `"RLE"`, `"TS_2DIFF"`, `"GORILLA"` or `"REGULAR"`, as TsFile 0.10
-        /// allows for the type (TEXT: PLAIN; BOOLEAN: PLAIN, RLE; INT32/INT64: PLAIN, RLE,
-        /// TS_2DIFF, REGULAR; FLOAT/DOUBLE: PLAIN, RLE, TS_2DIFF, GORILLA).
+        /// Encoding, as the pipeline's `storage.format_version` allows for the type. Format
+        /// 2 (TsFile 0.10): TEXT: PLAIN; BOOLEAN: PLAIN, RLE; INT32/INT64: PLAIN, RLE,
+        /// TS_2DIFF, REGULAR; FLOAT/DOUBLE: PLAIN, RLE, TS_2DIFF, GORILLA. Format 4 (TsFile
+        /// 2.x names; `GORILLA` is TsFile 2.x's GORILLA, its code 8, not 0.10's, which TsFile
+        /// 2.x calls `GORILLA_V1`): TEXT: PLAIN, DICTIONARY; BOOLEAN: PLAIN; INT32/INT64:
+        /// PLAIN, RLE, TS_2DIFF, GORILLA, ZIGZAG, CHIMP, SPRINTZ, RLBE; FLOAT/DOUBLE: PLAIN,
+        /// TS_2DIFF, GORILLA, CHIMP, SPRINTZ, RLBE. FLOAT/DOUBLE under RLE or TS_2DIFF keep
+        /// 2 decimal places (as in TsFile); GORILLA, CHIMP and SPRINTZ cannot store NaN (nor
+        /// the INT32/INT64 minimum, their end marker): such a point is rejected.
         #[key("encoding", "string", "the type's encoding in `schema_defaults`")]
-        encoding: Option<Named<Encoding>>,
-        /// Compression: `"UNCOMPRESSED"` or `"SNAPPY"`.
+        encoding: Option<Named<EncodingName>>,
+        /// Compression: `"UNCOMPRESSED"` or `"SNAPPY"`; with `storage.format_version = 4` also
+        /// `"GZIP"`, `"LZ4"` or `"ZSTD"`.
         #[key("compression", "string", "`schema_defaults.compression`")]
         compression: Option<Named<Compression>>,
     }
@@ -265,22 +272,22 @@ config_table! {
     pub struct RawSchemaDefaults {
         /// Encoding of BOOLEAN series.
         #[key("boolean", "encoding", "\"RLE\"")]
-        boolean: Option<Named<Encoding>>,
+        boolean: Option<Named<EncodingName>>,
         /// Encoding of INT32 series.
         #[key("int32", "encoding", "\"TS_2DIFF\"")]
-        int32: Option<Named<Encoding>>,
+        int32: Option<Named<EncodingName>>,
         /// Encoding of INT64 series.
         #[key("int64", "encoding", "\"TS_2DIFF\"")]
-        int64: Option<Named<Encoding>>,
+        int64: Option<Named<EncodingName>>,
         /// Encoding of FLOAT series.
         #[key("float", "encoding", "\"GORILLA\"")]
-        float: Option<Named<Encoding>>,
+        float: Option<Named<EncodingName>>,
         /// Encoding of DOUBLE series.
         #[key("double", "encoding", "\"GORILLA\"")]
-        double: Option<Named<Encoding>>,
+        double: Option<Named<EncodingName>>,
         /// Encoding of TEXT series.
         #[key("text", "encoding", "\"PLAIN\"")]
-        text: Option<Named<Encoding>>,
+        text: Option<Named<EncodingName>>,
         /// Compression of series no rule matches.
         #[key("compression", "compression", "\"SNAPPY\"")]
         compression: Option<Named<Compression>>,

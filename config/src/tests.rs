@@ -464,8 +464,8 @@ fn bad_enum_values() {
         "t.toml:7:8: pipeline[0].schema[0].type: unknown data type \"STRING\"; expected one of \"BOOLEAN\"",
     );
     err1(
-        &format!("{MIN}[pipeline.schema_defaults]\ncompression = \"GZIP\"\n"),
-        "t.toml:6:15: pipeline[0].schema_defaults.compression: unknown compression \"GZIP\"",
+        &format!("{MIN}[pipeline.schema_defaults]\ncompression = \"LZO\"\n"),
+        "t.toml:6:15: pipeline[0].schema_defaults.compression: unknown compression \"LZO\"; expected one of \"UNCOMPRESSED\", \"SNAPPY\", \"GZIP\", \"LZ4\", \"ZSTD\"",
     );
     err1(
         "[[pipeline]]\nname = \"p\"\n[[pipeline.source]]\ntype = \"kafka\"\n",
@@ -847,7 +847,8 @@ fn format_version_is_2_or_4_and_v4_limits_encodings() {
         &st("format_version = 3"),
         "t.toml:6:18: pipeline[0].storage.format_version: unknown format version 3; expected 2 (TsFile 000002, IoTDB 0.10) or 4 (TsFile v4, IoTDB 2.x)",
     );
-    // v4: defaults not written that v4 does not write become PLAIN; the others stay.
+    // v4: defaults not written that v4 does not write (BOOLEAN RLE) become PLAIN; the
+    // others stay (GORILLA now names TsFile 2.x's GORILLA).
     let c = ok(&st("format_version = 4"));
     let p = &c.pipelines[0];
     assert_eq!(p.storage.format_version, FormatVersion::V4);
@@ -858,8 +859,8 @@ fn format_version_is_2_or_4_and_v4_limits_encodings() {
             Encoding::PLAIN,
             Encoding::TS_2DIFF,
             Encoding::TS_2DIFF,
-            Encoding::PLAIN,
-            Encoding::PLAIN,
+            Encoding::GORILLA_V2,
+            Encoding::GORILLA_V2,
             Encoding::PLAIN
         )
     );
@@ -869,8 +870,52 @@ fn format_version_is_2_or_4_and_v4_limits_encodings() {
     assert_eq!(again.pipelines[0].schema.defaults, *d);
     // written encodings v4 does not write are errors where they are written
     err1(
-        &format!("{MIN}[pipeline.storage]\nformat_version = 4\n[pipeline.schema_defaults]\nfloat = \"GORILLA\"\n"),
-        "t.toml:8:9: pipeline[0].schema_defaults.float: FLOAT GORILLA is not written in TsFile v4 (storage.format_version = 4); FLOAT takes \"PLAIN\"",
+        &format!("{MIN}[pipeline.storage]\nformat_version = 4\n[pipeline.schema_defaults]\nfloat = \"GORILLA_V1\"\n"),
+        "t.toml:8:9: pipeline[0].schema_defaults.float: FLOAT GORILLA_V1 is not written in TsFile v4 (storage.format_version = 4); FLOAT takes \"PLAIN\", \"TS_2DIFF\", \"GORILLA\", \"CHIMP\", \"SPRINTZ\" or \"RLBE\" (GORILLA_V1 is TsFile 2.x's name of format 000002's GORILLA; in v4 \"GORILLA\" is TsFile 2.x's GORILLA)",
+    );
+    err1(
+        &format!("{MIN}[pipeline.storage]\nformat_version = 4\n[pipeline.schema_defaults]\ntext = \"RLE\"\n"),
+        "t.toml:8:8: pipeline[0].schema_defaults.text: TEXT RLE is not written in TsFile v4 (storage.format_version = 4); TEXT takes \"PLAIN\" or \"DICTIONARY\"",
+    );
+    err1(
+        &format!("{MIN}[pipeline.storage]\nformat_version = 4\n[[pipeline.schema]]\npattern = \"root.**\"\ntype = \"INT64\"\nencoding = \"REGULAR\"\n"),
+        "t.toml:10:12: pipeline[0].schema[0].encoding: INT64 REGULAR is not written in TsFile v4 (storage.format_version = 4); INT64 takes \"PLAIN\", \"RLE\", \"TS_2DIFF\", \"GORILLA\", \"ZIGZAG\", \"CHIMP\", \"SPRINTZ\" or \"RLBE\" (TsFile 2.x has no REGULAR encoder)",
+    );
+    // v4-only encodings and compressions in format 2 name the setting that takes them
+    err1(
+        &format!("{MIN}[[pipeline.schema]]\npattern = \"root.**\"\ntype = \"INT64\"\nencoding = \"ZIGZAG\"\n"),
+        "t.toml:8:12: pipeline[0].schema[0].encoding: TsFile 0.10 cannot encode INT64 with ZIGZAG; INT64 takes \"PLAIN\", \"RLE\", \"TS_2DIFF\" or \"REGULAR\" (INT64 ZIGZAG is written in TsFile v4: storage.format_version = 4)",
+    );
+    err1(
+        &format!("{MIN}[pipeline.schema_defaults]\ncompression = \"ZSTD\"\n"),
+        "t.toml:6:15: pipeline[0].schema_defaults.compression: TsFile 0.10 has no compression ZSTD; format 000002 takes \"UNCOMPRESSED\" or \"SNAPPY\" (ZSTD is written in TsFile v4: storage.format_version = 4)",
+    );
+    err1(
+        &format!("{MIN}[[pipeline.schema]]\npattern = \"root.**\"\ntype = \"INT64\"\ncompression = \"LZ4\"\n"),
+        "t.toml:8:15: pipeline[0].schema[0].compression: TsFile 0.10 has no compression LZ4; format 000002 takes \"UNCOMPRESSED\" or \"SNAPPY\" (LZ4 is written in TsFile v4: storage.format_version = 4)",
+    );
+    // v4: every pair of the v4 matrix with every compression validates and is kept
+    // (by TsFile 2.x's names of the encodings: GORILLA is code 8, DICTIONARY code 1)
+    for t in DataType::accepted() {
+        for e in encodings_for_v4(t) {
+            let name = e.v4_name();
+            for c in Compression::accepted() {
+                let c4 = ok(&format!("{MIN}[pipeline.storage]\nformat_version = 4\n[[pipeline.schema]]\npattern = \"root.a.b\"\ntype = \"{t}\"\nencoding = \"{name}\"\ncompression = \"{c}\"\n"));
+                let r = &c4.pipelines[0].schema.rules[0];
+                assert_eq!((r.data_type, r.encoding, r.compression), (t, e, c));
+            }
+        }
+    }
+    assert_eq!(Compression::accepted().len(), 5);
+    let c = ok(&format!("{MIN}[pipeline.storage]\nformat_version = 4\n[pipeline.schema_defaults]\ncompression = \"gzip\"\ntext = \"dictionary\"\nint64 = \"ZIGZAG\"\n"));
+    let d = &c.pipelines[0].schema.defaults;
+    assert_eq!(
+        (d.compression, d.text, d.int64),
+        (
+            Compression::GZIP,
+            Encoding::PLAIN_DICTIONARY,
+            Encoding::ZIGZAG
+        )
     );
     err1(
         &format!("{MIN}[pipeline.storage]\nformat_version = 4\n[[pipeline.schema]]\npattern = \"root.**\"\ntype = \"BOOLEAN\"\nencoding = \"RLE\"\n"),

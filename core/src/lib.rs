@@ -30,8 +30,8 @@ pub use patterns::{
 };
 pub use raw::{FieldDoc, Human};
 pub use schema::{
-    declared_type, encoding_supported_v4, encodings_for, encodings_for_v4, Compression, ConfigName,
-    DataType, Encoding, Named, PathPattern, PatternNode,
+    declared_type, encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4,
+    Compression, ConfigName, DataType, Encoding, EncodingName, Named, PathPattern, PatternNode,
 };
 pub use time::TimeUnit;
 pub use units::{

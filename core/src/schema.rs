@@ -1,7 +1,13 @@
 //! TsFile data types, encodings and compressions (the `tsfile` crate's, re-exported: one
 //! definition for the format library, the configuration, the sources and the daemon), the
-//! subsets the daemon writes ([`ConfigName`]), their configuration names (serde by IoTDB's
-//! upper-case names: [`Named`]), and IoTDB path patterns for schema rules.
+//! subsets the daemon writes in format 000002 (TsFile 0.10) and format v4 (TsFile 2.x),
+//! their configuration names (serde by IoTDB's upper-case names: [`Named`]), and IoTDB path
+//! patterns for schema rules.
+//!
+//! Encoding names follow the format a pipeline writes, as TsFile and IoTDB name them
+//! ([`EncodingName`]): in format 000002 `GORILLA` is TsFile 0.10's GORILLA (code 6); in v4
+//! `GORILLA` is TsFile 2.x's GORILLA (code 8) and code 6 is called `GORILLA_V1`, as Apache
+//! TsFile 2.x's `TSEncoding` and IoTDB 2.x's configuration name them.
 
 use std::fmt;
 
@@ -15,11 +21,9 @@ pub use tsfile::{Compression, DataType, Encoding};
 pub trait ConfigName: Copy + PartialEq + fmt::Display + 'static {
     /// What a value is called in messages (`data type`).
     const WHAT: &'static str;
-    /// Said after the choices in the message for an unknown name.
-    const NOTE: &'static str = "";
     /// Every value of the type.
     fn all() -> &'static [Self];
-    /// Whether the daemon writes this value (format 000002 as the Java 0.10 writer does).
+    /// Whether the daemon writes this value (in either format).
     fn written(self) -> bool;
     /// The IoTDB name (`INT64`, `TS_2DIFF`, `SNAPPY`).
     fn name(self) -> &'static str;
@@ -64,41 +68,104 @@ impl ConfigName for DataType {
     }
 }
 
-impl ConfigName for Encoding {
-    const WHAT: &'static str = "encoding";
-    fn all() -> &'static [Self] {
-        Encoding::ALL
-    }
-    /// The encodings the 0.10 writer implements for some type.
-    fn written(self) -> bool {
-        DataType::ALL.iter().any(|t| self.supports(*t))
-    }
-    fn name(self) -> &'static str {
-        Encoding::name(self)
-    }
-}
-
 impl ConfigName for Compression {
     const WHAT: &'static str = "compression";
-    const NOTE: &'static str = " (TsFile 0.10 as written by tsfiled)";
     fn all() -> &'static [Self] {
         Compression::ALL
     }
+    /// The compressions of format v4; format 000002 has UNCOMPRESSED and SNAPPY of them
+    /// ([`Compression::is_supported`], checked by
+    /// [`Validator::check_compression`](crate::Validator::check_compression)).
     fn written(self) -> bool {
-        self.is_supported()
+        self.is_supported_v4()
     }
     fn name(self) -> &'static str {
         Compression::name(self)
     }
 }
 
+/// An encoding as the configuration names it: the five names of TsFile 0.10, then those
+/// only TsFile 2.x (format v4) has. What a name stands for depends on the pipeline's format
+/// ([`EncodingName::in_format`]): `GORILLA` is code 6 in format 000002 and code 8 in v4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EncodingName(&'static str);
+
+impl EncodingName {
+    /// `GORILLA`: TsFile 0.10's (code 6) in format 000002, TsFile 2.x's (code 8) in v4.
+    pub const GORILLA: EncodingName = EncodingName("GORILLA");
+
+    /// Every configuration name of an encoding, in the order messages list them.
+    pub const ALL: &'static [EncodingName] = &[
+        EncodingName("PLAIN"),
+        EncodingName("RLE"),
+        EncodingName("TS_2DIFF"),
+        EncodingName::GORILLA,
+        EncodingName("REGULAR"),
+        EncodingName("DICTIONARY"),
+        EncodingName("GORILLA_V1"),
+        EncodingName("ZIGZAG"),
+        EncodingName("CHIMP"),
+        EncodingName("SPRINTZ"),
+        EncodingName("RLBE"),
+    ];
+
+    /// The encoding this name stands for in format v4 (`v4`: TsFile 2.x's names,
+    /// [`Encoding::from_v4_name`]) or format 000002 (TsFile 0.10's, [`Encoding::name`]);
+    /// `None` for a TsFile 2.x name 0.10 has no encoding of (`DICTIONARY`, `GORILLA_V1`).
+    pub fn in_format(self, v4: bool) -> Option<Encoding> {
+        Encoding::ALL
+            .iter()
+            .copied()
+            .find(|e| (if v4 { e.v4_name() } else { e.name() }) == self.0)
+    }
+
+    /// The configuration name of an encoding the daemon writes: its name in the format
+    /// that writes it (code 6, which only 000002 writes, and code 8, which only v4 writes,
+    /// are both `GORILLA`; code 1 is `DICTIONARY`).
+    pub fn of(e: Encoding) -> EncodingName {
+        let name = if e == Encoding::GORILLA {
+            e.name()
+        } else {
+            e.v4_name()
+        };
+        EncodingName::ALL
+            .iter()
+            .copied()
+            .find(|n| n.0 == name)
+            .unwrap_or(EncodingName(name))
+    }
+
+    /// The name (`TS_2DIFF`).
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl fmt::Display for EncodingName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl ConfigName for EncodingName {
+    const WHAT: &'static str = "encoding";
+    fn all() -> &'static [Self] {
+        EncodingName::ALL
+    }
+    fn written(self) -> bool {
+        true
+    }
+    fn name(self) -> &'static str {
+        self.0
+    }
+}
+
 /// The message for a name that is not an accepted `T`.
 pub fn unknown_name<T: ConfigName>(s: &str) -> String {
     format!(
-        "unknown {} \"{s}\"; expected one of {}{}",
+        "unknown {} \"{s}\"; expected one of {}",
         T::WHAT,
-        T::choices(),
-        T::NOTE
+        T::choices()
     )
 }
 
@@ -143,25 +210,30 @@ pub fn declared_type(name: &str) -> Option<DataType> {
     DataType::parse_name(name)
 }
 
-/// The encodings TsFile 0.10 accepts for `t` ([`Encoding::supports`]), for error messages.
+/// Whether the daemon writes a series of type `t` with encoding `e` in format 000002
+/// (TsFile 0.10, [`Encoding::supports`]).
+pub fn encoding_supported(t: DataType, e: Encoding) -> bool {
+    t.in_v2() && e.supports(t)
+}
+
+/// The encodings [`encoding_supported`] allows for `t`, for error messages.
 pub fn encodings_for(t: DataType) -> Vec<Encoding> {
     Encoding::ALL
         .iter()
         .copied()
-        .filter(|e| e.supports(t))
+        .filter(|e| encoding_supported(t, *e))
         .collect()
 }
 
 /// Whether the daemon writes a series of type `t` with encoding `e` in TsFile v4
-/// (`storage.format_version = 4`): of the encodings the configuration names (0.10's), those
-/// the format library's v4 writer takes ([`Encoding::supports_v4`]) and that are verified to
-/// round-trip, in its own tests and by the Apache TsFile library: PLAIN for every type, RLE
-/// and TS_2DIFF for INT32 and INT64. TS_2DIFF of FLOAT and DOUBLE is not verified yet;
-/// 0.10's GORILLA (code 6) is TsFile 2.x's GORILLA_V1, which v4 does not write; REGULAR is
-/// gone from TsFile 2.x.
+/// (`storage.format_version = 4`): the format library's v4 matrix
+/// ([`Encoding::supports_v4`], the pairs the Apache TsFile 2.x C++ library writes and reads)
+/// without BOOLEAN RLE (the C++ library does not read it back). By TsFile 2.x's names: PLAIN
+/// for every type; DICTIONARY for TEXT; RLE and ZIGZAG for INT32 and INT64; TS_2DIFF,
+/// GORILLA, CHIMP, SPRINTZ and RLBE for INT32, INT64, FLOAT and DOUBLE. GORILLA_V1 (code 6)
+/// and REGULAR are not written in v4.
 pub fn encoding_supported_v4(t: DataType, e: Encoding) -> bool {
-    let unverified = e == Encoding::TS_2DIFF && matches!(t, DataType::FLOAT | DataType::DOUBLE);
-    e.supports(t) && e.supports_v4(t) && !unverified
+    t.in_v2() && e.supports_v4(t) && !(t == DataType::BOOLEAN && e == Encoding::RLE)
 }
 
 /// The encodings [`encoding_supported_v4`] allows for `t`, for error messages.
@@ -324,34 +396,91 @@ mod tests {
             .map(|t| encodings_for(*t).len())
             .sum();
         assert_eq!(accepted, 2 + 4 + 4 + 4 + 4 + 1);
-        // The v4 pairs the daemon writes (docs/configuration.md, storage.format_version).
-        for t in DataType::accepted() {
-            let want: &[Encoding] = match t {
-                INT32 | INT64 => &[PLAIN, RLE, TS_2DIFF],
-                _ => &[PLAIN],
-            };
-            assert_eq!(encodings_for_v4(t), want, "{t}");
+        // v4 (TsFile 2.x names): BOOLEAN PLAIN; INT32/INT64 PLAIN RLE TS_2DIFF GORILLA
+        // ZIGZAG CHIMP SPRINTZ RLBE; FLOAT/DOUBLE PLAIN TS_2DIFF GORILLA CHIMP SPRINTZ RLBE;
+        // TEXT PLAIN DICTIONARY.
+        let v4 = |t| -> Vec<&str> { encodings_for_v4(t).iter().map(|e| e.v4_name()).collect() };
+        assert_eq!(v4(BOOLEAN), ["PLAIN"]);
+        assert_eq!(v4(TEXT), ["PLAIN", "DICTIONARY"]);
+        for t in [INT32, INT64] {
+            assert_eq!(
+                v4(t),
+                ["PLAIN", "RLE", "TS_2DIFF", "GORILLA", "ZIGZAG", "CHIMP", "SPRINTZ", "RLBE"],
+                "{t}"
+            );
         }
+        for t in [FLOAT, DOUBLE] {
+            assert_eq!(
+                v4(t),
+                ["PLAIN", "TS_2DIFF", "GORILLA", "CHIMP", "SPRINTZ", "RLBE"],
+                "{t}"
+            );
+        }
+        assert!(!encoding_supported_v4(BOOLEAN, RLE));
+        // GORILLA_V1 (code 6) and REGULAR are not written in v4; ZIGZAG not in 000002.
+        assert!(!encoding_supported_v4(DOUBLE, GORILLA));
+        assert!(!encoding_supported_v4(INT64, REGULAR));
+        assert!(!encoding_supported(INT64, ZIGZAG));
+        assert!(!encoding_supported(DOUBLE, GORILLA_V2));
+        assert!(encodings_for_v4(TIMESTAMP).is_empty());
     }
 
     #[test]
     fn names() {
-        assert_eq!(Encoding::parse_name("ts_2diff"), Some(Encoding::TS_2DIFF));
         assert_eq!(DataType::parse_name("INT64"), Some(DataType::INT64));
         assert_eq!(DataType::parse_name("STRING"), None);
         assert_eq!(declared_type("string"), Some(DataType::TEXT));
         assert_eq!(declared_type("DATE"), None);
-        assert_eq!(Encoding::parse_name("GORILLA_V2"), None);
-        assert_eq!(Compression::parse_name("gzip"), None);
-        assert_eq!(Compression::choices(), "\"UNCOMPRESSED\", \"SNAPPY\"");
+        assert_eq!(Compression::parse_name("gzip"), Some(Compression::GZIP));
+        assert_eq!(Compression::parse_name("LZO"), None);
+        assert!(!Compression::GZIP.is_supported());
+        assert!(Compression::SNAPPY.is_supported());
         assert_eq!(
-            Encoding::choices(),
-            "\"PLAIN\", \"RLE\", \"TS_2DIFF\", \"GORILLA\", \"REGULAR\""
+            Compression::choices(),
+            "\"UNCOMPRESSED\", \"SNAPPY\", \"GZIP\", \"LZ4\", \"ZSTD\""
         );
         assert_eq!(
             DataType::choices(),
             "\"BOOLEAN\", \"INT32\", \"INT64\", \"FLOAT\", \"DOUBLE\", \"TEXT\""
         );
+        assert_eq!(
+            EncodingName::choices(),
+            "\"PLAIN\", \"RLE\", \"TS_2DIFF\", \"GORILLA\", \"REGULAR\", \"DICTIONARY\", \"GORILLA_V1\", \"ZIGZAG\", \"CHIMP\", \"SPRINTZ\", \"RLBE\""
+        );
+        let name = |s| EncodingName::parse_name(s).unwrap();
+        assert_eq!(EncodingName::parse_name("GORILLA_V2"), None);
+        assert_eq!(EncodingName::parse_name("PLAIN_DICTIONARY"), None);
+        // Codes by TsFile 0.10's names in format 000002, by TsFile 2.x's in v4 (Apache
+        // TsFile 2.x `TSEncoding`: DICTIONARY 1, GORILLA_V1 6, GORILLA 8, ZIGZAG 9, CHIMP 11,
+        // SPRINTZ 12, RLBE 13).
+        let code = |s, v4| name(s).in_format(v4).map(|e: Encoding| e.code());
+        assert_eq!(code("ts_2diff", false), Some(4));
+        assert_eq!(code("GORILLA", false), Some(6));
+        assert_eq!(code("GORILLA", true), Some(8));
+        assert_eq!(code("gorilla_v1", true), Some(6));
+        assert_eq!(code("DICTIONARY", true), Some(1));
+        assert_eq!(code("ZIGZAG", true), Some(9));
+        assert_eq!(code("CHIMP", true), Some(11));
+        assert_eq!(code("SPRINTZ", true), Some(12));
+        assert_eq!(code("RLBE", true), Some(13));
+        assert_eq!(code("TS_2DIFF", true), Some(4));
+        assert_eq!(code("REGULAR", true), Some(7));
+        assert_eq!(code("GORILLA_V1", false), None);
+        assert_eq!(code("DICTIONARY", false), None);
+        // Every written encoding has one configuration name, which stands for it in the
+        // format that writes it.
+        for t in DataType::accepted() {
+            for (v4, es) in [(false, encodings_for(t)), (true, encodings_for_v4(t))] {
+                for e in es {
+                    assert_eq!(EncodingName::of(e).in_format(v4), Some(e), "{t} {e} {v4}");
+                }
+            }
+        }
+        assert_eq!(
+            EncodingName::of(Encoding::GORILLA_V2),
+            EncodingName::GORILLA
+        );
+        assert_eq!(EncodingName::of(Encoding::GORILLA), EncodingName::GORILLA);
     }
 
     #[test]

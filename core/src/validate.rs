@@ -9,7 +9,10 @@ use std::time::Duration;
 use crate::diag::{Diagnostic, KeyPath};
 use crate::locate::SpanIndex;
 use crate::raw::Human;
-use crate::schema::{encodings_for, unknown_name, ConfigName, DataType, Encoding, Named};
+use crate::schema::{
+    encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4, unknown_name,
+    Compression, ConfigName, DataType, Encoding, EncodingName, Named,
+};
 use crate::time::TimeUnit;
 use crate::units::{format_duration, parse_duration, parse_size, ByteSize};
 
@@ -307,17 +310,69 @@ impl Validator<'_> {
         }
     }
 
-    /// Whether TsFile 0.10 can write type `t` with encoding `e`; reported when not.
-    pub fn check_encoding(&mut self, t: DataType, e: Encoding, path: &KeyPath) -> bool {
-        if e.supports(t) {
-            return true;
+    /// The encoding configuration name `name` stands for in the pipeline's format (`v4`:
+    /// TsFile v4, else format 000002; see [`EncodingName::in_format`]) if that format writes
+    /// type `t` with it ([`encoding_supported`], [`encoding_supported_v4`]); reported when
+    /// not, with the encodings the type takes in that format.
+    pub fn check_encoding(
+        &mut self,
+        t: DataType,
+        name: EncodingName,
+        v4: bool,
+        path: &KeyPath,
+    ) -> Option<Encoding> {
+        let e = name.in_format(v4);
+        if v4 {
+            if let Some(e) = e.filter(|e| encoding_supported_v4(t, *e)) {
+                return Some(e);
+            }
+            let ok: Vec<&str> = encodings_for_v4(t).iter().map(|e| e.v4_name()).collect();
+            let note = match name.as_str() {
+                "GORILLA_V1" => " (GORILLA_V1 is TsFile 2.x's name of format 000002's GORILLA; in v4 \"GORILLA\" is TsFile 2.x's GORILLA)",
+                "REGULAR" => " (TsFile 2.x has no REGULAR encoder)",
+                _ => "",
+            };
+            self.err(
+                path,
+                format!(
+                    "{t} {name} is not written in TsFile v4 (storage.format_version = 4); {t} takes {}{note}",
+                    choices_text(&ok)
+                ),
+            );
+            return None;
+        }
+        if let Some(e) = e.filter(|e| encoding_supported(t, *e)) {
+            return Some(e);
         }
         let ok: Vec<&str> = encodings_for(t).iter().map(|e| e.name()).collect();
+        let note = if name
+            .in_format(true)
+            .is_some_and(|e| encoding_supported_v4(t, e))
+        {
+            format!(" ({t} {name} is written in TsFile v4: storage.format_version = 4)")
+        } else {
+            String::new()
+        };
         self.err(
             path,
             format!(
-                "TsFile 0.10 cannot encode {t} with {e}; {t} takes {}",
+                "TsFile 0.10 cannot encode {t} with {name}; {t} takes {}{note}",
                 choices_text(&ok)
+            ),
+        );
+        None
+    }
+
+    /// Whether the pipeline's format (`v4`, else format 000002) has compression `c`;
+    /// reported when not.
+    pub fn check_compression(&mut self, c: Compression, v4: bool, path: &KeyPath) -> bool {
+        if v4 || c.is_supported() {
+            return true;
+        }
+        self.err(
+            path,
+            format!(
+                "TsFile 0.10 has no compression {c}; format 000002 takes \"UNCOMPRESSED\" or \"SNAPPY\" ({c} is written in TsFile v4: storage.format_version = 4)"
             ),
         );
         false

@@ -146,3 +146,74 @@ impl Settings {
         Settings::from_config(&c).expect("the embedded default configuration maps")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cfg::ConfigName;
+    use tsfile::{DataType, Encoding};
+
+    /// The encoding the daemon runs a rule with when a configuration in `format` gives
+    /// series of type `t` encoding `name`; `None` when the configuration refuses it.
+    fn rule_encoding(t: DataType, name: &str, format: u8) -> Option<Encoding> {
+        let text = format!(
+            "[[pipeline]]\nname = \"p\"\n[[pipeline.source]]\ntype = \"http\"\n[pipeline.storage]\nformat_version = {format}\n[[pipeline.schema]]\npattern = \"root.a.b\"\ntype = \"{t}\"\nencoding = \"{name}\"\n"
+        );
+        let c = cfg::Config::from_toml_str(&text, "t.toml").ok()?;
+        let s = Settings::from_config(&c).unwrap();
+        s.pipelines[0].options.rules[0].encoding
+    }
+
+    /// What the configuration accepts, name for name in each format, is the format
+    /// library's matrix: TsFile 0.10's names and `supports` in format 2, TsFile 2.x's names
+    /// (`from_v4_name`) and `supports_v4` in format 4, without BOOLEAN RLE (which the C++
+    /// library does not read back).
+    #[test]
+    fn encoding_matrices_are_the_format_library_s() {
+        let mut accepted = [0, 0];
+        for t in DataType::accepted() {
+            for name in cfg::EncodingName::ALL.iter().map(|n| n.as_str()) {
+                let v2 = name.parse::<Encoding>().ok().filter(|e| e.supports(t));
+                assert_eq!(rule_encoding(t, name, 2), v2, "format 2: {t} {name}");
+                let v4 = Encoding::from_v4_name(name)
+                    .ok()
+                    .filter(|e| e.supports_v4(t) && (t, *e) != (DataType::BOOLEAN, Encoding::RLE));
+                assert_eq!(rule_encoding(t, name, 4), v4, "format 4: {t} {name}");
+                accepted[0] += usize::from(v2.is_some());
+                accepted[1] += usize::from(v4.is_some());
+            }
+        }
+        // the matrices of the configuration reference
+        assert_eq!(accepted, [2 + 4 + 4 + 4 + 4 + 1, 1 + 8 + 8 + 6 + 6 + 2]);
+    }
+
+    /// GORILLA is code 6 in format 000002 and code 8 in v4, where code 6 is GORILLA_V1
+    /// and code 1 DICTIONARY (Apache TsFile 2.x's `TSEncoding`).
+    #[test]
+    fn encoding_names_follow_the_format() {
+        use DataType as T;
+        let code = |t, name, f| rule_encoding(t, name, f).map(|e| e.code());
+        assert_eq!(code(T::DOUBLE, "GORILLA", 2), Some(6));
+        assert_eq!(code(T::DOUBLE, "GORILLA", 4), Some(8));
+        assert_eq!(code(T::TEXT, "DICTIONARY", 4), Some(1));
+        assert_eq!(code(T::INT64, "ZIGZAG", 4), Some(9));
+        assert_eq!(code(T::DOUBLE, "CHIMP", 4), Some(11));
+        assert_eq!(code(T::FLOAT, "SPRINTZ", 4), Some(12));
+        assert_eq!(code(T::INT32, "RLBE", 4), Some(13));
+        assert_eq!(code(T::INT64, "TS_2DIFF", 4), Some(4));
+        assert_eq!(code(T::FLOAT, "GORILLA_V1", 2), None);
+        assert_eq!(code(T::FLOAT, "GORILLA_V1", 4), None);
+        let v1 = cfg::EncodingName::parse_name("GORILLA_V1").unwrap();
+        assert_eq!(v1.in_format(true).map(|e| e.code()), Some(6));
+        // the defaults: FLOAT and DOUBLE are GORILLA, code 8 in v4
+        let c = cfg::Config::from_toml_str(
+            "[[pipeline]]\nname = \"p\"\n[[pipeline.source]]\ntype = \"http\"\n[pipeline.storage]\nformat_version = 4\n",
+            "t.toml",
+        )
+        .unwrap();
+        let d = &Settings::from_config(&c).unwrap().pipelines[0]
+            .options
+            .defaults;
+        assert_eq!((d.float_encoding.code(), d.double_encoding.code()), (8, 8));
+    }
+}

@@ -19,8 +19,8 @@
 //! refusal the daemon gave was a clear error.
 //!
 //! CI runs a sample of the call indices (every call index whose number is a multiple of a
-//! stride, chosen for a bounded run time). `TSFILED_FAULTS_FULL=1` runs every index. The
-//! two tests run again (`…_v4`) with the pipeline sealing TsFile v4.
+//! stride, chosen for a bounded run time). `TSFILED_FAULTS_FULL=1` runs every index. Every
+//! test runs again (`…_v4`) with the pipeline sealing TsFile v4.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -83,10 +83,6 @@ fn batch(t0: i64, n: i64, step: i64) -> (Batch, Vec<Key>) {
         },
         keys,
     )
-}
-
-fn options(fs: &SimFs) -> PipelineOptions {
-    options_in(fs, FormatVersion::V2)
 }
 
 fn options_in(fs: &SimFs, format: FormatVersion) -> PipelineOptions {
@@ -463,9 +459,18 @@ fn site(p: &Path) -> String {
 
 #[test]
 fn sim_fs_is_the_only_file_system_the_pipeline_touches() {
+    sim_fs_is_the_only_file_system_the_pipeline_touches_in(FormatVersion::V2);
+}
+
+#[test]
+fn sim_fs_is_the_only_file_system_the_pipeline_touches_v4() {
+    sim_fs_is_the_only_file_system_the_pipeline_touches_in(FormatVersion::V4);
+}
+
+fn sim_fs_is_the_only_file_system_the_pipeline_touches_in(format: FormatVersion) {
     // Nothing of the workload lands on the real disk: `/data` does not exist here.
     let fs = SimFs::new();
-    let seen = workload(&fs, FormatVersion::V2);
+    let seen = workload(&fs, format);
     assert!(seen.errors.is_empty(), "{:?}", seen.errors);
     assert!(!Path::new(DATA).join("wal").exists());
     assert!(fs.exists(&Path::new(DATA).join("wal")));
@@ -504,9 +509,19 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 /// after a crash-like stop and a restart every acknowledged point is in a sealed file.
 #[test]
 fn wal_directory_deleted_under_a_running_daemon() {
+    wal_directory_deleted_under_a_running_daemon_in(FormatVersion::V2);
+}
+
+#[test]
+fn wal_directory_deleted_under_a_running_daemon_v4() {
+    wal_directory_deleted_under_a_running_daemon_in(FormatVersion::V4);
+}
+
+fn wal_directory_deleted_under_a_running_daemon_in(format: FormatVersion) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let mut o = small_options(&data);
+    o.engine.format = format;
     o.engine.tick = Duration::from_millis(20);
     let mut seen = Seen::default();
     let p = Pipeline::open(o.clone(), Metrics::new()).unwrap();
@@ -555,8 +570,17 @@ fn wal_directory_deleted_under_a_running_daemon() {
 /// replays the good records after it, and only the damaged record's points are missing.
 #[test]
 fn a_corrupt_wal_record_in_the_middle_loses_only_its_own_points() {
+    a_corrupt_wal_record_in_the_middle_loses_only_its_own_points_in(FormatVersion::V2);
+}
+
+#[test]
+fn a_corrupt_wal_record_in_the_middle_loses_only_its_own_points_v4() {
+    a_corrupt_wal_record_in_the_middle_loses_only_its_own_points_in(FormatVersion::V4);
+}
+
+fn a_corrupt_wal_record_in_the_middle_loses_only_its_own_points_in(format: FormatVersion) {
     let fs = SimFs::new();
-    let mut o = options(&fs);
+    let mut o = options_in(&fs, format);
     o.wal.segment_bytes = 1 << 20;
     let mut seen = Seen::default();
     let p = Pipeline::open(o.clone(), Metrics::new()).unwrap();
@@ -592,11 +616,12 @@ fn a_corrupt_wal_record_in_the_middle_loses_only_its_own_points() {
     let mut in_files = BTreeSet::new();
     for (path, bytes) in &files {
         if path.to_string_lossy().ends_with(".tsfile") {
-            let r = TsFileReader::open(bytes.clone()).unwrap();
-            for (dev, ts) in r.all_series().unwrap() {
-                for pt in r.series_reader_for(&dev, &ts).unwrap().points() {
-                    in_files.insert((dev.clone(), ts.measurement.clone(), pt.unwrap().0));
-                }
+            let points = match format {
+                FormatVersion::V2 => read_v2(bytes),
+                FormatVersion::V4 => read_v4(bytes),
+            };
+            for (dev, m, t, _) in points.unwrap() {
+                in_files.insert((dev, m, t));
             }
         }
     }
@@ -611,12 +636,21 @@ fn a_corrupt_wal_record_in_the_middle_loses_only_its_own_points() {
 /// clock a year ahead does not make files look old (age sealing uses a monotonic clock).
 #[test]
 fn clock_jumps_keep_file_names_unique_ordered_and_partitions_right() {
+    clock_jumps_keep_file_names_unique_ordered_and_partitions_right_in(FormatVersion::V2);
+}
+
+#[test]
+fn clock_jumps_keep_file_names_unique_ordered_and_partitions_right_v4() {
+    clock_jumps_keep_file_names_unique_ordered_and_partitions_right_in(FormatVersion::V4);
+}
+
+fn clock_jumps_keep_file_names_unique_ordered_and_partitions_right_in(format: FormatVersion) {
     use std::sync::atomic::{AtomicI64, Ordering};
     use std::sync::Arc;
     const DAY: i64 = 86_400_000;
     let now = Arc::new(AtomicI64::new(1_700_000_000_000));
     let fs = SimFs::new();
-    let mut o = options(&fs);
+    let mut o = options_in(&fs, format);
     o.engine.partition_interval = Some(DAY);
     o.engine.tick = Duration::from_millis(5);
     o.engine.file_max_age = Duration::from_secs(3600);

@@ -1,5 +1,6 @@
 //! Every rejection path: each answers with the right status and counts, never blocks
-//! the good points of its request, and is counted in the metrics.
+//! the good points of its request, and is counted in the metrics. Each test has a `_v4`
+//! twin, run with `storage.format_version = 4`.
 
 use std::io::Write;
 use std::time::Duration;
@@ -54,9 +55,18 @@ fn post_oversized(addr: std::net::SocketAddr, auth: (&str, &str), len: usize) ->
 
 #[test]
 fn every_rejection_path() {
+    every_rejection_path_in(Fmt::V2);
+}
+
+#[test]
+fn every_rejection_path_v4() {
+    every_rejection_path_in(Fmt::V4);
+}
+
+fn every_rejection_path_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let d = DaemonProc::start(&data, &["--http-token", "s3cret"]);
+    let d = DaemonProc::start_fmt(&data, &["--http-token", "s3cret"], fmt);
     let a = d.addr;
     let auth: &[(&str, &str)] = &[("Authorization", "Bearer s3cret")];
 
@@ -216,7 +226,7 @@ fn every_rejection_path() {
 
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (points, _) = read_all(&data);
+    let (points, _) = read_all_in(&data, fmt);
     let keys: Vec<String> = points
         .keys()
         .map(|(d, m, t)| format!("{d}.{m}@{t}"))
@@ -236,6 +246,15 @@ fn every_rejection_path() {
 
 #[test]
 fn full_buffer_answers_503_with_retry_after() {
+    full_buffer_answers_503_with_retry_after_in(Fmt::V2);
+}
+
+#[test]
+fn full_buffer_answers_503_with_retry_after_v4() {
+    full_buffer_answers_503_with_retry_after_in(Fmt::V4);
+}
+
+fn full_buffer_answers_503_with_retry_after_in(fmt: Fmt) {
     use tsfiled::settings::Settings;
     let tmp = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -246,6 +265,9 @@ fn full_buffer_answers_503_with_retry_after() {
     rt.block_on(async {
         let mut s = Settings::embedded_with(&tmp.path().join("data"), "127.0.0.1:0");
         s.pipelines[0].options.wal.max_bytes = 2048;
+        if fmt == Fmt::V4 {
+            s.pipelines[0].options.engine.format = tsfiled::engine::files::FormatVersion::V4;
+        }
         s.pipelines[0].options.retry_after = Duration::from_secs(3);
         let d = tsfiled::app::Daemon::start(s, None).await.unwrap();
         let addr = d.http_addr;
@@ -274,6 +296,6 @@ fn full_buffer_answers_503_with_retry_after() {
         );
         d.shutdown().await.unwrap();
     });
-    let (points, _) = read_all(&tmp.path().join("data"));
+    let (points, _) = read_all_in(&tmp.path().join("data"), fmt);
     assert_eq!(points.len(), 1);
 }

@@ -1,15 +1,16 @@
 //! Configuration files: `check-config`, `run --config`, and SIGHUP reloads (a valid
-//! file takes effect, an invalid one is refused and the old configuration kept).
+//! file takes effect, an invalid one is refused and the old configuration kept). Tests
+//! named `…_v4` run their twin with `storage.format_version = 4` (in the two-pipeline test,
+//! the second pipeline only: one daemon writes both formats).
 
 use std::path::Path;
 use std::process::Command;
 
-use tsfile::file::reader::TsFileReader;
 use tsfile::DataType;
 
 use crate::harness::*;
 
-fn config(data: &Path, token: &str) -> String {
+fn config(data: &Path, token: &str, fmt: Fmt) -> String {
     format!(
         r#"
 data_dir = "{}"
@@ -24,7 +25,7 @@ name = "main"
 
 [pipeline.storage]
 storage_group_level = 1
-
+{}
 [[pipeline.schema]]
 pattern = "root.plant.*.pinned"
 type = "INT32"
@@ -37,7 +38,8 @@ path_prefix = "root.tele"
 device_template = "{{measurement}}.{{host}}"
 precision = "s"
 "#,
-        data.display()
+        data.display(),
+        fmt.storage_lines()
     )
 }
 
@@ -57,7 +59,7 @@ fn check_config_refuses_paths_the_sources_refuse() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let bad = tmp.path().join("bad.toml");
-    let text = config(&data, "t1")
+    let text = config(&data, "t1", Fmt::V2)
         .replace("\"root.tele\"", "\"root.1e5\"")
         .replace("{measurement}.{host}", "{measurement}.root");
     std::fs::write(&bad, text).unwrap();
@@ -74,10 +76,19 @@ fn check_config_refuses_paths_the_sources_refuse() {
 
 #[test]
 fn check_config_run_and_reload() {
+    check_config_run_and_reload_in(Fmt::V2);
+}
+
+#[test]
+fn check_config_run_and_reload_v4() {
+    check_config_run_and_reload_in(Fmt::V4);
+}
+
+fn check_config_run_and_reload_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let file = tmp.path().join("tsfiled.toml");
-    std::fs::write(&file, config(&data, "t1")).unwrap();
+    std::fs::write(&file, config(&data, "t1", fmt)).unwrap();
 
     let out = check_config(&file);
     assert!(
@@ -95,7 +106,7 @@ fn check_config_run_and_reload() {
     let bad = tmp.path().join("bad.toml");
     std::fs::write(
         &bad,
-        config(&data, "t1").replace("[http]", "[http]\nlisten_port = 3"),
+        config(&data, "t1", fmt).replace("[http]", "[http]\nlisten_port = 3"),
     )
     .unwrap();
     let out = check_config(&bad);
@@ -117,7 +128,7 @@ fn check_config_run_and_reload() {
     assert_eq!(r.status, 204, "{}", r.body);
 
     // A valid new file: t2 replaces t1.
-    std::fs::write(&file, config(&data, "t2")).unwrap();
+    std::fs::write(&file, config(&data, "t2", fmt)).unwrap();
     d.signal(libc::SIGHUP);
     until("t2 accepted", 30, || {
         post(a, "/write", t2, b"cpu,host=gw1 usage=0.75 3\n").status == 204
@@ -140,7 +151,7 @@ fn check_config_run_and_reload() {
 
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (points, files) = read_all(&data);
+    let (points, files) = read_all_in(&data, fmt);
     let keys: Vec<String> = points
         .keys()
         .map(|(d, m, t)| format!("{d}.{m}@{t}"))
@@ -160,12 +171,9 @@ fn check_config_run_and_reload() {
         .iter()
         .find(|f| f.to_string_lossy().contains("root.plant"))
         .unwrap();
-    let r = TsFileReader::open_path(plant).unwrap();
-    let types: Vec<(String, DataType)> = r
-        .all_series()
-        .unwrap()
+    let types: Vec<(String, DataType)> = file_series(plant)
         .into_iter()
-        .map(|(_, ts)| (ts.measurement, ts.data_type))
+        .map(|(_, m, t, _)| (m, t))
         .collect();
     assert_eq!(
         types,
@@ -178,6 +186,15 @@ fn check_config_run_and_reload() {
 
 #[test]
 fn two_pipelines_with_their_own_routes_and_directories() {
+    two_pipelines_with_their_own_routes_and_directories_in(Fmt::V2);
+}
+
+#[test]
+fn two_pipelines_with_their_own_routes_and_directories_v4() {
+    two_pipelines_with_their_own_routes_and_directories_in(Fmt::V4);
+}
+
+fn two_pipelines_with_their_own_routes_and_directories_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     let file = tmp.path().join("two.toml");
@@ -200,13 +217,14 @@ name = "b"
 [pipeline.storage]
 data_dir = "{}"
 time_precision = "us"
-[[pipeline.source]]
+{}[[pipeline.source]]
 type = "http"
 base_path = "/b"
 endpoints = ["iotdb-json"]
 "#,
             a.display(),
-            b.display()
+            b.display(),
+            fmt.storage_lines()
         ),
     )
     .unwrap();
@@ -226,8 +244,8 @@ endpoints = ["iotdb-json"]
     );
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (pa, _) = read_all(&a);
-    let (pb, _) = read_all(&b);
+    let (pa, _) = read_all_in(&a, Fmt::V2);
+    let (pb, _) = read_all_in(&b, fmt);
     // Milliseconds in, stored as ms in a and as us in b.
     assert_eq!(pa.keys().map(|k| k.2).collect::<Vec<_>>(), vec![5]);
     assert_eq!(pb.keys().map(|k| k.2).collect::<Vec<_>>(), vec![5000]);

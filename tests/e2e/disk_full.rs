@@ -5,7 +5,7 @@
 //! resumes by itself once space or write access is back — no restart needed.
 //!
 //! These tests mount file systems, which needs root (CI runs as root); without it they
-//! fail, they do not skip.
+//! fail, they do not skip. Each test has a `_v4` twin, run with `storage.format_version = 4`.
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -90,7 +90,7 @@ impl Drop for Mount {
     }
 }
 
-fn config(data: &Path, storage: &str) -> String {
+fn config(data: &Path, storage: &str, fmt: Fmt) -> String {
     format!(
         r#"
 data_dir = "{}"
@@ -103,12 +103,13 @@ name = "main"
 
 [pipeline.storage]
 {storage}
-
+{}
 [[pipeline.source]]
 type = "http"
 name = "push"
 "#,
-        data.display()
+        data.display(),
+        fmt.storage_lines()
     )
 }
 
@@ -239,8 +240,8 @@ fn storage_errors(metrics: &str, kind: &str, op: &str) -> f64 {
 
 /// Checks every acknowledged point is in the sealed files exactly once with its value;
 /// prints and returns (acknowledged, found, missing, duplicated, wrong values).
-fn check(data: &Path, acked: &Acked, what: &str) -> (usize, usize, usize, usize, usize) {
-    let (points, files) = read_all(data);
+fn check(data: &Path, acked: &Acked, what: &str, fmt: Fmt) -> (usize, usize, usize, usize, usize) {
+    let (points, files) = read_all_in(data, fmt);
     let (mut missing, mut dup, mut wrong) = (0, 0, 0);
     for ((d, t), v) in acked {
         match points.get(&(d.clone(), "v".to_string(), *t)) {
@@ -269,11 +270,20 @@ fn check(data: &Path, acked: &Acked, what: &str) -> (usize, usize, usize, usize,
 /// every acknowledged point is in the sealed files exactly once.
 #[test]
 fn a_full_disk_loses_no_acknowledged_point_and_intake_resumes_by_itself() {
+    a_full_disk_loses_no_acknowledged_point_and_intake_resumes_by_itself_in(Fmt::V2);
+}
+
+#[test]
+fn a_full_disk_loses_no_acknowledged_point_and_intake_resumes_by_itself_v4() {
+    a_full_disk_loses_no_acknowledged_point_and_intake_resumes_by_itself_in(Fmt::V4);
+}
+
+fn a_full_disk_loses_no_acknowledged_point_and_intake_resumes_by_itself_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let mnt = Mount::tmpfs(&tmp.path().join("mnt"), "24m");
     let data = mnt.0.join("data");
     let file = tmp.path().join("tsfiled.toml");
-    std::fs::write(&file, config(&data, STORAGE)).unwrap();
+    std::fs::write(&file, config(&data, STORAGE, fmt)).unwrap();
     let file = file.to_str().unwrap().to_string();
     let d = DaemonProc::start_with(&["run", "--config", &file]);
     let mut p = Pusher::new(d.addr, 1_700_000_000_000);
@@ -338,7 +348,7 @@ fn a_full_disk_loses_no_acknowledged_point_and_intake_resumes_by_itself() {
             }
         }
     }
-    let (acked, _, missing, dup, wrong) = check(&data, &p.acked, "disk full");
+    let (acked, _, missing, dup, wrong) = check(&data, &p.acked, "disk full", fmt);
     assert_eq!(missing, 0, "acknowledged points lost\n{log}\n{log2}");
     assert_eq!(dup, 0, "acknowledged points written twice");
     assert_eq!(wrong, 0, "acknowledged points with another value");
@@ -438,13 +448,22 @@ fn notified(sock: &std::os::unix::net::UnixDatagram, needle: &str) -> String {
 /// crash): it starts, refuses intake saying why, and writes everything once space returns.
 #[test]
 fn a_full_disk_at_start_up_starts_degraded_and_resumes_when_space_returns() {
+    a_full_disk_at_start_up_starts_degraded_and_resumes_when_space_returns_in(Fmt::V2);
+}
+
+#[test]
+fn a_full_disk_at_start_up_starts_degraded_and_resumes_when_space_returns_v4() {
+    a_full_disk_at_start_up_starts_degraded_and_resumes_when_space_returns_in(Fmt::V4);
+}
+
+fn a_full_disk_at_start_up_starts_degraded_and_resumes_when_space_returns_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let mnt = Mount::tmpfs(&tmp.path().join("mnt"), "24m");
     let data = mnt.0.join("data");
     let file = tmp.path().join("tsfiled.toml");
     let storage = r#"memtable_budget = "1MiB"
 seal_idle = "1s""#;
-    std::fs::write(&file, config(&data, storage)).unwrap();
+    std::fs::write(&file, config(&data, storage, fmt)).unwrap();
     let file = file.to_str().unwrap().to_string();
     let d = DaemonProc::start_with(&["run", "--config", &file]);
     let mut p = Pusher::new(d.addr, 1_700_000_000_000);
@@ -487,7 +506,7 @@ seal_idle = "1s""#;
     let d = DaemonProc::start_with(&["run", "--config", &file]);
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (_, _, missing, dup, wrong) = check(&data, &p.acked, "full at start-up");
+    let (_, _, missing, dup, wrong) = check(&data, &p.acked, "full at start-up", fmt);
     assert_eq!((missing, dup, wrong), (0, 0, 0));
     assert!(temporaries(&data).is_empty(), "{:?}", temporaries(&data));
 }
@@ -500,13 +519,22 @@ seal_idle = "1s""#;
 /// remounted read-only after an error.)
 #[test]
 fn a_data_directory_remounted_read_only_refuses_intake_and_resumes_after_rw() {
+    a_data_directory_remounted_read_only_refuses_intake_and_resumes_after_rw_in(Fmt::V2);
+}
+
+#[test]
+fn a_data_directory_remounted_read_only_refuses_intake_and_resumes_after_rw_v4() {
+    a_data_directory_remounted_read_only_refuses_intake_and_resumes_after_rw_in(Fmt::V4);
+}
+
+fn a_data_directory_remounted_read_only_refuses_intake_and_resumes_after_rw_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let file = tmp.path().join("tsfiled.toml");
     let storage = r#"memtable_budget = "1MiB"
 seal_size = "256KiB"
 seal_idle = "1s""#;
-    std::fs::write(&file, config(&data, storage)).unwrap();
+    std::fs::write(&file, config(&data, storage, fmt)).unwrap();
     let file = file.to_str().unwrap().to_string();
     let d = DaemonProc::start_with(&["run", "--config", &file]);
     let mut p = Pusher::new(d.addr, 1_700_000_000_000);
@@ -531,7 +559,7 @@ seal_idle = "1s""#;
     let d = DaemonProc::start_with(&["run", "--config", &file]);
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (_, _, missing, dup, wrong) = check(&data, &p.acked, "read-only");
+    let (_, _, missing, dup, wrong) = check(&data, &p.acked, "read-only", fmt);
     assert_eq!((missing, dup, wrong), (0, 0, 0));
     assert!(temporaries(&data).is_empty(), "{:?}", temporaries(&data));
 }
@@ -542,11 +570,20 @@ seal_idle = "1s""#;
 /// sealed exactly once: no later seal of the partition may claim them as covered before.
 #[test]
 fn a_seal_failed_for_lack_of_space_is_redone_before_the_partition_seals_again() {
+    a_seal_failed_for_lack_of_space_is_redone_before_the_partition_seals_again_in(Fmt::V2);
+}
+
+#[test]
+fn a_seal_failed_for_lack_of_space_is_redone_before_the_partition_seals_again_v4() {
+    a_seal_failed_for_lack_of_space_is_redone_before_the_partition_seals_again_in(Fmt::V4);
+}
+
+fn a_seal_failed_for_lack_of_space_is_redone_before_the_partition_seals_again_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let mnt = Mount::tmpfs(&tmp.path().join("mnt"), "16m");
     let data = mnt.0.join("data");
     let file = tmp.path().join("tsfiled.toml");
-    std::fs::write(&file, config(&data, r#"seal_idle = "3s""#)).unwrap();
+    std::fs::write(&file, config(&data, r#"seal_idle = "3s""#, fmt)).unwrap();
     let file = file.to_str().unwrap().to_string();
     let d = DaemonProc::start_with(&["run", "--config", &file]);
     let mut p = Pusher::new(d.addr, 1_700_000_000_000);
@@ -564,7 +601,7 @@ fn a_seal_failed_for_lack_of_space_is_redone_before_the_partition_seals_again() 
     let (code, log) = d.stop();
     let d = DaemonProc::start_with(&["run", "--config", &file]);
     let (code2, log2) = d.stop();
-    let (_, _, missing, dup, wrong) = check(&data, &p.acked, "failed seal");
+    let (_, _, missing, dup, wrong) = check(&data, &p.acked, "failed seal", fmt);
     assert_eq!(missing, 0, "acknowledged points lost\n{log}\n{log2}");
     assert_eq!((dup, wrong), (0, 0));
     assert_eq!((code, code2), (0, 0), "{log}\n{log2}");

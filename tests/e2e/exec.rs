@@ -1,6 +1,7 @@
 //! The `exec` source in the daemon: a shell script's line-protocol output ends in sealed files,
 //! the status API shows the source running, its metrics carry pipeline and source labels, and
-//! the program is stopped with the daemon.
+//! the program is stopped with the daemon. The `_v4` twin of the
+//! first test runs with `storage.format_version = 4`.
 
 use std::path::Path;
 
@@ -8,7 +9,7 @@ use tsfile::Value;
 
 use crate::harness::*;
 
-fn config(data: &Path, script: &Path) -> String {
+fn config(data: &Path, script: &Path, fmt: Fmt) -> String {
     format!(
         r#"
 data_dir = "{}"
@@ -20,6 +21,8 @@ listen = "127.0.0.1:0"
 [[pipeline]]
 name = "main"
 
+[pipeline.storage]
+{}
 [[pipeline.source]]
 type = "exec"
 name = "probe"
@@ -28,12 +31,22 @@ path_prefix = "root.exec"
 precision = "ms"
 "#,
         data.display(),
+        fmt.storage_lines(),
         script.display()
     )
 }
 
 #[test]
 fn exec_source_output_is_sealed_and_the_program_stopped_with_the_daemon() {
+    exec_source_output_is_sealed_and_the_program_stopped_with_the_daemon_in(Fmt::V2);
+}
+
+#[test]
+fn exec_source_output_is_sealed_and_the_program_stopped_with_the_daemon_v4() {
+    exec_source_output_is_sealed_and_the_program_stopped_with_the_daemon_in(Fmt::V4);
+}
+
+fn exec_source_output_is_sealed_and_the_program_stopped_with_the_daemon_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let pidfile = tmp.path().join("pid");
@@ -48,7 +61,7 @@ fn exec_source_output_is_sealed_and_the_program_stopped_with_the_daemon() {
     )
     .unwrap();
     let file = tmp.path().join("tsfiled.toml");
-    std::fs::write(&file, config(&data, &script)).unwrap();
+    std::fs::write(&file, config(&data, &script, fmt)).unwrap();
     let d = DaemonProc::start_with(&["run", "--config", file.to_str().unwrap()]);
     let received = "tsfiled_points_received_total{pipeline=\"main\",source=\"probe\"}";
     until("100 points received", 60, || {
@@ -77,7 +90,7 @@ fn exec_source_output_is_sealed_and_the_program_stopped_with_the_daemon() {
         !Path::new("/proc").join(pid.trim()).exists(),
         "the program outlived the daemon"
     );
-    let (points, _) = read_all(&data);
+    let (points, _) = read_all_in(&data, fmt);
     for i in 0..100i64 {
         let t = 1_700_000_000_000 + i;
         let got = points.get(&("root.exec.temp.r1".to_string(), "value".to_string(), t));

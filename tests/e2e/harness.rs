@@ -640,3 +640,47 @@ pub fn metric(text: &str, name_and_labels: &str) -> Option<f64> {
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
 }
+
+/// One series of a sealed file: (device, measurement, data type, the encodings of its
+/// chunks in file order), in either format, in the file's index order.
+pub type FileSeries = (String, String, tsfile::DataType, Vec<tsfile::Encoding>);
+
+/// The series of a sealed file of either format (by its version byte).
+pub fn file_series(f: &Path) -> Vec<FileSeries> {
+    use tsfile::{DataType, Encoding};
+    let head = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    let mut out = Vec::new();
+    if head.starts_with(b"TsFile\x04") {
+        let r = TsFileReaderV4::open(head).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        for dev in r.devices().unwrap() {
+            for ts in dev.series {
+                let encodings = ts
+                    .chunks
+                    .iter()
+                    .map(|(offset, _)| {
+                        let (h, _) = r.chunk_header(*offset).unwrap();
+                        Encoding::from_code(h.encoding as i16).unwrap()
+                    })
+                    .collect();
+                out.push((
+                    dev.device.path(),
+                    ts.measurement,
+                    DataType::from_code(ts.type_code as i16).unwrap(),
+                    encodings,
+                ));
+            }
+        }
+    } else {
+        let r = TsFileReader::open_path(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        for (dev, ts) in r.all_series().unwrap() {
+            let encodings = r
+                .chunk_metadata_list(&ts)
+                .unwrap()
+                .iter()
+                .map(|cm| r.read_chunk_header(cm).unwrap().0.encoding)
+                .collect();
+            out.push((dev, ts.measurement, ts.data_type, encodings));
+        }
+    }
+    out
+}

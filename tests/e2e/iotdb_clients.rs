@@ -6,11 +6,12 @@
 //!   suffixes create series of that type with the default encoding for it; a declared type that
 //!   conflicts with a series' type is rejected (`declared_type_conflict`), never converted;
 //! - a request refused for backpressure leaves no trace, not even a series type.
+//!
+//! Each test has a `_v4` twin, run with `storage.format_version = 4`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use tsfile::file::reader::TsFileReader;
 use tsfile::{DataType, Encoding, Value};
 
 use crate::harness::*;
@@ -41,17 +42,14 @@ fn square_expected() -> PointMap {
 fn series_types(data: &Path) -> BTreeMap<(String, String), (DataType, Vec<Encoding>)> {
     let mut out: BTreeMap<(String, String), (DataType, Vec<Encoding>)> = BTreeMap::new();
     for f in sealed_files(data) {
-        let r = TsFileReader::open_path(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        for (dev, ts) in r.all_series().unwrap() {
+        for (dev, m, ty, encodings) in file_series(&f) {
             let e = out
-                .entry((dev.clone(), ts.measurement.clone()))
-                .or_insert((ts.data_type, Vec::new()));
-            assert_eq!(e.0, ts.data_type, "{dev}.{} typed twice", ts.measurement);
-            for cm in r.chunk_metadata_list(&ts).unwrap() {
-                let (h, _) = r.read_chunk_header(&cm).unwrap();
-                assert_eq!(h.data_type, ts.data_type);
-                if !e.1.contains(&h.encoding) {
-                    e.1.push(h.encoding);
+                .entry((dev.clone(), m.clone()))
+                .or_insert((ty, Vec::new()));
+            assert_eq!(e.0, ty, "{dev}.{m} typed twice");
+            for enc in encodings {
+                if !e.1.contains(&enc) {
+                    e.1.push(enc);
                 }
             }
         }
@@ -61,9 +59,18 @@ fn series_types(data: &Path) -> BTreeMap<(String, String), (DataType, Vec<Encodi
 
 #[test]
 fn square_json_batch_over_http_is_stored_row_by_row() {
+    square_json_batch_over_http_is_stored_row_by_row_in(Fmt::V2);
+}
+
+#[test]
+fn square_json_batch_over_http_is_stored_row_by_row_v4() {
+    square_json_batch_over_http_is_stored_row_by_row_in(Fmt::V4);
+}
+
+fn square_json_batch_over_http_is_stored_row_by_row_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let d = DaemonProc::start(&data, &[]);
+    let d = DaemonProc::start_fmt(&data, &[], fmt);
     let r = post(d.addr, "/ingest/iotdb-json", &[], SQUARE.as_bytes());
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["accepted"], 4);
@@ -82,7 +89,7 @@ fn square_json_batch_over_http_is_stored_row_by_row() {
     assert_eq!(j["errors"][0]["reason"], "parse", "{j}");
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (points, _) = read_all(&data);
+    let (points, _) = read_all_in(&data, fmt);
     let mut expected = square_expected();
     for (m, t, v) in [("a", 1, 1), ("b", 1, 2), ("a", 3, 5), ("b", 3, 6)] {
         expected.insert(
@@ -93,7 +100,7 @@ fn square_json_batch_over_http_is_stored_row_by_row() {
     assert_eq!(points, expected);
 }
 
-fn mqtt_config(data: &Path, port: u16) -> String {
+fn mqtt_config(data: &Path, port: u16, fmt: Fmt) -> String {
     format!(
         r#"
 data_dir = "{}"
@@ -107,7 +114,7 @@ name = "main"
 
 [pipeline.storage]
 storage_group_level = 1
-
+{}
 [[pipeline.source]]
 type = "mqtt"
 name = "broker"
@@ -120,17 +127,27 @@ qos = 1
 payload = "iotdb-json"
 "#,
         data.display(),
+        fmt.storage_lines(),
         std::process::id()
     )
 }
 
 #[test]
 fn square_json_batch_over_mosquitto_is_stored_row_by_row() {
+    square_json_batch_over_mosquitto_is_stored_row_by_row_in(Fmt::V2);
+}
+
+#[test]
+fn square_json_batch_over_mosquitto_is_stored_row_by_row_v4() {
+    square_json_batch_over_mosquitto_is_stored_row_by_row_in(Fmt::V4);
+}
+
+fn square_json_batch_over_mosquitto_is_stored_row_by_row_in(fmt: Fmt) {
     let broker = Broker::start();
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let file = tmp.path().join("tsfiled.toml");
-    std::fs::write(&file, mqtt_config(&data, broker.port)).unwrap();
+    std::fs::write(&file, mqtt_config(&data, broker.port, fmt)).unwrap();
     let d = DaemonProc::start_with(&["run", "--config", file.to_str().unwrap()]);
     const SRC: &str = r#"{pipeline="main",source="broker"}"#;
     until("the MQTT source connects", 30, || {
@@ -153,11 +170,11 @@ fn square_json_batch_over_mosquitto_is_stored_row_by_row() {
     );
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (points, _) = read_all(&data);
+    let (points, _) = read_all_in(&data, fmt);
     assert_eq!(points, square_expected());
 }
 
-fn csv_config(data: &Path, wide: &Path, by_device: &Path) -> String {
+fn csv_config(data: &Path, wide: &Path, by_device: &Path, fmt: Fmt) -> String {
     format!(
         r#"
 data_dir = "{}"
@@ -171,7 +188,7 @@ name = "main"
 
 [pipeline.storage]
 storage_group_level = 1
-
+{}
 [[pipeline.source]]
 type = "csv"
 name = "wide"
@@ -193,6 +210,7 @@ type = "http"
 name = "http"
 "#,
         data.display(),
+        fmt.storage_lines(),
         wide.display(),
         by_device.display()
     )
@@ -211,6 +229,15 @@ fn drop_csv(dir: &Path, name: &str, text: &str, to: &str) {
 
 #[test]
 fn csv_declared_types_are_the_sealed_series_types() {
+    csv_declared_types_are_the_sealed_series_types_in(Fmt::V2);
+}
+
+#[test]
+fn csv_declared_types_are_the_sealed_series_types_v4() {
+    csv_declared_types_are_the_sealed_series_types_in(Fmt::V4);
+}
+
+fn csv_declared_types_are_the_sealed_series_types_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let wide = tmp.path().join("wide");
@@ -218,7 +245,7 @@ fn csv_declared_types_are_the_sealed_series_types() {
     std::fs::create_dir_all(&wide).unwrap();
     std::fs::create_dir_all(&bydev).unwrap();
     let file = tmp.path().join("tsfiled.toml");
-    std::fs::write(&file, csv_config(&data, &wide, &bydev)).unwrap();
+    std::fs::write(&file, csv_config(&data, &wide, &bydev, fmt)).unwrap();
     let d = DaemonProc::start_with(&["run", "--config", file.to_str().unwrap()]);
     // IoTDB export-csv, aligned by time, with data types. Integers in FLOAT/DOUBLE columns and
     // digits in a TEXT column take the column's type; an empty cell is no point.
@@ -273,14 +300,19 @@ fn csv_declared_types_are_the_sealed_series_types() {
     let s = |x: &str| x.to_string();
     let types = series_types(&data);
     let mut expected_types = BTreeMap::new();
-    // The encodings are the schema defaults' for each type (docs/configuration.md).
+    // The encodings are the schema defaults' for each type (docs/configuration.md): in v4
+    // BOOLEAN is PLAIN and GORILLA is TsFile 2.x's (code 8, `GORILLA_V2` in the format crate).
+    let (boolean, gorilla) = match fmt {
+        Fmt::V2 => (Encoding::RLE, Encoding::GORILLA),
+        Fmt::V4 => (Encoding::PLAIN, Encoding::GORILLA_V2),
+    };
     for dev in ["root.ty.w", "root.ty.d1", "root.ty.d2"] {
         for (m, ty, enc) in [
-            ("b", DataType::BOOLEAN, Encoding::RLE),
+            ("b", DataType::BOOLEAN, boolean),
             ("i32", DataType::INT32, Encoding::TS_2DIFF),
             ("i64", DataType::INT64, Encoding::TS_2DIFF),
-            ("f", DataType::FLOAT, Encoding::GORILLA),
-            ("d", DataType::DOUBLE, Encoding::GORILLA),
+            ("f", DataType::FLOAT, gorilla),
+            ("d", DataType::DOUBLE, gorilla),
             ("t", DataType::TEXT, Encoding::PLAIN),
         ] {
             if dev == "root.ty.d2" && m == "t" {
@@ -291,7 +323,7 @@ fn csv_declared_types_are_the_sealed_series_types() {
     }
     assert_eq!(types, expected_types);
 
-    let (points, _) = read_all(&data);
+    let (points, _) = read_all_in(&data, fmt);
     let p = |d: &str, m: &str, t: i64, v: Value| ((s(d), s(m), t), vec![v]);
     let expected: PointMap = [
         p("root.ty.w", "b", 1000, Value::Boolean(true)),
@@ -332,9 +364,18 @@ fn csv_declared_types_are_the_sealed_series_types() {
 
 #[test]
 fn line_protocol_suffixes_declare_types() {
+    line_protocol_suffixes_declare_types_in(Fmt::V2);
+}
+
+#[test]
+fn line_protocol_suffixes_declare_types_v4() {
+    line_protocol_suffixes_declare_types_in(Fmt::V4);
+}
+
+fn line_protocol_suffixes_declare_types_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let d = DaemonProc::start(&data, &[]);
+    let d = DaemonProc::start_fmt(&data, &[], fmt);
     // `i` and `u` are integers (INT64), a quoted string TEXT, `t`/`f` BOOLEAN, a plain number
     // a float (DOUBLE by default). 18446744073709551615u does not fit INT64: rejected.
     let r = post(
@@ -386,7 +427,7 @@ fn line_protocol_suffixes_declare_types() {
     .map(|(m, t)| ((s(dev), s(m)), t))
     .collect();
     assert_eq!(types, expected_types);
-    let (points, _) = read_all(&data);
+    let (points, _) = read_all_in(&data, fmt);
     let p = |m: &str, t: i64, v: Value| ((s(dev), s(m), t), vec![v]);
     let expected: PointMap = [
         p("i", 1000, Value::Int64(-3)),
@@ -404,6 +445,15 @@ fn line_protocol_suffixes_declare_types() {
 
 #[test]
 fn a_request_refused_for_backpressure_decides_no_type() {
+    a_request_refused_for_backpressure_decides_no_type_in(Fmt::V2);
+}
+
+#[test]
+fn a_request_refused_for_backpressure_decides_no_type_v4() {
+    a_request_refused_for_backpressure_decides_no_type_in(Fmt::V4);
+}
+
+fn a_request_refused_for_backpressure_decides_no_type_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let config = tmp.path().join("tsfiled.toml");
@@ -423,12 +473,13 @@ name = "main"
 memtable_budget = "128KiB"
 wal_commit_size = "16KiB"
 wal_max_size = "128KiB"
-
+{}
 [[pipeline.source]]
 type = "http"
 name = "http"
 "#,
-            data.display()
+            data.display(),
+            fmt.storage_lines()
         ),
     )
     .unwrap();
@@ -475,7 +526,7 @@ name = "http"
     assert_eq!(r.status, 200, "{}", r.body);
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (points, _) = read_all(&data);
+    let (points, _) = read_all_in(&data, fmt);
     let expected: PointMap = [(
         ("root.rf.d1".to_string(), "x".to_string(), 20000),
         vec![Value::Int64(7)],

@@ -2,6 +2,7 @@
 //! request timeout (503 with `Retry-After`), and the shutdown deadline (exit in time,
 //! nothing acknowledged lost). Slowness comes from the test hooks of `tsfiled-e2e-hooks`:
 //! `--wal-sync-delay-ms` (after every WAL fsync) and `--seal-delay-ms` (every seal).
+//! Each test has a `_v4` twin, run with `storage.format_version = 4`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use tsfile::Value;
 
 use crate::harness::*;
 
-fn config(data: &Path, shutdown: &str, request: &str, storage: &str) -> String {
+fn config(data: &Path, shutdown: &str, request: &str, storage: &str, fmt: Fmt) -> String {
     format!(
         r#"
 data_dir = "{}"
@@ -25,12 +26,13 @@ name = "main"
 
 [pipeline.storage]
 {storage}
-
+{}
 [[pipeline.source]]
 type = "http"
 name = "push"
 "#,
-        data.display()
+        data.display(),
+        fmt.storage_lines()
     )
 }
 
@@ -67,12 +69,21 @@ fn check_present(map: &PointMap, dev: usize, t0: i64, n: i64) {
 
 #[test]
 fn full_buffer_refuses_whole_requests_with_retry_after() {
+    full_buffer_refuses_whole_requests_with_retry_after_in(Fmt::V2);
+}
+
+#[test]
+fn full_buffer_refuses_whole_requests_with_retry_after_v4() {
+    full_buffer_refuses_whole_requests_with_retry_after_in(Fmt::V4);
+}
+
+fn full_buffer_refuses_whole_requests_with_retry_after_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let storage = r#"memtable_budget = "128KiB"
 wal_commit_size = "16KiB"
 wal_max_size = "128KiB""#;
-    let file = write_config(tmp.path(), &config(&data, "30s", "30s", storage));
+    let file = write_config(tmp.path(), &config(&data, "30s", "30s", storage, fmt));
     // Each fsync takes 300 ms more: concurrent requests queue up past the WAL budget.
     let d = DaemonProc::start_hooked(
         &["--wal-sync-delay-ms=300"],
@@ -120,7 +131,7 @@ wal_max_size = "128KiB""#;
     assert!(!refused.is_empty(), "the buffer never filled");
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (map, files) = read_all(&data);
+    let (map, files) = read_all_in(&data, fmt);
     assert!(!files.is_empty());
     for &(dev, t0) in &acked {
         check_present(&map, dev, t0, N);
@@ -136,9 +147,18 @@ wal_max_size = "128KiB""#;
 
 #[test]
 fn request_timeout_answers_503_with_retry_after() {
+    request_timeout_answers_503_with_retry_after_in(Fmt::V2);
+}
+
+#[test]
+fn request_timeout_answers_503_with_retry_after_v4() {
+    request_timeout_answers_503_with_retry_after_in(Fmt::V4);
+}
+
+fn request_timeout_answers_503_with_retry_after_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let file = write_config(tmp.path(), &config(&data, "30s", "1s", ""));
+    let file = write_config(tmp.path(), &config(&data, "30s", "1s", "", fmt));
     // Durability takes 3 s, the request may take 1 s.
     let d = DaemonProc::start_hooked(
         &["--wal-sync-delay-ms=3000"],
@@ -152,7 +172,7 @@ fn request_timeout_answers_503_with_retry_after() {
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
     // The points were not acknowledged; if they landed, they are whole and correct.
-    let (map, _) = read_all(&data);
+    let (map, _) = read_all_in(&data, fmt);
     assert!(map.is_empty() || map.len() == 10, "{map:?}");
     if !map.is_empty() {
         check_present(&map, 1, 100, 10);
@@ -161,9 +181,18 @@ fn request_timeout_answers_503_with_retry_after() {
 
 #[test]
 fn shutdown_deadline_exits_in_time_and_loses_nothing_acknowledged() {
+    shutdown_deadline_exits_in_time_and_loses_nothing_acknowledged_in(Fmt::V2);
+}
+
+#[test]
+fn shutdown_deadline_exits_in_time_and_loses_nothing_acknowledged_v4() {
+    shutdown_deadline_exits_in_time_and_loses_nothing_acknowledged_in(Fmt::V4);
+}
+
+fn shutdown_deadline_exits_in_time_and_loses_nothing_acknowledged_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let file = write_config(tmp.path(), &config(&data, "1s", "30s", ""));
+    let file = write_config(tmp.path(), &config(&data, "1s", "30s", "", fmt));
     // Every seal takes 60 s: the stop cannot finish within its 1 s deadline.
     let d = DaemonProc::start_hooked(&["--seal-delay-ms=60000"], &["run", "--config", &file], &[]);
     for dev in 0..4 {
@@ -187,7 +216,7 @@ fn shutdown_deadline_exits_in_time_and_loses_nothing_acknowledged() {
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
     assert!(temporaries(&data).is_empty(), "{:?}", temporaries(&data));
-    let (map, _) = read_all(&data);
+    let (map, _) = read_all_in(&data, fmt);
     for dev in 0..4 {
         check_present(&map, dev, 5_000, 500);
     }

@@ -10,6 +10,7 @@ mod config;
 mod crash;
 mod csv;
 mod disk_full;
+mod encodings_v4;
 mod exec;
 mod iotdb_clients;
 mod limits;

@@ -3,7 +3,8 @@
 //! back from the sealed files — after a SIGTERM, and after a SIGKILL mid-stream and restart
 //! (the broker redelivers what was not acknowledged: zero acknowledged points lost).
 //! Also: a persistent broker restarted mid-stream loses no QoS 1 message, and two daemons on
-//! one MQTT 5 shared subscription write every point exactly once between them.
+//! one MQTT 5 shared subscription write every point exactly once between them. Each test has a
+//! `_v4` twin, run with `storage.format_version = 4`.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -353,6 +354,15 @@ fn sigkill_mid_stream(fmt: Fmt) {
 
 #[test]
 fn broker_restart_loses_no_qos1_message() {
+    broker_restart_loses_no_qos1_message_in(Fmt::V2);
+}
+
+#[test]
+fn broker_restart_loses_no_qos1_message_v4() {
+    broker_restart_loses_no_qos1_message_in(Fmt::V4);
+}
+
+fn broker_restart_loses_no_qos1_message_in(fmt: Fmt) {
     let mut broker = Broker::start_opts(true);
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
@@ -362,8 +372,8 @@ fn broker_restart_loses_no_qos1_message() {
         config(
             &data,
             broker.port,
-            &format!("e2e-restart-{}", std::process::id()),
-            Fmt::V2,
+            &format!("e2e-restart-{}-{fmt:?}", std::process::id()),
+            fmt,
         ),
     )
     .unwrap();
@@ -396,11 +406,11 @@ fn broker_restart_loses_no_qos1_message() {
     });
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    check_all(&data, n + m, Duplicates::Allowed, Fmt::V2);
+    check_all(&data, n + m, Duplicates::Allowed, fmt);
 }
 
-fn shared_config(data: &Path, port: u16, client_id: &str) -> String {
-    config(data, port, client_id, Fmt::V2).replace(
+fn shared_config(data: &Path, port: u16, client_id: &str, fmt: Fmt) -> String {
+    config(data, port, client_id, fmt).replace(
         "type = \"mqtt\"\n",
         "type = \"mqtt\"\nprotocol = \"v5\"\nshared_group = \"tsfiled\"\n",
     )
@@ -408,6 +418,15 @@ fn shared_config(data: &Path, port: u16, client_id: &str) -> String {
 
 #[test]
 fn two_daemons_on_a_shared_subscription_write_every_point_once() {
+    two_daemons_on_a_shared_subscription_write_every_point_once_in(Fmt::V2);
+}
+
+#[test]
+fn two_daemons_on_a_shared_subscription_write_every_point_once_v4() {
+    two_daemons_on_a_shared_subscription_write_every_point_once_in(Fmt::V4);
+}
+
+fn two_daemons_on_a_shared_subscription_write_every_point_once_in(fmt: Fmt) {
     let broker = Broker::start();
     let tmp = tempfile::tempdir().unwrap();
     let mut daemons = Vec::new();
@@ -418,7 +437,8 @@ fn two_daemons_on_a_shared_subscription_write_every_point_once() {
         let text = shared_config(
             &data,
             broker.port,
-            &format!("e2e-shared{k}-{}", std::process::id()),
+            &format!("e2e-shared{k}-{}-{fmt:?}", std::process::id()),
+            fmt,
         );
         assert!(text.contains("shared_group"), "{text}");
         std::fs::write(&file, text).unwrap();
@@ -452,7 +472,7 @@ fn two_daemons_on_a_shared_subscription_write_every_point_once() {
     let mut union: std::collections::BTreeMap<(String, String, i64), Vec<Value>> =
         Default::default();
     for data in &dirs {
-        let (points, files) = read_all(data);
+        let (points, files) = read_all_in(data, fmt);
         assert!(!files.is_empty(), "{}: no sealed file", data.display());
         assert!(!points.is_empty(), "{}: no share", data.display());
         for (key, vals) in points {

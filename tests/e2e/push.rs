@@ -1,5 +1,5 @@
-//! Push over HTTP, SIGTERM, read back point for point. The first two tests run in both
-//! TsFile formats; in v4 the PyPI `tsfile` library reads the sealed files too.
+//! Push over HTTP, SIGTERM, read back point for point. The first three tests run in both
+//! TsFile formats (`…_v4`); in v4 the PyPI `tsfile` library reads the sealed files too.
 
 use std::io::Write;
 
@@ -208,9 +208,18 @@ fn late_points(fmt: Fmt) {
 
 #[test]
 fn status_page_and_api_status_show_open_and_sealed_files() {
+    status_page_and_api_status_show_open_and_sealed_files_in(Fmt::V2);
+}
+
+#[test]
+fn status_page_and_api_status_show_open_and_sealed_files_v4() {
+    status_page_and_api_status_show_open_and_sealed_files_in(Fmt::V4);
+}
+
+fn status_page_and_api_status_show_open_and_sealed_files_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let d = DaemonProc::start(&data, &["--seal-idle-ms", "300"]);
+    let d = DaemonProc::start_fmt(&data, &["--seal-idle-ms", "300"], fmt);
     let page = get(d.addr, "/");
     assert_eq!(page.status, 200);
     assert!(page.body.contains("<title>tsfiled status</title>"));

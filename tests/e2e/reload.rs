@@ -1,6 +1,7 @@
 //! SIGHUP reloads MQTT and CSV sources: a source whose settings changed is stopped and
 //! started again with the new ones, an added source starts, a removed one stops (and its
-//! gauges go), and an unchanged one keeps running untouched.
+//! gauges go), and an unchanged one keeps running untouched. The `_v4` twin runs with
+//! `storage.format_version = 4`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use crate::mqtt::{publish, Broker};
 struct Layout<'a> {
     data: &'a Path,
     port: u16,
+    fmt: Fmt,
 }
 
 /// `csv`: (source name, watched dir); `mqtt`: (source name, client id, filter).
@@ -30,8 +32,9 @@ name = "main"
 
 [pipeline.storage]
 storage_group_level = 1
-"#,
-        l.data.display()
+{}"#,
+        l.data.display(),
+        l.fmt.storage_lines()
     );
     for (name, dir) in csv {
         s.push_str(&format!(
@@ -97,6 +100,15 @@ fn log_count(d: &DaemonProc, needle: &str) -> usize {
 
 #[test]
 fn sighup_restarts_changed_sources_and_leaves_the_others_alone() {
+    sighup_restarts_changed_sources_and_leaves_the_others_alone_in(Fmt::V2);
+}
+
+#[test]
+fn sighup_restarts_changed_sources_and_leaves_the_others_alone_v4() {
+    sighup_restarts_changed_sources_and_leaves_the_others_alone_in(Fmt::V4);
+}
+
+fn sighup_restarts_changed_sources_and_leaves_the_others_alone_in(fmt: Fmt) {
     let broker = Broker::start();
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
@@ -111,6 +123,7 @@ fn sighup_restarts_changed_sources_and_leaves_the_others_alone() {
     let l = Layout {
         data: &data,
         port: broker.port,
+        fmt,
     };
     let file = tmp.path().join("tsfiled.toml");
     let steady = ("steady", "reload-steady", "steady/#");
@@ -210,7 +223,7 @@ fn sighup_restarts_changed_sources_and_leaves_the_others_alone() {
 
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let (points, _) = read_all(&data);
+    let (points, _) = read_all_in(&data, fmt);
     let got: Vec<(String, i64)> = points
         .iter()
         .map(|((dev, _, t), v)| {

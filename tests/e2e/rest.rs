@@ -5,6 +5,9 @@
 //! Expected values are derived by hand from what the documentation says the examples mean
 //! (its query examples read the tablet back as `s3 = [11, null]`, `s4 = [false, true]`, and
 //! `show timeseries` lists s3 as INT32): each series has its declared type in the file.
+//!
+//! Tests named `…_v4` run the same test with `storage.format_version = 4`; there the PyPI
+//! `tsfile` library reads the sealed files too.
 
 use std::path::Path;
 
@@ -22,7 +25,7 @@ const DOC_RECORDS: &str = r#"{"timestamps":[1635232113960,1635232151960,16352321
 
 /// A configuration with the documentation's user `root`/`root`, a bearer token, a user file
 /// and a small body limit.
-fn write_config(dir: &Path) -> std::path::PathBuf {
+fn write_config(dir: &Path, fmt: Fmt) -> std::path::PathBuf {
     let users = dir.join("users");
     std::fs::write(&users, "# more users\nops:s3cret:with:colons\n").unwrap();
     let path = dir.join("rest.toml");
@@ -42,18 +45,21 @@ password = "root"
 [[pipeline]]
 name = "main"
 
+[pipeline.storage]
+{}
 [[pipeline.source]]
 type = "http"
 "#,
-            users.display()
+            users.display(),
+            fmt.storage_lines()
         ),
     )
     .unwrap();
     path
 }
 
-fn start(dir: &Path) -> (DaemonProc, std::path::PathBuf) {
-    let config = write_config(dir);
+fn start(dir: &Path, fmt: Fmt) -> (DaemonProc, std::path::PathBuf) {
+    let config = write_config(dir, fmt);
     let data = dir.join("data");
     let d = DaemonProc::start(&data, &["--config", config.to_str().unwrap()]);
     (d, data)
@@ -63,8 +69,13 @@ fn success() -> serde_json::Value {
     serde_json::json!({"code": 200, "message": "SUCCESS_STATUS"})
 }
 
-fn assert_points(data: &Path, expected: &[(&str, &str, i64, Value)]) {
-    let (points, files) = read_all(data);
+/// The sealed files hold exactly `expected`; in v4 the PyPI `tsfile` library reads the same.
+fn assert_points(data: &Path, expected: &[(&str, &str, i64, Value)], fmt: Fmt) {
+    let (points, files) = read_all_in(data, fmt);
+    if fmt == Fmt::V4 {
+        let want = canonical_lines(expected.iter().map(|(d, m, t, v)| (*d, *m, *t, v)));
+        assert_eq!(pytsfile_lines(&files), want);
+    }
     let got: Vec<_> = points.iter().collect();
     assert_eq!(got.len(), expected.len(), "{got:?}");
     for (d, m, t, v) in expected {
@@ -90,8 +101,17 @@ fn tablet_points() -> Vec<(&'static str, &'static str, i64, Value)> {
 
 #[test]
 fn documented_examples_of_v2_are_written_as_iotdb_reads_them() {
+    documented_examples_of_v2_are_written_as_iotdb_reads_them_in(Fmt::V2);
+}
+
+#[test]
+fn documented_examples_of_v2_are_written_as_iotdb_reads_them_v4() {
+    documented_examples_of_v2_are_written_as_iotdb_reads_them_in(Fmt::V4);
+}
+
+fn documented_examples_of_v2_are_written_as_iotdb_reads_them_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
-    let (d, data) = start(tmp.path());
+    let (d, data) = start(tmp.path(), fmt);
     // The liveness probe needs no authentication.
     let r = get(d.addr, "/ping");
     assert_eq!((r.status, r.json()), (200, success()), "{}", r.body);
@@ -137,13 +157,22 @@ fn documented_examples_of_v2_are_written_as_iotdb_reads_them() {
             Value::Text(b"cccccc".to_vec()),
         ),
     ]);
-    assert_points(&data, &expected);
+    assert_points(&data, &expected, fmt);
 }
 
 #[test]
 fn documented_example_of_v1_is_written_as_iotdb_reads_it() {
+    documented_example_of_v1_is_written_as_iotdb_reads_it_in(Fmt::V2);
+}
+
+#[test]
+fn documented_example_of_v1_is_written_as_iotdb_reads_it_v4() {
+    documented_example_of_v1_is_written_as_iotdb_reads_it_in(Fmt::V4);
+}
+
+fn documented_example_of_v1_is_written_as_iotdb_reads_it_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
-    let (d, data) = start(tmp.path());
+    let (d, data) = start(tmp.path(), fmt);
     let r = post(
         d.addr,
         "/rest/v1/insertTablet",
@@ -162,7 +191,7 @@ fn documented_example_of_v1_is_written_as_iotdb_reads_it() {
     assert_eq!(r.json()["code"], 303);
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    assert_points(&data, &tablet_points());
+    assert_points(&data, &tablet_points(), fmt);
 }
 
 /// Exactly IoTDB's shape: an integer `code` and a string `message`, nothing else.
@@ -179,8 +208,17 @@ fn iotdb_error(r: &Resp, http: u16, code: u64) -> String {
 
 #[test]
 fn credentials_are_checked_with_iotdb_answers() {
+    credentials_are_checked_with_iotdb_answers_in(Fmt::V2);
+}
+
+#[test]
+fn credentials_are_checked_with_iotdb_answers_v4() {
+    credentials_are_checked_with_iotdb_answers_in(Fmt::V4);
+}
+
+fn credentials_are_checked_with_iotdb_answers_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
-    let (d, data) = start(tmp.path());
+    let (d, data) = start(tmp.path(), fmt);
     let a = d.addr;
     let tablet = |t: i64, v: i64| {
         format!(
@@ -251,15 +289,24 @@ fn credentials_are_checked_with_iotdb_answers() {
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
     assert!(!log.contains("s3cret"), "a password was logged:\n{log}");
-    let (points, _) = read_all(&data);
+    let (points, _) = read_all_in(&data, fmt);
     let times: Vec<i64> = points.keys().map(|k| k.2).collect();
     assert_eq!(times, [10, 11, 12, 13], "refused requests wrote nothing");
 }
 
 #[test]
 fn malformed_bodies_get_iotdb_error_codes_and_good_points_stay() {
+    malformed_bodies_get_iotdb_error_codes_and_good_points_stay_in(Fmt::V2);
+}
+
+#[test]
+fn malformed_bodies_get_iotdb_error_codes_and_good_points_stay_v4() {
+    malformed_bodies_get_iotdb_error_codes_and_good_points_stay_in(Fmt::V4);
+}
+
+fn malformed_bodies_get_iotdb_error_codes_and_good_points_stay_in(fmt: Fmt) {
     let tmp = tempfile::tempdir().unwrap();
-    let (d, data) = start(tmp.path());
+    let (d, data) = start(tmp.path(), fmt);
     let a = d.addr;
     let post_v2 = |path: &str, body: &str| post(a, path, &[ROOT], body.as_bytes());
     // Refused as a whole (400, ILLEGAL_PARAMETER): not JSON; a required field missing; lists
@@ -319,6 +366,7 @@ fn malformed_bodies_get_iotdb_error_codes_and_good_points_stay() {
             ("root.mix.d", "b", 200, Value::Boolean(false)),
             ("root.mix.d", "n", 100, Value::Int64(7)),
         ],
+        fmt,
     );
 }
 
@@ -327,7 +375,7 @@ fn malformed_bodies_get_iotdb_error_codes_and_good_points_stay() {
 #[test]
 fn user_file_reloads_and_check_config_names_its_bad_line() {
     let tmp = tempfile::tempdir().unwrap();
-    let (d, _data) = start(tmp.path());
+    let (d, _data) = start(tmp.path(), Fmt::V2);
     let tablet = |t: i64| {
         format!(
             r#"{{"device":"root.reload.d","timestamps":[{t}],"measurements":["s"],"data_types":["INT64"],"values":[[{t}]],"is_aligned":false}}"#

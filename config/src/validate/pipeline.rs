@@ -6,7 +6,7 @@ use std::path::Path;
 use tsfiled_connectors::source::SourceEnv;
 use tsfiled_core::Validator as V;
 
-use super::schema::{check_encoding_v4, fit_defaults_v4, validate_rule, validate_schema_defaults};
+use super::schema::{validate_rule, validate_schema_defaults};
 use super::storage::validate_storage;
 use crate::error::KeyPath;
 use crate::model::*;
@@ -31,22 +31,17 @@ pub(super) fn validate_pipeline(
         top_data_dir,
         http,
     );
-    let mut defaults = validate_schema_defaults(
+    let v4 = storage.format_version == FormatVersion::V4;
+    let defaults = validate_schema_defaults(
         v,
         &rp.schema_defaults.clone().unwrap_or_default(),
         &pp.key("schema_defaults"),
+        v4,
     );
-    let v4 = storage.format_version == FormatVersion::V4;
-    if v4 {
-        fit_defaults_v4(v, &mut defaults, &pp.key("schema_defaults"));
-    }
     let mut rules: Vec<SchemaRule> = Vec::new();
     for (i, r) in rp.schema.clone().unwrap_or_default().iter().enumerate() {
         let rpath = pp.key("schema").index(i);
-        if let Some(rule) = validate_rule(v, r, &rpath, &defaults) {
-            if v4 {
-                check_encoding_v4(v, rule.data_type, rule.encoding, &rpath.key("encoding"));
-            }
+        if let Some(rule) = validate_rule(v, r, &rpath, &defaults, v4) {
             if let Some(j) = rules.iter().position(|x| x.pattern == rule.pattern) {
                 v.err(
                     &rpath.key("pattern"),

@@ -1,36 +1,53 @@
 //! `[[pipeline.schema]]` rules and `[pipeline.schema_defaults]`.
 
 use tsfiled_core::{
-    choices_text, encoding_supported_v4, encodings_for_v4, Compression, DataType, Encoding, Named,
-    PathPattern, Validator as V,
+    choices_text, encoding_supported, encoding_supported_v4, Compression, ConfigName, DataType,
+    Encoding, EncodingName, Named, PathPattern, Validator as V,
 };
 
 use crate::error::KeyPath;
 use crate::model::{SchemaDefaults, SchemaRule};
 use crate::raw::{RawSchemaDefaults, RawSchemaRule};
 
+/// `[pipeline.schema_defaults]` for a pipeline writing format v4 (`v4`) or 000002: each
+/// encoding must be one that format writes for the type (by that format's names). A default
+/// not written is its name in the format, PLAIN where the format does not write it (v4:
+/// BOOLEAN RLE).
 pub(super) fn validate_schema_defaults(
     v: &mut V<'_>,
     rd: &RawSchemaDefaults,
     dp: &KeyPath,
+    v4: bool,
 ) -> SchemaDefaults {
-    let enc = |v: &mut V<'_>, val: &Option<Named<Encoding>>, key: &str, t, d| {
+    let enc = |v: &mut V<'_>, val: &Option<Named<EncodingName>>, key: &str, t, d: &str| {
         let path = dp.key(key);
-        match v.named(val, &path) {
-            Some(e) if v.check_encoding(t, e, &path) => e,
-            _ => d,
-        }
+        let default = || {
+            EncodingName::parse_name(d)
+                .and_then(|name| name.in_format(v4))
+                .filter(|e| {
+                    if v4 {
+                        encoding_supported_v4(t, *e)
+                    } else {
+                        encoding_supported(t, *e)
+                    }
+                })
+                .unwrap_or(Encoding::PLAIN)
+        };
+        v.named(val, &path)
+            .and_then(|name| v.check_encoding(t, name, v4, &path))
+            .unwrap_or_else(default)
     };
     use DataType as T;
-    use Encoding as E;
-    let boolean = enc(v, &rd.boolean, "boolean", T::BOOLEAN, E::RLE);
-    let int32 = enc(v, &rd.int32, "int32", T::INT32, E::TS_2DIFF);
-    let int64 = enc(v, &rd.int64, "int64", T::INT64, E::TS_2DIFF);
-    let float = enc(v, &rd.float, "float", T::FLOAT, E::GORILLA);
-    let double = enc(v, &rd.double, "double", T::DOUBLE, E::GORILLA);
-    let text = enc(v, &rd.text, "text", T::TEXT, E::PLAIN);
+    let boolean = enc(v, &rd.boolean, "boolean", T::BOOLEAN, "RLE");
+    let int32 = enc(v, &rd.int32, "int32", T::INT32, "TS_2DIFF");
+    let int64 = enc(v, &rd.int64, "int64", T::INT64, "TS_2DIFF");
+    let float = enc(v, &rd.float, "float", T::FLOAT, "GORILLA");
+    let double = enc(v, &rd.double, "double", T::DOUBLE, "GORILLA");
+    let text = enc(v, &rd.text, "text", T::TEXT, "PLAIN");
+    let cpath = dp.key("compression");
     let compression = v
-        .named(&rd.compression, &dp.key("compression"))
+        .named(&rd.compression, &cpath)
+        .filter(|c| v.check_compression(*c, v4, &cpath))
         .unwrap_or(Compression::SNAPPY);
     let pick = |v: &mut V<'_>, val: &Option<Named<DataType>>, key: &str, allowed: &[_], d| {
         let path = dp.key(key);
@@ -74,11 +91,13 @@ pub(super) fn validate_schema_defaults(
     }
 }
 
+/// One `[[pipeline.schema]]` rule of a pipeline writing format v4 (`v4`) or 000002.
 pub(super) fn validate_rule(
     v: &mut V<'_>,
     r: &RawSchemaRule,
     rp: &KeyPath,
     defaults: &SchemaDefaults,
+    v4: bool,
 ) -> Option<SchemaRule> {
     let pattern = v.required(&r.pattern, rp, "pattern").and_then(|p| {
         PathPattern::parse(p)
@@ -89,14 +108,18 @@ pub(super) fn validate_rule(
         v.err(&rp.key("type"), "missing required key `type`");
     }
     let data_type = v.named(&r.data_type, &rp.key("type"));
+    let cpath = rp.key("compression");
     let compression = v
-        .named(&r.compression, &rp.key("compression"))
+        .named(&r.compression, &cpath)
+        .inspect(|c| {
+            v.check_compression(*c, v4, &cpath);
+        })
         .unwrap_or(defaults.compression);
     let ep = rp.key("encoding");
     let encoding = match (&r.encoding, data_type) {
         (Some(_), t) => v
             .named(&r.encoding, &ep)
-            .filter(|e| t.is_none_or(|t| v.check_encoding(t, *e, &ep))),
+            .and_then(|name| t.and_then(|t| v.check_encoding(t, name, v4, &ep))),
         (None, Some(t)) => Some(defaults.encoding_for(t)),
         (None, None) => None,
     };
@@ -106,39 +129,4 @@ pub(super) fn validate_rule(
         encoding: encoding?,
         compression,
     })
-}
-
-/// With `format_version = 4`: an encoding the daemon does not write in v4 is an error where it
-/// is written, and a default not written becomes PLAIN.
-pub(super) fn fit_defaults_v4(v: &mut V<'_>, d: &mut SchemaDefaults, dp: &KeyPath) {
-    let keys = [
-        ("boolean", DataType::BOOLEAN, &mut d.boolean),
-        ("int32", DataType::INT32, &mut d.int32),
-        ("int64", DataType::INT64, &mut d.int64),
-        ("float", DataType::FLOAT, &mut d.float),
-        ("double", DataType::DOUBLE, &mut d.double),
-        ("text", DataType::TEXT, &mut d.text),
-    ];
-    for (key, t, e) in keys {
-        let path = dp.key(key);
-        if v.written(&path) {
-            check_encoding_v4(v, t, *e, &path);
-        } else if !encoding_supported_v4(t, *e) {
-            *e = Encoding::PLAIN;
-        }
-    }
-}
-
-/// With `format_version = 4`: `e` must be an encoding the daemon writes in v4 for `t`.
-pub(super) fn check_encoding_v4(v: &mut V<'_>, t: DataType, e: Encoding, path: &KeyPath) {
-    if !encoding_supported_v4(t, e) {
-        let ok: Vec<&str> = encodings_for_v4(t).iter().map(|e| e.name()).collect();
-        v.err(
-            path,
-            format!(
-                "{t} {e} is not written in TsFile v4 (storage.format_version = 4); {t} takes {}",
-                choices_text(&ok)
-            ),
-        );
-    }
 }

@@ -11,7 +11,7 @@ use tsfile::basic::Column;
 use tsfile::file::properties::{MeasurementSchema, WriterProperties};
 use tsfile::file::v4::{SeriesChunk, TsFileWriterV4};
 use tsfile::file::writer::{DeviceTimeRange, TsFileWriter};
-use tsfile::Encoding;
+use tsfile::{Compression, Encoding};
 use tsfiled_fsio::{Fs, FsFile};
 
 use super::files::{self, FormatVersion, Space};
@@ -38,14 +38,78 @@ pub(super) enum FileWriter {
     },
 }
 
-/// The encoding a series is written with in v4: its own where the daemon writes it in v4
-/// ([`tsfiled_config::encoding_supported_v4`]), else PLAIN (a series typed while the
-/// pipeline wrote format 2, such as BOOLEAN RLE, kept in the schema journal).
-pub(super) fn v4_encoding(ty: &SeriesType) -> Encoding {
-    if tsfiled_config::encoding_supported_v4(ty.data_type, ty.encoding) {
-        ty.encoding
-    } else {
-        Encoding::PLAIN
+/// The encoding and compression a series is written with in `format`: its own where the
+/// format has them (`tsfile`'s `supports` / `supports_v4`), else the nearest the format has.
+/// A series keeps the type it was first given in the schema journal across a switch of
+/// `storage.format_version`: GORILLA goes over as the other format's GORILLA (code 6 in
+/// 000002, code 8 in v4, the encoding each format's `GORILLA` names), other encodings the
+/// format lacks (BOOLEAN RLE and REGULAR in v4; ZIGZAG, CHIMP, ... in 000002) become PLAIN,
+/// compressions 000002 lacks (GZIP, LZ4, ZSTD) SNAPPY.
+pub(super) fn fit_to_format(ty: &SeriesType, format: FormatVersion) -> (Encoding, Compression) {
+    let t = ty.data_type;
+    match format {
+        FormatVersion::V4 => {
+            let e = match ty.encoding {
+                e if e.supports_v4(t) => e,
+                Encoding::GORILLA if Encoding::GORILLA_V2.supports_v4(t) => Encoding::GORILLA_V2,
+                _ => Encoding::PLAIN,
+            };
+            let c = if ty.compression.is_supported_v4() {
+                ty.compression
+            } else {
+                Compression::SNAPPY
+            };
+            (e, c)
+        }
+        FormatVersion::V2 => {
+            let e = match ty.encoding {
+                e if e.supports(t) => e,
+                Encoding::GORILLA_V2 if Encoding::GORILLA.supports(t) => Encoding::GORILLA,
+                _ => Encoding::PLAIN,
+            };
+            let c = if ty.compression.is_supported() {
+                ty.compression
+            } else {
+                Compression::SNAPPY
+            };
+            (e, c)
+        }
+    }
+}
+
+/// Logs, once per file and series, that a series is written with another encoding or
+/// compression than its own ([`fit_to_format`]).
+fn warn_refit(
+    device: &str,
+    measurement: &str,
+    ty: &SeriesType,
+    fitted: (Encoding, Compression),
+    format: FormatVersion,
+) {
+    if fitted != (ty.encoding, ty.compression) {
+        // The series' own encoding by the names of the format it was typed in, the one it
+        // is written with by the names of `format`.
+        let (own, to, written, formats) = match format {
+            FormatVersion::V2 => (
+                ty.encoding.v4_name(),
+                fitted.0.name(),
+                "000002",
+                "TsFile v4",
+            ),
+            FormatVersion::V4 => (
+                ty.encoding.name(),
+                fitted.0.v4_name(),
+                "v4",
+                "format 000002",
+            ),
+        };
+        tracing::warn!(
+            series = %format_args!("{device}.{measurement}"),
+            "{} {own} {} (as {formats} names it) is not written in TsFile {written}; the series is written {to} {}",
+            ty.data_type.name(),
+            ty.compression.name(),
+            fitted.1.name()
+        );
     }
 }
 
@@ -88,14 +152,11 @@ impl FileWriter {
                 for ((device, measurement), ty, times, values) in series {
                     let key = (device.clone(), measurement.clone());
                     if !registered.contains(&key) {
+                        let (e, c) = fit_to_format(ty, FormatVersion::V2);
+                        warn_refit(device, measurement, ty, (e, c), FormatVersion::V2);
                         w.register(
                             device,
-                            MeasurementSchema::new(
-                                &**measurement,
-                                ty.data_type,
-                                ty.encoding,
-                                ty.compression,
-                            ),
+                            MeasurementSchema::new(&**measurement, ty.data_type, e, c),
                         )
                         .map_err(ts_fail)?;
                         registered.insert(key);
@@ -115,18 +176,13 @@ impl FileWriter {
                     let schemas: Vec<MeasurementSchema> = group
                         .iter()
                         .map(|((_, m), ty, _, _)| {
-                            let enc = v4_encoding(ty);
+                            let (e, c) = fit_to_format(ty, FormatVersion::V4);
                             let key = (device.clone(), m.clone());
-                            if enc != ty.encoding && !registered.contains(&key) {
-                                tracing::warn!(
-                                    series = %format_args!("{device}.{m}"),
-                                    "{} {} is not written in TsFile v4; the series is written PLAIN",
-                                    ty.data_type.name(),
-                                    ty.encoding.name()
-                                );
+                            if !registered.contains(&key) {
+                                warn_refit(device, m, ty, (e, c), FormatVersion::V4);
                             }
                             registered.insert(key);
-                            MeasurementSchema::new(&**m, ty.data_type, enc, ty.compression)
+                            MeasurementSchema::new(&**m, ty.data_type, e, c)
                         })
                         .collect();
                     let chunks: Vec<SeriesChunk<'_>> = group
@@ -138,7 +194,44 @@ impl FileWriter {
                             values,
                         })
                         .collect();
-                    writer.write_chunk_group(device, &chunks).map_err(ts_fail)?;
+                    match writer.write_chunk_group(device, &chunks) {
+                        Ok(()) => {}
+                        Err(tsfile::Error::InvalidInput(why)) => {
+                            // An encoder refused the values (nothing was written): a
+                            // SPRINTZ block of FLOAT/DOUBLE that no split into GORILLA frames
+                            // makes readable, or an end marker from an older write-ahead log.
+                            // The group is written with those series PLAIN, for this chunk.
+                            tracing::warn!(
+                                device = %device,
+                                "{why}; this chunk group's GORILLA, CHIMP and SPRINTZ series are written PLAIN"
+                            );
+                            let plain: Vec<MeasurementSchema> = schemas
+                                .iter()
+                                .map(|m| match m.encoding {
+                                    Encoding::GORILLA_V2 | Encoding::CHIMP | Encoding::SPRINTZ => {
+                                        MeasurementSchema::new(
+                                            &*m.measurement,
+                                            m.data_type,
+                                            Encoding::PLAIN,
+                                            m.compression,
+                                        )
+                                    }
+                                    _ => m.clone(),
+                                })
+                                .collect();
+                            let chunks: Vec<SeriesChunk<'_>> = group
+                                .iter()
+                                .zip(&plain)
+                                .map(|((_, _, times, values), schema)| SeriesChunk {
+                                    schema,
+                                    times,
+                                    values,
+                                })
+                                .collect();
+                            writer.write_chunk_group(device, &chunks).map_err(ts_fail)?;
+                        }
+                        Err(e) => return Err(ts_fail(e)),
+                    }
                     for (_, _, times, _) in group {
                         if let (Some(&first), Some(&last)) = (times.first(), times.last()) {
                             let r = ranges.entry(device.clone()).or_insert((first, last));
@@ -521,5 +614,139 @@ mod tests {
         assert_eq!(files.len(), 1, "{status}");
         assert_eq!(files[0]["points"], 6);
         assert_eq!(files[0]["reason"], "shutdown");
+    }
+}
+
+#[cfg(test)]
+mod fit_tests {
+    use super::*;
+    use tsfile::DataType;
+
+    fn ty(t: DataType, e: Encoding, c: Compression) -> SeriesType {
+        SeriesType {
+            data_type: t,
+            encoding: e,
+            compression: c,
+        }
+    }
+
+    /// What the README says a format switch does to a journalled series.
+    #[test]
+    fn a_series_typed_in_one_format_is_written_in_the_other() {
+        use Compression as C;
+        use DataType as T;
+        use Encoding as E;
+        let v4 = |t, e, c| fit_to_format(&ty(t, e, c), FormatVersion::V4);
+        let v2 = |t, e, c| fit_to_format(&ty(t, e, c), FormatVersion::V2);
+        assert_eq!(
+            v4(T::DOUBLE, E::GORILLA, C::SNAPPY),
+            (E::GORILLA_V2, C::SNAPPY)
+        );
+        assert_eq!(
+            v4(T::FLOAT, E::GORILLA, C::UNCOMPRESSED),
+            (E::GORILLA_V2, C::UNCOMPRESSED)
+        );
+        assert_eq!(v4(T::BOOLEAN, E::RLE, C::SNAPPY), (E::PLAIN, C::SNAPPY));
+        assert_eq!(v4(T::INT64, E::REGULAR, C::SNAPPY), (E::PLAIN, C::SNAPPY));
+        assert_eq!(v4(T::INT64, E::TS_2DIFF, C::ZSTD), (E::TS_2DIFF, C::ZSTD));
+        assert_eq!(v4(T::DOUBLE, E::RLE, C::SNAPPY), (E::PLAIN, C::SNAPPY));
+        assert_eq!(
+            v2(T::DOUBLE, E::GORILLA_V2, C::LZ4),
+            (E::GORILLA, C::SNAPPY)
+        );
+        assert_eq!(v2(T::INT32, E::GORILLA_V2, C::GZIP), (E::PLAIN, C::SNAPPY));
+        assert_eq!(v2(T::INT64, E::ZIGZAG, C::SNAPPY), (E::PLAIN, C::SNAPPY));
+        assert_eq!(
+            v2(T::TEXT, E::PLAIN_DICTIONARY, C::ZSTD),
+            (E::PLAIN, C::SNAPPY)
+        );
+        assert_eq!(
+            v2(T::BOOLEAN, E::RLE, C::UNCOMPRESSED),
+            (E::RLE, C::UNCOMPRESSED)
+        );
+    }
+}
+
+#[cfg(test)]
+mod refused_tests {
+    use super::*;
+    use tsfile::file::v4::TsFileReaderV4;
+    use tsfile::{DataType, Value};
+
+    /// Values a v4 encoder refuses (here NaN under GORILLA, as an older write-ahead log may
+    /// hold) do not fail the flush: that chunk group is written with the series PLAIN, and
+    /// every point reads back.
+    #[test]
+    fn a_chunk_group_an_encoder_refuses_is_written_plain() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f.tsfile");
+        let out = BufWriter::new(tsfiled_fsio::std_fs().create(&path).unwrap());
+        let mut w = FileWriter::new(out, WriterProperties::default(), FormatVersion::V4).unwrap();
+        let key = |m: &str| -> SeriesKey { (Arc::from("root.sg.d1"), Arc::from(m)) };
+        let ty = |e| SeriesType {
+            data_type: DataType::DOUBLE,
+            encoding: e,
+            compression: Compression::SNAPPY,
+        };
+        let series: Vec<FlushSeries> = vec![
+            (
+                key("g"),
+                ty(Encoding::GORILLA),
+                vec![1, 2, 3],
+                Column::Double(vec![1.5, f64::NAN, 2.5]),
+            ),
+            (
+                key("p"),
+                ty(Encoding::TS_2DIFF),
+                vec![1, 2, 3],
+                Column::Double(vec![0.25, 0.5, 0.75]),
+            ),
+        ];
+        let mut registered = HashSet::new();
+        w.write_flush(&series, &mut registered, 1).unwrap();
+        // A later flush of the same series is encoded as configured again.
+        let later: Vec<FlushSeries> = vec![(
+            key("g"),
+            ty(Encoding::GORILLA),
+            vec![4],
+            Column::Double(vec![3.5]),
+        )];
+        w.write_flush(&later, &mut registered, 2).unwrap();
+        let (mut out, _) = w.close().unwrap();
+        std::io::Write::flush(&mut out).unwrap();
+        drop(out);
+        let r = TsFileReaderV4::open_path(&path).unwrap();
+        let mut got = Vec::new();
+        for d in r.devices().unwrap() {
+            for ts in &d.series {
+                let encodings: Vec<u8> = ts
+                    .chunks
+                    .iter()
+                    .map(|(o, _)| r.chunk_header(*o).unwrap().0.encoding)
+                    .collect();
+                let points: Vec<String> = r
+                    .series_points(ts, None)
+                    .unwrap()
+                    .into_iter()
+                    .map(|(t, v)| match v {
+                        Value::Double(x) => format!("{t}={x}"),
+                        v => panic!("{v:?}"),
+                    })
+                    .collect();
+                got.push((ts.measurement.clone(), encodings, points.join(" ")));
+            }
+        }
+        // TsFile 2.x codes: PLAIN 0, TS_2DIFF 4, GORILLA 8.
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "g".to_string(),
+                    vec![0, 8],
+                    "1=1.5 2=NaN 3=2.5 4=3.5".to_string()
+                ),
+                ("p".to_string(), vec![4], "1=0.25 2=0.5 3=0.75".to_string()),
+            ]
+        );
     }
 }

@@ -186,6 +186,33 @@ pub fn convert(v: &FieldValue, data_type: DataType) -> Result<tsfile::Value, &'s
     })
 }
 
+/// Whether `encoding` can store `v`: GORILLA (TsFile 0.10's and 2.x's), CHIMP and SPRINTZ
+/// end a page with NaN (FLOAT/DOUBLE), and TsFile 2.x's GORILLA and CHIMP with the INT32 or
+/// INT64 minimum (their end-of-page marker), so they refuse those values; such a point is
+/// rejected at intake (`type_mismatch`) instead of failing the flush.
+pub fn storable(v: &tsfile::Value, encoding: Encoding) -> Result<(), &'static str> {
+    use tsfile::Value as V;
+    let nan = match v {
+        V::Float(f) => f.is_nan(),
+        V::Double(d) => d.is_nan(),
+        _ => false,
+    };
+    let min = match v {
+        V::Int32(i) => *i == i32::MIN,
+        V::Int64(i) => *i == i64::MIN,
+        _ => false,
+    };
+    match encoding {
+        Encoding::GORILLA | Encoding::SPRINTZ if nan => {
+            Err("NaN cannot be stored with this series' encoding (its end-of-page marker)")
+        }
+        Encoding::GORILLA_V2 | Encoding::CHIMP if nan || min => Err(
+            "NaN and the INT32/INT64 minimum cannot be stored with this series' encoding (its end-of-page marker)",
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// A known series: interned names and its frozen type.
 #[derive(Debug, Clone)]
 pub struct SeriesInfo {
@@ -362,8 +389,10 @@ impl Registry {
             .unwrap_or_else(|| self.defaults.inferred_type(first));
         let mut ty = self.defaults.series_type(data_type);
         if let Some(r) = rule {
+            // The configuration checked the rule's encoding against the pipeline's
+            // format; here only a type it cannot encode (a declared type) keeps the default.
             if let Some(e) = r.encoding {
-                if e.supports(data_type) {
+                if e.supports(data_type) || e.supports_v4(data_type) {
                     ty.encoding = e;
                 }
             }
@@ -459,6 +488,54 @@ impl Registry {
 mod tests {
     use super::*;
 
+    /// [`storable`] refuses exactly what the format library's encoders refuse (every
+    /// encoding of either format, the marker values and their neighbours).
+    #[test]
+    fn storable_is_what_the_encoders_take() {
+        use tsfile::encoding::{get_encoder, get_encoder_v4, DEFAULT_FLOAT_PRECISION};
+        use tsfile::Value as V;
+        let values = [
+            V::Int32(i32::MIN),
+            V::Int32(i32::MIN + 1),
+            V::Int32(i32::MAX),
+            V::Int64(i64::MIN),
+            V::Int64(i64::MIN + 1),
+            V::Float(f32::NAN),
+            V::Float(f32::INFINITY),
+            V::Float(-0.0),
+            V::Double(f64::NAN),
+            V::Double(f64::NEG_INFINITY),
+            V::Double(1.5),
+        ];
+        let mut checked = 0;
+        for v in &values {
+            let t = v.data_type();
+            for e in Encoding::ALL.iter().copied() {
+                for v4 in [false, true] {
+                    let enc = if v4 {
+                        get_encoder_v4(e, t, DEFAULT_FLOAT_PRECISION)
+                    } else {
+                        get_encoder(e, t, DEFAULT_FLOAT_PRECISION)
+                    };
+                    let Ok(mut enc) = enc else { continue };
+                    let mut out = Vec::new();
+                    let taken = match v {
+                        V::Int32(x) => enc.encode_i32(*x, &mut out),
+                        V::Int64(x) => enc.encode_i64(*x, &mut out),
+                        V::Float(x) => enc.encode_f32(*x, &mut out),
+                        V::Double(x) => enc.encode_f64(*x, &mut out),
+                        _ => unreachable!(),
+                    }
+                    .and_then(|_| enc.flush(&mut out))
+                    .is_ok();
+                    assert_eq!(storable(v, e).is_ok(), taken, "{e} (v4: {v4}) {v:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 60, "{checked}");
+    }
+
     #[test]
     fn patterns() {
         let m = |p: &str, d: &str, s: &str| pattern_matches(&PathPattern::parse(p).unwrap(), d, s);
@@ -505,6 +582,47 @@ mod tests {
         assert!(convert(&FieldValue::Int(1 << 40), DataType::INT32).is_err());
         assert!(convert(&FieldValue::Bool(true), DataType::INT64).is_err());
         assert!(convert(&FieldValue::Text("a".into()), DataType::TEXT).is_ok());
+    }
+
+    /// A rule's v4 encoding (validated by the configuration for a v4 pipeline) types the
+    /// series, and the journal keeps it across a restart.
+    #[test]
+    fn rules_with_v4_encodings_type_series_and_are_journaled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("schema.tsv");
+        let rule = |p: &str, t, e| SchemaRule {
+            pattern: PathPattern::parse(p).unwrap(),
+            data_type: Some(t),
+            encoding: Some(e),
+            compression: Some(Compression::ZSTD),
+        };
+        let rules = vec![
+            rule("root.sg.d.c", DataType::DOUBLE, Encoding::CHIMP),
+            rule("root.sg.d.z", DataType::INT64, Encoding::ZIGZAG),
+            rule("root.sg.d.g", DataType::FLOAT, Encoding::GORILLA_V2),
+            rule("root.sg.d.t", DataType::TEXT, Encoding::PLAIN_DICTIONARY),
+        ];
+        let want = [
+            ("c", DataType::DOUBLE, Encoding::CHIMP),
+            ("z", DataType::INT64, Encoding::ZIGZAG),
+            ("g", DataType::FLOAT, Encoding::GORILLA_V2),
+            ("t", DataType::TEXT, Encoding::PLAIN_DICTIONARY),
+        ];
+        {
+            let mut r = Registry::open(tsfiled_fsio::std_fs(), &path, rules).unwrap();
+            for (m, t, e) in want {
+                let s = r.resolve("root.sg.d", m, &FieldValue::Int(1));
+                assert_eq!((s.ty.data_type, s.ty.encoding), (t, e), "{m}");
+                assert_eq!(s.ty.compression, Compression::ZSTD);
+            }
+            r.sync().unwrap();
+        }
+        let r = Registry::open(tsfiled_fsio::std_fs(), &path, vec![]).unwrap();
+        for (m, t, e) in want {
+            let s = r.get("root.sg.d", m).unwrap();
+            assert_eq!((s.ty.data_type, s.ty.encoding), (t, e), "{m}");
+            assert_eq!(s.ty.compression, Compression::ZSTD);
+        }
     }
 
     #[test]

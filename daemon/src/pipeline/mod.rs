@@ -486,12 +486,23 @@ impl Pipeline {
                     });
                     continue;
                 }
-                match schema::convert(&f.value, s.ty.data_type) {
+                // A value the series' encoding cannot store (its end-of-page marker) is
+                // rejected here: the flush would refuse it.
+                let typed = schema::convert(&f.value, s.ty.data_type)
+                    .map_err(|msg| format!("{msg} ({})", s.ty.data_type))
+                    .and_then(|v| {
+                        schema::storable(&v, s.ty.encoding)
+                            .map(|()| v)
+                            .map_err(|msg| {
+                                format!("{msg} ({} {})", s.ty.data_type, s.ty.encoding.name())
+                            })
+                    });
+                match typed {
                     Ok(v) => {
                         s.times.push(rec.time);
                         let _ = s.values.push(v);
                     }
-                    Err(msg) => rejections.push(Rejection {
+                    Err(message) => rejections.push(Rejection {
                         location: Location::Record {
                             index: ri,
                             point: Some(PointAt {
@@ -501,7 +512,7 @@ impl Pipeline {
                             }),
                         },
                         reason: RejectReason::TypeMismatch,
-                        message: format!("{msg} ({})", s.ty.data_type),
+                        message,
                         points: 1,
                     }),
                 }

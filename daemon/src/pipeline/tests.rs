@@ -694,3 +694,62 @@ fn a_filling_wal_seals_files_so_intake_continues() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// A NaN for a series encoded GORILLA (the default for DOUBLE; NaN is its end-of-page
+/// marker) is rejected at intake as a type mismatch, naming the series; the record's other
+/// points, and NaN in a PLAIN series, are kept and sealed.
+#[test]
+fn a_value_the_encoding_cannot_store_is_rejected_at_intake() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.rules = vec![SchemaRule {
+        pattern: schema::PathPattern::parse("root.sg.d1.plain").unwrap(),
+        data_type: Some(tsfile::DataType::DOUBLE),
+        encoding: Some(tsfile::Encoding::PLAIN),
+        compression: None,
+    }];
+    let p = Pipeline::open(opts, Metrics::new()).unwrap();
+    let rec = |time: i64, v: f64| Record {
+        device: "root.sg.d1".into(),
+        time,
+        fields: vec![
+            Field::new("g", FieldValue::Float(v)),
+            Field::new("plain", FieldValue::Float(v)),
+        ],
+    };
+    let out = p
+        .submit_blocking(
+            "test",
+            Batch {
+                records: vec![rec(1, 1.5), rec(2, f64::NAN), rec(3, 2.5)],
+                rejections: vec![],
+            },
+            Instant::now(),
+        )
+        .unwrap();
+    assert_eq!(out.accepted, 5);
+    assert_eq!(out.rejections.len(), 1, "{:?}", out.rejections);
+    let r = &out.rejections[0];
+    assert_eq!(r.reason, RejectReason::TypeMismatch);
+    assert_eq!(
+        r.location,
+        Location::Record {
+            index: 1,
+            point: Some(PointAt {
+                device: "root.sg.d1".into(),
+                measurement: "g".into(),
+                time: 2,
+            }),
+        }
+    );
+    assert_eq!(r.location.to_string(), "record 1 (root.sg.d1.g at 2)");
+    assert!(r.message.contains("(DOUBLE GORILLA)"), "{}", r.message);
+    p.shutdown_blocking();
+    let (points, files) = read_dir_points(tmp.path());
+    assert_eq!(files.len(), 1);
+    let g: Vec<_> = points.iter().filter(|p| p.1 == "g").map(|p| p.2).collect();
+    assert_eq!(g, vec![1, 3]);
+    let plain: Vec<_> = points.iter().filter(|p| p.1 == "plain").collect();
+    assert_eq!(plain.len(), 3);
+    assert!(matches!(plain[1].3, Value::Double(x) if x.is_nan()));
+}

@@ -147,7 +147,9 @@ impl<W: Write> TsFileWriterV4<W> {
     }
 
     /// Writes one chunk group of non-aligned series of `device` (a tree path such as
-    /// `root.sg.d1`). Series with no points are skipped; a measurement may appear once.
+    /// `root.sg.d1`). Series with no points are skipped; a measurement may appear once. A
+    /// value an encoder refuses (an end-of-page marker) fails the call before anything is
+    /// written.
     pub fn write_chunk_group(&mut self, device: &str, series: &[SeriesChunk<'_>]) -> Result<()> {
         let dev = DeviceId::from_path(device);
         for (i, s) in series.iter().enumerate() {
@@ -182,12 +184,18 @@ impl<W: Write> TsFileWriterV4<W> {
         if series.iter().all(|s| s.times.is_empty()) {
             return Ok(());
         }
+        // Every series is encoded before anything is written: a value an encoder refuses
+        // leaves the file as it was, so the caller can write the group otherwise.
+        let encoded = series
+            .iter()
+            .filter(|s| !s.times.is_empty())
+            .map(|s| Ok((s, self.series_pages(s)?)))
+            .collect::<Result<Vec<_>>>()?;
         let mut group = vec![marker::CHUNK_GROUP_HEADER];
         dev.serialize(&mut group);
         self.emit(&group)?;
         let mut metas = Vec::new();
-        for s in series.iter().filter(|s| !s.times.is_empty()) {
-            let pages = self.series_pages(s)?;
+        for (s, pages) in encoded {
             let mut stats = StatisticsV4::new(s.schema.data_type.code() as u8)?;
             for p in &pages {
                 stats.merge(&p.stats)?;
