@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::error::Result;
 use crate::model::*;
 use crate::raw::*;
-use tsfiled_core::format_duration;
+use tsfiled_core::{format_duration, EncodingName, Named};
 
 /// Whether secrets (bearer tokens, HTTP and MQTT passwords) are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,22 +127,22 @@ fn pipeline_raw(pl: &PipelineConfig, secret: &dyn Fn(&str) -> String) -> RawPipe
                 .iter()
                 .map(|r| RawSchemaRule {
                     pattern: t(r.pattern.as_str()),
-                    data_type: t(r.data_type.as_str()),
-                    encoding: t(r.encoding.as_str()),
-                    compression: t(r.compression.as_str()),
+                    data_type: Some(Named::Known(r.data_type)),
+                    encoding: Some(Named::Known(EncodingName::of(r.encoding))),
+                    compression: Some(Named::Known(r.compression)),
                 })
                 .collect()
         }),
         schema_defaults: Some(RawSchemaDefaults {
-            boolean: t(df.boolean.as_str()),
-            int32: t(df.int32.as_str()),
-            int64: t(df.int64.as_str()),
-            float: t(df.float.as_str()),
-            double: t(df.double.as_str()),
-            text: t(df.text.as_str()),
-            compression: t(df.compression.as_str()),
-            integer_type: t(df.integer_type.as_str()),
-            float_type: t(df.float_type.as_str()),
+            boolean: Some(Named::Known(EncodingName::of(df.boolean))),
+            int32: Some(Named::Known(EncodingName::of(df.int32))),
+            int64: Some(Named::Known(EncodingName::of(df.int64))),
+            float: Some(Named::Known(EncodingName::of(df.float))),
+            double: Some(Named::Known(EncodingName::of(df.double))),
+            text: Some(Named::Known(EncodingName::of(df.text))),
+            compression: Some(Named::Known(df.compression)),
+            integer_type: Some(Named::Known(df.integer_type)),
+            float_type: Some(Named::Known(df.float_type)),
         }),
         source: pl.sources.iter().map(|s| source_raw(s, secret)).collect(),
     }

@@ -392,15 +392,15 @@ pub struct SchemaDefaults {
 }
 
 impl SchemaDefaults {
-    /// The default encoding of a type.
+    /// The default encoding of a type (of its storage type for the v4-only types).
     pub fn encoding_for(&self, t: DataType) -> Encoding {
-        match t {
-            DataType::Boolean => self.boolean,
-            DataType::Int32 => self.int32,
-            DataType::Int64 => self.int64,
-            DataType::Float => self.float,
-            DataType::Double => self.double,
-            DataType::Text => self.text,
+        match t.storage_type() {
+            DataType::BOOLEAN => self.boolean,
+            DataType::INT32 => self.int32,
+            DataType::INT64 => self.int64,
+            DataType::FLOAT => self.float,
+            DataType::DOUBLE => self.double,
+            _ => self.text,
         }
     }
 }

@@ -8,8 +8,8 @@
 
 use serde::Serialize;
 
-use tsfiled_core::config_table;
 pub use tsfiled_core::Human;
+use tsfiled_core::{config_table, Compression, DataType, EncodingName, Named};
 
 config_table! {
     /// The whole configuration file.
@@ -247,7 +247,7 @@ config_table! {
         /// Data type of matching series: `"BOOLEAN"`, `"INT32"`, `"INT64"`, `"FLOAT"`,
         /// `"DOUBLE"` or `"TEXT"` (any case). A point whose value does not fit is rejected.
         #[key("type", "string", "required")]
-        data_type: Option<String>,
+        data_type: Option<Named<DataType>>,
         /// Encoding, as the pipeline's `storage.format_version` allows for the type. Format
         /// 2 (TsFile 0.10): TEXT: PLAIN; BOOLEAN: PLAIN, RLE; INT32/INT64: PLAIN, RLE,
         /// TS_2DIFF, REGULAR; FLOAT/DOUBLE: PLAIN, RLE, TS_2DIFF, GORILLA. Format 4 (TsFile
@@ -258,11 +258,11 @@ config_table! {
         /// 2 decimal places (as in TsFile); GORILLA, CHIMP and SPRINTZ cannot store NaN (nor
         /// the INT32/INT64 minimum, their end marker): such a point is rejected.
         #[key("encoding", "string", "the type's encoding in `schema_defaults`")]
-        encoding: Option<String>,
+        encoding: Option<Named<EncodingName>>,
         /// Compression: `"UNCOMPRESSED"` or `"SNAPPY"`; with `storage.format_version = 4` also
         /// `"GZIP"`, `"LZ4"` or `"ZSTD"`.
         #[key("compression", "string", "`schema_defaults.compression`")]
-        compression: Option<String>,
+        compression: Option<Named<Compression>>,
     }
 }
 
@@ -272,32 +272,32 @@ config_table! {
     pub struct RawSchemaDefaults {
         /// Encoding of BOOLEAN series.
         #[key("boolean", "encoding", "\"RLE\"")]
-        boolean: Option<String>,
+        boolean: Option<Named<EncodingName>>,
         /// Encoding of INT32 series.
         #[key("int32", "encoding", "\"TS_2DIFF\"")]
-        int32: Option<String>,
+        int32: Option<Named<EncodingName>>,
         /// Encoding of INT64 series.
         #[key("int64", "encoding", "\"TS_2DIFF\"")]
-        int64: Option<String>,
+        int64: Option<Named<EncodingName>>,
         /// Encoding of FLOAT series.
         #[key("float", "encoding", "\"GORILLA\"")]
-        float: Option<String>,
+        float: Option<Named<EncodingName>>,
         /// Encoding of DOUBLE series.
         #[key("double", "encoding", "\"GORILLA\"")]
-        double: Option<String>,
+        double: Option<Named<EncodingName>>,
         /// Encoding of TEXT series.
         #[key("text", "encoding", "\"PLAIN\"")]
-        text: Option<String>,
+        text: Option<Named<EncodingName>>,
         /// Compression of series no rule matches.
         #[key("compression", "compression", "\"SNAPPY\"")]
-        compression: Option<String>,
+        compression: Option<Named<Compression>>,
         /// Type of a new series whose first value is an integer without a type suffix (JSON
         /// `12`, CSV `12`): `"INT64"`, `"INT32"`, `"DOUBLE"` or `"FLOAT"`.
         #[key("integer_type", "data type", "\"INT64\"")]
-        integer_type: Option<String>,
+        integer_type: Option<Named<DataType>>,
         /// Type of a new series whose first value is a decimal number: `"DOUBLE"` or `"FLOAT"`.
         #[key("float_type", "data type", "\"DOUBLE\"")]
-        float_type: Option<String>,
+        float_type: Option<Named<DataType>>,
     }
 }
 

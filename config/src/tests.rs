@@ -107,13 +107,13 @@ fn defaults_of_minimal_config() {
     assert_eq!(s.storage_group_of("root.sg.d1"), Some("root.sg"));
     assert_eq!(s.storage_group_of("root"), None);
     let d = &c.pipelines[0].schema.defaults;
-    assert_eq!(d.encoding_for(DataType::Int64), Encoding::Ts2Diff);
-    assert_eq!(d.encoding_for(DataType::Int32), Encoding::Ts2Diff);
-    assert_eq!(d.encoding_for(DataType::Float), Encoding::Gorilla);
-    assert_eq!(d.encoding_for(DataType::Double), Encoding::Gorilla);
-    assert_eq!(d.encoding_for(DataType::Boolean), Encoding::Rle);
-    assert_eq!(d.encoding_for(DataType::Text), Encoding::Plain);
-    assert_eq!(d.compression, Compression::Snappy);
+    assert_eq!(d.encoding_for(DataType::INT64), Encoding::TS_2DIFF);
+    assert_eq!(d.encoding_for(DataType::INT32), Encoding::TS_2DIFF);
+    assert_eq!(d.encoding_for(DataType::FLOAT), Encoding::GORILLA);
+    assert_eq!(d.encoding_for(DataType::DOUBLE), Encoding::GORILLA);
+    assert_eq!(d.encoding_for(DataType::BOOLEAN), Encoding::RLE);
+    assert_eq!(d.encoding_for(DataType::TEXT), Encoding::PLAIN);
+    assert_eq!(d.compression, Compression::SNAPPY);
     assert_eq!(c.shutdown_timeout, Duration::from_secs(30));
     assert_eq!(c.log.format, LogFormat::Text);
     assert_eq!(c.log.color, ColorMode::Auto);
@@ -186,7 +186,7 @@ fn example_http_validates() {
     let r = p.schema.rule_for("root.telegraf.gw1.uptime").unwrap();
     assert_eq!(
         (r.data_type, r.encoding),
-        (DataType::Int64, Encoding::Ts2Diff)
+        (DataType::INT64, Encoding::TS_2DIFF)
     );
     let r = p
         .schema
@@ -194,7 +194,7 @@ fn example_http_validates() {
         .unwrap();
     assert_eq!(
         (r.data_type, r.encoding),
-        (DataType::Float, Encoding::Gorilla)
+        (DataType::FLOAT, Encoding::GORILLA)
     );
     assert!(p.schema.rule_for("root.other.x").is_none());
     let Some(h) = p.sources[0].settings::<HttpSourceConfig>() else {
@@ -217,7 +217,7 @@ fn example_mqtt_validates() {
     let c = ok(example("mqtt"));
     let p = &c.pipelines[0];
     assert_eq!(p.storage.time_partition, Some(Duration::from_secs(86400)));
-    assert_eq!(p.schema.defaults.integer_type, DataType::Int32);
+    assert_eq!(p.schema.defaults.integer_type, DataType::INT32);
     let Some(m) = p.sources[0].settings::<MqttSourceConfig>() else {
         panic!()
     };
@@ -527,7 +527,23 @@ fn bad_enum_values() {
     let c = ok(&format!(
         "{MIN}[[pipeline.schema]]\npattern = \"root.a.b\"\ntype = \"int32\"\nencoding = \"rle\"\n"
     ));
-    assert_eq!(c.pipelines[0].schema.rules[0].encoding, Encoding::Rle);
+    assert_eq!(c.pipelines[0].schema.rules[0].encoding, Encoding::RLE);
+}
+
+#[test]
+fn unknown_names_do_not_hide_other_problems() {
+    let e = errs(&format!(
+        "{MIN}[pipeline.storage]\nseal_idle = \"0s\"\n[pipeline.schema_defaults]\nint64 = \"ZSTD\"\n"
+    ));
+    assert_eq!(e.len(), 2, "{e:#?}");
+    assert!(
+        e[0].starts_with("t.toml:6:13: pipeline[0].storage.seal_idle: must be more than 0s"),
+        "{e:#?}"
+    );
+    assert!(
+        e[1].starts_with("t.toml:8:9: pipeline[0].schema_defaults.int64: unknown encoding \"ZSTD\"; expected one of \"PLAIN\", \"RLE\", \"TS_2DIFF\", \"GORILLA\", \"REGULAR\""),
+        "{e:#?}"
+    );
 }
 
 #[test]
@@ -553,8 +569,8 @@ fn refused_encodings() {
         "t.toml:6:14: pipeline[0].schema_defaults.float_type: INT32 cannot hold numbers; expected \"DOUBLE\" or \"FLOAT\"",
     );
     // Every accepted pair validates.
-    for t in DataType::ALL {
-        for e in encodings_for(*t) {
+    for t in DataType::accepted() {
+        for e in encodings_for(t) {
             ok(&format!("{MIN}[[pipeline.schema]]\npattern = \"root.a.b\"\ntype = \"{t}\"\nencoding = \"{e}\"\n"));
         }
     }
@@ -880,12 +896,12 @@ fn format_version_is_2_or_4_and_v4_limits_encodings() {
     assert_eq!(
         (d.boolean, d.int32, d.int64, d.float, d.double, d.text),
         (
-            Encoding::Plain,
-            Encoding::Ts2Diff,
-            Encoding::Ts2Diff,
-            Encoding::Gorilla,
-            Encoding::Gorilla,
-            Encoding::Plain
+            Encoding::PLAIN,
+            Encoding::TS_2DIFF,
+            Encoding::TS_2DIFF,
+            Encoding::GORILLA_V2,
+            Encoding::GORILLA_V2,
+            Encoding::PLAIN
         )
     );
     // the effective configuration keeps the version and the fitted defaults
@@ -919,20 +935,27 @@ fn format_version_is_2_or_4_and_v4_limits_encodings() {
         "t.toml:8:15: pipeline[0].schema[0].compression: TsFile 0.10 has no compression LZ4; format 000002 takes \"UNCOMPRESSED\" or \"SNAPPY\" (LZ4 is written in TsFile v4: storage.format_version = 4)",
     );
     // v4: every pair of the v4 matrix with every compression validates and is kept
-    for t in DataType::ALL {
-        for e in encodings_for_v4(*t) {
-            for c in Compression::ALL {
-                let c4 = ok(&format!("{MIN}[pipeline.storage]\nformat_version = 4\n[[pipeline.schema]]\npattern = \"root.a.b\"\ntype = \"{t}\"\nencoding = \"{e}\"\ncompression = \"{c}\"\n"));
+    // (by TsFile 2.x's names of the encodings: GORILLA is code 8, DICTIONARY code 1)
+    for t in DataType::accepted() {
+        for e in encodings_for_v4(t) {
+            let name = e.v4_name();
+            for c in Compression::accepted() {
+                let c4 = ok(&format!("{MIN}[pipeline.storage]\nformat_version = 4\n[[pipeline.schema]]\npattern = \"root.a.b\"\ntype = \"{t}\"\nencoding = \"{name}\"\ncompression = \"{c}\"\n"));
                 let r = &c4.pipelines[0].schema.rules[0];
-                assert_eq!((r.data_type, r.encoding, r.compression), (*t, e, *c));
+                assert_eq!((r.data_type, r.encoding, r.compression), (t, e, c));
             }
         }
     }
+    assert_eq!(Compression::accepted().len(), 5);
     let c = ok(&format!("{MIN}[pipeline.storage]\nformat_version = 4\n[pipeline.schema_defaults]\ncompression = \"gzip\"\ntext = \"dictionary\"\nint64 = \"ZIGZAG\"\n"));
     let d = &c.pipelines[0].schema.defaults;
     assert_eq!(
         (d.compression, d.text, d.int64),
-        (Compression::Gzip, Encoding::Dictionary, Encoding::Zigzag)
+        (
+            Compression::GZIP,
+            Encoding::PLAIN_DICTIONARY,
+            Encoding::ZIGZAG
+        )
     );
     err1(
         &format!("{MIN}[pipeline.storage]\nformat_version = 4\n[[pipeline.schema]]\npattern = \"root.**\"\ntype = \"BOOLEAN\"\nencoding = \"RLE\"\n"),
@@ -944,7 +967,7 @@ fn format_version_is_2_or_4_and_v4_limits_encodings() {
     ));
     // v4 keeps what it writes: INT32 RLE in a rule
     let c = ok(&format!("{MIN}[pipeline.storage]\nformat_version = 4\n[[pipeline.schema]]\npattern = \"root.**\"\ntype = \"INT32\"\nencoding = \"RLE\"\n"));
-    assert_eq!(c.pipelines[0].schema.rules[0].encoding, Encoding::Rle);
+    assert_eq!(c.pipelines[0].schema.rules[0].encoding, Encoding::RLE);
 }
 
 #[test]
@@ -1484,6 +1507,29 @@ fn path_rules_are_the_connectors() {
     );
     // Line protocol below `root` itself is fine: the template adds the levels.
     ok(&format!("{MIN}path_prefix = \"root\""));
+    // The configuration accepts what the sources render (one parser): a tag placeholder with a
+    // default, compiled once and rendered as the http source renders it.
+    let c = ok(&format!(
+        "{MIN}path_prefix = \"root.gw\"\ndevice_template = \"{{tag:host|unknown}}.{{measurement}}\""
+    ));
+    let Some(h) = c.pipelines[0].sources[0].settings::<HttpSourceConfig>() else {
+        panic!("an http source")
+    };
+    let mut out = String::new();
+    h.line_protocol
+        .device_template
+        .render("cpu", &[("region", "eu")], &mut out)
+        .unwrap();
+    assert_eq!(out, "root.gw.unknown.cpu");
+    // A bad prefix and a bad template are both reported.
+    let e = errs(&format!(
+        "{MIN}path_prefix = \"root.a-b\"\ndevice_template = \"{{measurement}}..x\""
+    ));
+    assert_eq!(e.len(), 2, "{e:#?}");
+    assert!(
+        e[1].contains("template \"{measurement}..x\": empty path node"),
+        "{e:#?}"
+    );
 
     // MQTT: line protocol and plain values.
     err1(

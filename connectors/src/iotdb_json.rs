@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::model::{Batch, Field, FieldValue, Record, RejectReason, TimeUnit};
+use crate::model::{Batch, Field, FieldValue, Location, Record, RejectReason, TimeUnit};
 use crate::path::{validate_device, validate_measurement};
 use crate::reject::reject;
 
@@ -76,7 +76,7 @@ pub fn parse_iotdb_json(input: &[u8], opts: &JsonOptions) -> Batch {
                 &mut batch,
                 RejectReason::Parse,
                 seen,
-                || format!("line {line}, column {column}"),
+                || Location::column(line as u64, column as u64),
                 || format!("not valid JSON: {e}"),
             );
             batch
@@ -357,7 +357,7 @@ impl TopSeed<'_, '_> {
             &mut self.ctx.batch,
             RejectReason::Parse,
             1,
-            || "$".to_owned(),
+            || Location::Json("$".to_owned()),
             || format!("expected an object or an array of objects, found {found}"),
         );
     }
@@ -433,7 +433,7 @@ impl ElemSeed<'_, '_> {
             &mut self.ctx.batch,
             RejectReason::Parse,
             points,
-            || format!("$[{index}]"),
+            || Location::Json(format!("$[{index}]")),
             || format!("expected an object, found {found}"),
         );
     }
@@ -528,7 +528,7 @@ impl Ctx<'_> {
             &mut self.batch,
             RejectReason::Parse,
             points,
-            || format!("{base}{suffix}"),
+            || Location::Json(format!("{base}{suffix}")),
             || message,
         );
     }
@@ -632,7 +632,7 @@ impl<'de> Ctx<'de> {
                 &mut self.batch,
                 RejectReason::InvalidPath,
                 points(values),
-                || format!("{base}.device"),
+                || Location::Json(format!("{base}.device")),
                 || format!("device {device:?} {e}"),
             );
             return;
@@ -668,7 +668,7 @@ impl<'de> Ctx<'de> {
                             &mut self.batch,
                             RejectReason::InvalidPath,
                             column_points(k),
-                            || format!("{base}.measurements[{k}]"),
+                            || Location::Json(format!("{base}.measurements[{k}]")),
                             || format!("measurement {name:?} {e}"),
                         );
                     }
@@ -743,9 +743,11 @@ impl<'de> Ctx<'de> {
                         &mut self.batch,
                         RejectReason::InvalidTime,
                         points,
-                        || match index {
-                            None => format!("{base}.timestamp"),
-                            Some(i) => format!("{base}.timestamps[{i}]"),
+                        || {
+                            Location::Json(match index {
+                                None => format!("{base}.timestamp"),
+                                Some(i) => format!("{base}.timestamps[{i}]"),
+                            })
                         },
                         || m,
                     );
@@ -763,9 +765,11 @@ impl<'de> Ctx<'de> {
                     &mut self.batch,
                     RejectReason::TypeMismatch,
                     1,
-                    || match index {
-                        None => format!("{base}.values[{k}]"),
-                        Some(i) => format!("{base}.values[{i}][{k}]"),
+                    || {
+                        Location::Json(match index {
+                            None => format!("{base}.values[{k}]"),
+                            Some(i) => format!("{base}.values[{i}][{k}]"),
+                        })
                     },
                     || m,
                 ),

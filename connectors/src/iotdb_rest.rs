@@ -19,7 +19,7 @@
 //! `TIMESTAMP`, `BLOB`…); no timestamp at all; or (insertRecords) no non-null value at all.
 //!
 //! Otherwise every point stands alone: each field carries its declared type as a
-//! [`TypeHint`], and a value that does not fit it is a TypeMismatch rejection of that point,
+//! [`DataType`], and a value that does not fit it is a TypeMismatch rejection of that point,
 //! an invalid device or measurement name an InvalidPath rejection of its points, and a
 //! timestamp that is not an integer (or an integer in a string) an InvalidTime rejection of
 //! its row. Values are read as IoTDB reads them, except that a number is never truncated or
@@ -41,7 +41,10 @@ use std::sync::Arc;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::model::{Batch, Field, FieldValue, Record, RejectReason, Rejection, TimeUnit, TypeHint};
+use crate::model::{
+    declared_type, Batch, DataType, Field, FieldValue, Location, Record, RejectReason, Rejection,
+    TimeUnit,
+};
 use crate::path::{validate_device, validate_measurement};
 use crate::reject::reject;
 
@@ -371,7 +374,7 @@ fn refused(key: String, message: String, points: u64) -> Batch {
         &mut batch,
         RejectReason::Parse,
         points,
-        || location,
+        || Location::Json(location),
         || message,
     );
     batch
@@ -399,11 +402,11 @@ fn same_len(key: &str, len: usize, other: &str, other_len: usize) -> Result<(), 
 fn declared_types<'a>(
     names: impl Iterator<Item = (&'a str, String, String)>,
     key: &str,
-) -> Result<Vec<TypeHint>, Refusal> {
+) -> Result<Vec<DataType>, Refusal> {
     let mut types = Vec::new();
     let mut bad = Vec::new();
     for (name, device, measurement) in names {
-        match declared_type(name) {
+        match declared(name) {
             Ok(t) => types.push(t),
             Err(why) => bad.push(format!("{device}.{measurement}: {name:?} {why}")),
         }
@@ -415,9 +418,9 @@ fn declared_types<'a>(
     }
 }
 
-/// An IoTDB data type name (any case) as a [`TypeHint`].
-fn declared_type(name: &str) -> Result<TypeHint, &'static str> {
-    if let Some(t) = TypeHint::parse(name) {
+/// An IoTDB data type name (any case) as a declared [`DataType`].
+fn declared(name: &str) -> Result<DataType, &'static str> {
+    if let Some(t) = declared_type(name) {
         return Ok(t);
     }
     const NO_EQUIVALENT: [&str; 6] = ["DATE", "TIMESTAMP", "BLOB", "OBJECT", "VECTOR", "UNKNOWN"];
@@ -458,7 +461,7 @@ fn time(v: &Scalar, opts: &RestOptions) -> Result<i64, String> {
 }
 
 /// A value read as `ty` under `rules`: `Ok(None)` for `null`.
-fn value(v: Scalar, ty: TypeHint, rules: Rules) -> Result<Option<FieldValue>, String> {
+fn value(v: Scalar, ty: DataType, rules: Rules) -> Result<Option<FieldValue>, String> {
     use FieldValue as F;
     let found = |v: &Scalar| match v {
         Scalar::Null => "null".to_owned(),
@@ -473,42 +476,42 @@ fn value(v: Scalar, ty: TypeHint, rules: Rules) -> Result<Option<FieldValue>, St
     let tablet = rules == Rules::Tablet;
     let integral = |f: f64, lo: f64, hi: f64| f.fract() == 0.0 && f >= lo && f <= hi;
     let v = match (ty, v) {
-        (TypeHint::Text, Scalar::Str(s)) => return Ok(Some(F::Text(s))),
+        (DataType::TEXT, Scalar::Str(s)) => return Ok(Some(F::Text(s))),
         (_, v) => v,
     };
     let out = match (ty, &v) {
         (_, Scalar::Null) => return Ok(None),
-        (TypeHint::Boolean, Scalar::Bool(b)) => F::Bool(*b),
-        (TypeHint::Boolean, Scalar::Int(i @ (0 | 1))) if tablet => F::Bool(*i == 1),
-        (TypeHint::Boolean, Scalar::Str(s)) if tablet && (s == "0" || s == "1") => {
+        (DataType::BOOLEAN, Scalar::Bool(b)) => F::Bool(*b),
+        (DataType::BOOLEAN, Scalar::Int(i @ (0 | 1))) if tablet => F::Bool(*i == 1),
+        (DataType::BOOLEAN, Scalar::Str(s)) if tablet && (s == "0" || s == "1") => {
             F::Bool(s == "1")
         }
-        (TypeHint::Int32, Scalar::Int(i)) if i32::try_from(*i).is_ok() => F::Int(*i),
-        (TypeHint::Int32, Scalar::Float(f))
+        (DataType::INT32, Scalar::Int(i)) if i32::try_from(*i).is_ok() => F::Int(*i),
+        (DataType::INT32, Scalar::Float(f))
             if !tablet && integral(*f, i32::MIN as f64, i32::MAX as f64) =>
         {
             F::Int(*f as i64)
         }
-        (TypeHint::Int64, Scalar::Int(i)) => F::Int(*i),
+        (DataType::INT64, Scalar::Int(i)) => F::Int(*i),
         // 2^63 itself is out of range; every smaller integral f64 fits.
-        (TypeHint::Int64, Scalar::Float(f))
+        (DataType::INT64, Scalar::Float(f))
             if !tablet && integral(*f, i64::MIN as f64, 9.223372036854775e18) =>
         {
             F::Int(*f as i64)
         }
-        (TypeHint::Float | TypeHint::Double, Scalar::Int(i)) => F::Float(*i as f64),
-        (TypeHint::Float | TypeHint::Double, Scalar::Big(u)) => F::Float(*u as f64),
-        (TypeHint::Float | TypeHint::Double, Scalar::Float(f)) => F::Float(*f),
-        (TypeHint::Float | TypeHint::Double, Scalar::Str(s)) if tablet => {
+        (DataType::FLOAT | DataType::DOUBLE, Scalar::Int(i)) => F::Float(*i as f64),
+        (DataType::FLOAT | DataType::DOUBLE, Scalar::Big(u)) => F::Float(*u as f64),
+        (DataType::FLOAT | DataType::DOUBLE, Scalar::Float(f)) => F::Float(*f),
+        (DataType::FLOAT | DataType::DOUBLE, Scalar::Str(s)) if tablet => {
             match s.trim().parse::<f64>() {
                 Ok(f) => F::Float(f),
                 Err(_) => return mismatch(&v),
             }
         }
-        (TypeHint::Text, Scalar::Int(i)) => F::Text(i.to_string()),
-        (TypeHint::Text, Scalar::Big(u)) => F::Text(u.to_string()),
-        (TypeHint::Text, Scalar::Float(f)) => F::Text(java_double(*f)),
-        (TypeHint::Text, Scalar::Bool(b)) => F::Text(b.to_string()),
+        (DataType::TEXT, Scalar::Int(i)) => F::Text(i.to_string()),
+        (DataType::TEXT, Scalar::Big(u)) => F::Text(u.to_string()),
+        (DataType::TEXT, Scalar::Float(f)) => F::Text(java_double(*f)),
+        (DataType::TEXT, Scalar::Bool(b)) => F::Text(b.to_string()),
         _ => return mismatch(&v),
     };
     Ok(Some(out))
@@ -550,7 +553,7 @@ impl Points<'_> {
         &mut self,
         name: impl Into<Arc<str>>,
         v: Scalar,
-        ty: TypeHint,
+        ty: DataType,
         at: impl FnOnce() -> String,
     ) -> Option<Field> {
         match value(v, ty, self.rules) {
@@ -561,7 +564,13 @@ impl Points<'_> {
             }),
             Ok(None) => None,
             Err(m) => {
-                reject(self.batch, RejectReason::TypeMismatch, 1, at, || m);
+                reject(
+                    self.batch,
+                    RejectReason::TypeMismatch,
+                    1,
+                    || Location::Json(at()),
+                    || m,
+                );
                 None
             }
         }
@@ -569,7 +578,13 @@ impl Points<'_> {
 
     fn invalid(&mut self, reason: RejectReason, points: u64, at: String, message: String) {
         if points > 0 {
-            reject(self.batch, reason, points, || at, || message);
+            reject(
+                self.batch,
+                reason,
+                points,
+                || Location::Json(at),
+                || message,
+            );
         }
     }
 }
@@ -629,7 +644,7 @@ fn tablet(
         return Ok(());
     }
     // Usable columns: a valid measurement name (shared by the column's fields).
-    let mut columns: Vec<(usize, Arc<str>, TypeHint, std::vec::IntoIter<Scalar>)> = Vec::new();
+    let mut columns: Vec<(usize, Arc<str>, DataType, std::vec::IntoIter<Scalar>)> = Vec::new();
     for (j, ((m, ty), column)) in measurements.iter().zip(&types).zip(values).enumerate() {
         match validate_measurement(m) {
             Ok(()) => columns.push((j, Arc::from(m.as_str()), *ty, column.into_iter())),
@@ -706,7 +721,7 @@ fn records(r: RecordsV2, opts: &RestOptions, batch: &mut Batch) -> Result<(), Re
             m,
         )?;
     }
-    let types_list: Vec<Vec<TypeHint>> = {
+    let types_list: Vec<Vec<DataType>> = {
         let (devices, measurements_list) = (&devices, &measurements_list);
         let all = declared_types(
             (0..n).flat_map(|i| {

@@ -32,7 +32,10 @@ pub use error::Error;
 pub use iotdb_json::{parse_iotdb_json, JsonOptions};
 pub use iotdb_rest::{parse_rest_request, RestOptions, RestRequest, TabletNames};
 pub use line_protocol::{parse_line_protocol, LineProtocolOptions};
-pub use model::{Batch, Field, FieldValue, Record, RejectReason, Rejection, TimeUnit, TypeHint};
+pub use model::{
+    declared_type, Batch, DataType, Field, FieldValue, Location, PointAt, Record, RejectReason,
+    Rejection, TimeUnit,
+};
 pub use path::{DeviceTemplate, PathError};
 pub use topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
 

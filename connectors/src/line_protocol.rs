@@ -7,7 +7,7 @@
 //! - Field values: floats (`1`, `-1.5`, `2e3`) → [`FieldValue::Float`]; `1i` → Int; `1u` → Int
 //!   when ≤ `i64::MAX`, else a TypeMismatch of that field (likewise for an `i` or float out of
 //!   range); `"text"` → Text; `t T true True TRUE f F false False FALSE` → Bool.
-//! - Declared types ([`TypeHint`]): `1i` and `1u` declare INT64, a quoted string TEXT, a
+//! - Declared types ([`DataType`]): `1i` and `1u` declare INT64, a quoted string TEXT, a
 //!   boolean BOOLEAN; a plain number declares nothing (the schema defaults type it).
 //! - Blank lines and lines starting with `#` (after optional spaces) are skipped; `\r\n` line
 //!   ends are accepted.
@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, OnceLock};
 
-use crate::model::{Batch, Field, FieldValue, Record, RejectReason, TimeUnit, TypeHint};
+use crate::model::{Batch, DataType, Field, FieldValue, Location, Record, RejectReason, TimeUnit};
 use crate::path::{has_duplicate_keys, is_clean_measurement, sanitize_measurement, DeviceTemplate};
 use crate::reject::reject;
 
@@ -256,7 +256,7 @@ impl<'a> Parser<'a, '_> {
                             batch,
                             reason,
                             1,
-                            || format!("line {line}, column {col}"),
+                            || Location::column(line as u64, col as u64),
                             || message,
                         );
                     }
@@ -269,7 +269,7 @@ impl<'a> Parser<'a, '_> {
                                 batch,
                                 e.reason,
                                 fields_seen,
-                                || format!("line {line}, column {col}"),
+                                || Location::column(line as u64, col as u64),
                                 || e.message,
                             );
                         }
@@ -279,10 +279,9 @@ impl<'a> Parser<'a, '_> {
                     // Column relative to the line the error is on (strings may span lines).
                     let (eline, estart) = self.line_of(e.at, line, line_start);
                     let col = e.at.saturating_sub(estart) + 1;
-                    let where_ = if eline == line {
-                        format!("line {line}, column {col}")
-                    } else {
-                        format!("line {line} (at line {eline}, column {col})")
+                    let where_ = Location::Line {
+                        line: line as u64,
+                        at: Some((eline as u64, col as u64)),
                     };
                     reject(
                         &mut self.batch,
@@ -620,9 +619,9 @@ impl<'a> Parser<'a, '_> {
                 // Suffixed integers, quoted strings and booleans declare their type; a plain
                 // number is typed by the schema defaults (DOUBLE unless configured).
                 let type_hint = match value {
-                    FieldValue::Int(_) => Some(TypeHint::Int64),
-                    FieldValue::Text(_) => Some(TypeHint::Text),
-                    FieldValue::Bool(_) => Some(TypeHint::Boolean),
+                    FieldValue::Int(_) => Some(DataType::INT64),
+                    FieldValue::Text(_) => Some(DataType::TEXT),
+                    FieldValue::Bool(_) => Some(DataType::BOOLEAN),
                     FieldValue::Float(_) => None,
                 };
                 fields.push(Field {

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-pub use tsfiled_core::TimeUnit;
+pub use tsfiled_core::{declared_type, DataType, TimeUnit};
 
 /// An untyped field value as a payload carries it.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,67 +22,6 @@ pub enum FieldValue {
     Text(String),
 }
 
-/// A data type declared by the input for a series: the `(INT32)` suffix of an IoTDB CSV export
-/// header (`root.sg.d1.s1(INT32)`), a line-protocol suffix (`1i`), a REST `data_types` entry.
-/// Names follow TsFile's data types.
-///
-/// The daemon creates a new series with the declared type (instead of inferring one from the
-/// first value) and stores the value in it. A declared type that differs from the series' type
-/// (already known, or pinned by a schema rule) rejects the point
-/// ([`RejectReason::DeclaredTypeConflict`]); it is never converted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TypeHint {
-    /// `BOOLEAN`.
-    Boolean,
-    /// `INT32`.
-    Int32,
-    /// `INT64`.
-    Int64,
-    /// `FLOAT`.
-    Float,
-    /// `DOUBLE`.
-    Double,
-    /// `TEXT` (newer IoTDB's `STRING` is read as TEXT).
-    Text,
-}
-
-impl TypeHint {
-    /// The TsFile/IoTDB name: `BOOLEAN`, `INT32`, `INT64`, `FLOAT`, `DOUBLE`, `TEXT`.
-    pub fn name(self) -> &'static str {
-        match self {
-            TypeHint::Boolean => "BOOLEAN",
-            TypeHint::Int32 => "INT32",
-            TypeHint::Int64 => "INT64",
-            TypeHint::Float => "FLOAT",
-            TypeHint::Double => "DOUBLE",
-            TypeHint::Text => "TEXT",
-        }
-    }
-
-    /// Parses an IoTDB type name (ASCII case-insensitive); `STRING` maps to [`TypeHint::Text`].
-    pub fn parse(s: &str) -> Option<TypeHint> {
-        const NAMES: [(&str, TypeHint); 7] = [
-            ("BOOLEAN", TypeHint::Boolean),
-            ("INT32", TypeHint::Int32),
-            ("INT64", TypeHint::Int64),
-            ("FLOAT", TypeHint::Float),
-            ("DOUBLE", TypeHint::Double),
-            ("TEXT", TypeHint::Text),
-            ("STRING", TypeHint::Text),
-        ];
-        NAMES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(s))
-            .map(|(_, t)| *t)
-    }
-}
-
-impl fmt::Display for TypeHint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// One measurement value of a record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Field {
@@ -90,10 +29,17 @@ pub struct Field {
     pub measurement: std::sync::Arc<str>,
     /// Its value.
     pub value: FieldValue,
-    /// The type the input declared for this series, if any (see [`TypeHint`]); `None` for
-    /// inputs without declared types (IoTDB JSON, MQTT plain values, untyped CSV headers,
-    /// unsuffixed line-protocol numbers).
-    pub type_hint: Option<TypeHint>,
+    /// The TsFile type the input declared for this series, if any: the `(INT32)` suffix of
+    /// an IoTDB CSV export header (`root.sg.d1.s1(INT32)`), a line-protocol suffix (`1i`), a
+    /// REST `data_types` entry (names by [`declared_type`]); `None` for inputs without
+    /// declared types (IoTDB JSON, MQTT plain values, untyped CSV headers, unsuffixed
+    /// line-protocol numbers).
+    ///
+    /// The daemon creates a new series with the declared type (instead of inferring one from
+    /// the first value) and stores the value in it. A declared type that differs from the
+    /// series' type (already known, or pinned by a schema rule) rejects the point
+    /// ([`RejectReason::DeclaredTypeConflict`]); it is never converted.
+    pub type_hint: Option<DataType>,
 }
 
 impl Field {
@@ -149,11 +95,112 @@ impl RejectReason {
     }
 }
 
+/// Where a rejected part of a payload was, as data set where the rejection is made; shown as
+/// `line 3, column 7`, `$[2].values[1][4]`, `record 4 (root.sg.d1.s1 at 1700000000000)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Location {
+    /// Line `line` (1-based) of a text payload, and where in it the problem is when known:
+    /// `at` = (line, column), 1-based (a later line when a string spans lines).
+    Line {
+        /// The line the rejected part starts on.
+        line: u64,
+        /// The line and column of the problem.
+        at: Option<(u64, u64)>,
+    },
+    /// A JSON path into the payload: `$`, `$[2].values[1][4]`, `$.timestamps`.
+    Json(String),
+    /// The topic of an MQTT value payload.
+    Topic,
+    /// The payload of an MQTT value message: the whole (`payload`), a key of its JSON object
+    /// (`payload.ts`), or a place in its text (`payload line 1, column 4`).
+    Payload {
+        /// The key of the JSON object.
+        key: Option<&'static str>,
+        /// The line and column (1-based) in the payload's text.
+        at: Option<(u64, u64)>,
+    },
+    /// Record `index` (0-based) of a batch handed to the sink, rejected there (by the schema),
+    /// with the point when one value of it was.
+    Record {
+        /// Index in [`Batch::records`].
+        index: usize,
+        /// The series and time of the rejected value, if the rejection is of one value.
+        point: Option<PointAt>,
+    },
+    /// Rejections past the itemized limit, summed per reason
+    /// ([`MAX_ITEMIZED_REJECTIONS`](crate::reject::MAX_ITEMIZED_REJECTIONS)).
+    More,
+}
+
+/// One point of a record: its series and time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PointAt {
+    /// Device path.
+    pub device: std::sync::Arc<str>,
+    /// Measurement name.
+    pub measurement: std::sync::Arc<str>,
+    /// Timestamp in the pipeline's stored precision.
+    pub time: i64,
+}
+
+impl Location {
+    /// A line without a column.
+    pub fn line(line: u64) -> Location {
+        Location::Line { line, at: None }
+    }
+
+    /// A line and the column of the problem on it.
+    pub fn column(line: u64, column: u64) -> Location {
+        Location::Line {
+            line,
+            at: Some((line, column)),
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Line { line, at: None } => write!(f, "line {line}"),
+            Location::Line {
+                line,
+                at: Some((l, c)),
+            } if l == line => write!(f, "line {line}, column {c}"),
+            Location::Line {
+                line,
+                at: Some((l, c)),
+            } => write!(f, "line {line} (at line {l}, column {c})"),
+            Location::Json(path) => f.write_str(path),
+            Location::Topic => f.write_str("topic"),
+            Location::Payload { key, at } => {
+                f.write_str("payload")?;
+                if let Some(k) = key {
+                    write!(f, ".{k}")?;
+                }
+                if let Some((l, c)) = at {
+                    write!(f, " line {l}, column {c}")?;
+                }
+                Ok(())
+            }
+            Location::Record { index, point: None } => write!(f, "record {index}"),
+            Location::Record {
+                index,
+                point: Some(p),
+            } => write!(
+                f,
+                "record {index} ({}.{} at {})",
+                p.device, p.measurement, p.time
+            ),
+            Location::More => f.write_str("(more)"),
+        }
+    }
+}
+
 /// A rejected part of a payload, with where it was and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
-    /// Where: e.g. `line 3`, `$[2].values[1][4]`, `row 17`.
-    pub location: String,
+    /// Where.
+    pub location: Location,
     /// The bounded reason.
     pub reason: RejectReason,
     /// A human-readable explanation.

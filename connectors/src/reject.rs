@@ -1,13 +1,11 @@
 //! Collecting rejections with a bound on how many are itemized per payload.
 
-use crate::model::{Batch, RejectReason, Rejection};
+use crate::model::{Batch, Location, RejectReason, Rejection};
 
 /// Itemized rejections per payload; past this, rejections are summed into one summary entry
-/// per reason (location `(more)`), so a huge bad payload cannot make a huge rejection list.
+/// per reason (location [`Location::More`], shown `(more)`), so a huge bad payload cannot make
+/// a huge rejection list.
 pub const MAX_ITEMIZED_REJECTIONS: usize = 1000;
-
-/// Location used by summary entries.
-pub const SUMMARY_LOCATION: &str = "(more)";
 
 /// Adds a rejection to `batch`; `location` and `message` are only built while under the
 /// itemized limit.
@@ -15,7 +13,7 @@ pub(crate) fn reject(
     batch: &mut Batch,
     reason: RejectReason,
     points: u64,
-    location: impl FnOnce() -> String,
+    location: impl FnOnce() -> Location,
     message: impl FnOnce() -> String,
 ) {
     let points = points.max(1);
@@ -41,7 +39,7 @@ pub(crate) fn reject(
         return;
     }
     batch.rejections.push(Rejection {
-        location: SUMMARY_LOCATION.to_owned(),
+        location: Location::More,
         reason,
         message: format!("{points} more points rejected ({})", reason.label()),
         points,
@@ -60,7 +58,7 @@ mod tests {
                 &mut b,
                 RejectReason::Parse,
                 2,
-                || format!("line {i}"),
+                || Location::line(i as u64),
                 || "x".into(),
             );
         }
@@ -68,12 +66,13 @@ mod tests {
             &mut b,
             RejectReason::InvalidTime,
             0,
-            || "l".into(),
+            || Location::line(1),
             || "m".into(),
         );
         assert_eq!(b.rejections.len(), MAX_ITEMIZED_REJECTIONS + 2);
         let parse = &b.rejections[MAX_ITEMIZED_REJECTIONS];
-        assert_eq!(parse.location, SUMMARY_LOCATION);
+        assert_eq!(parse.location, Location::More);
+        assert_eq!(parse.location.to_string(), "(more)");
         assert_eq!(parse.points, 20);
         assert_eq!(b.rejections[MAX_ITEMIZED_REJECTIONS + 1].points, 1);
         assert_eq!(

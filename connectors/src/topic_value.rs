@@ -35,7 +35,7 @@
 use tsfiled_core::TopicLevel;
 
 use crate::error::Error;
-use crate::model::{Batch, Field, FieldValue, Record, RejectReason, TimeUnit};
+use crate::model::{Batch, Field, FieldValue, Location, Record, RejectReason, TimeUnit};
 use crate::path::{sanitize_measurement, sanitize_node_into, validate_device, MAX_DEVICE_BYTES};
 use crate::reject::reject;
 
@@ -239,7 +239,7 @@ pub fn parse_topic_value(
                 &mut batch,
                 RejectReason::InvalidPath,
                 1,
-                || "topic".into(),
+                || Location::Topic,
                 || m,
             );
             return batch;
@@ -271,14 +271,28 @@ pub fn parse_topic_value_default(input: &[u8]) -> Batch {
     }
 }
 
-type ValueError = (String, RejectReason, String);
+type ValueError = (Location, RejectReason, String);
+
+/// The whole payload.
+const PAYLOAD: Location = Location::Payload {
+    key: None,
+    at: None,
+};
+
+/// A key of the payload's JSON object.
+fn payload_key(key: &'static str) -> Location {
+    Location::Payload {
+        key: Some(key),
+        at: None,
+    }
+}
 
 /// The payload's (time, value); `None` for `null`.
 fn parse_value(
     payload: &[u8],
     opts: &TopicValueOptions,
 ) -> Result<Option<(i64, FieldValue)>, ValueError> {
-    let perr = |m: &str| Err(("payload".to_owned(), RejectReason::Parse, m.to_owned()));
+    let perr = |m: &str| Err((PAYLOAD, RejectReason::Parse, m.to_owned()));
     let payload = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
     let Ok(text) = std::str::from_utf8(payload) else {
         return perr("payload is not valid UTF-8");
@@ -296,7 +310,10 @@ fn parse_value(
 
 fn json_error(e: &serde_json::Error) -> ValueError {
     (
-        format!("payload line {}, column {}", e.line(), e.column()),
+        Location::Payload {
+            key: None,
+            at: Some((e.line() as u64, e.column() as u64)),
+        },
         RejectReason::Parse,
         format!("not valid JSON: {e}"),
     )
@@ -304,7 +321,7 @@ fn json_error(e: &serde_json::Error) -> ValueError {
 
 /// A scalar payload (not an object).
 fn scalar(text: &str) -> Result<Option<FieldValue>, ValueError> {
-    let mismatch = |m: String| Err(("payload".to_owned(), RejectReason::TypeMismatch, m));
+    let mismatch = |m: String| Err((PAYLOAD, RejectReason::TypeMismatch, m));
     if text.starts_with('"') {
         return match serde_json::from_str::<String>(text) {
             Ok(s) => Ok(Some(FieldValue::Text(s))),
@@ -350,7 +367,7 @@ fn parse_object(
     let ts = match (map.get("ts"), map.get("timestamp")) {
         (Some(_), Some(_)) => {
             return Err((
-                "payload".into(),
+                PAYLOAD,
                 RejectReason::Parse,
                 "has both \"ts\" and \"timestamp\"".into(),
             ))
@@ -362,7 +379,7 @@ fn parse_object(
     let time = match ts {
         None => opts.now,
         Some((key, t)) => {
-            let terr = |m: String| ("payload.".to_owned() + key, RejectReason::InvalidTime, m);
+            let terr = |m: String| (payload_key(key), RejectReason::InvalidTime, m);
             let t = t
                 .as_i64()
                 .ok_or_else(|| terr(format!("expected an integer timestamp, found {t}")))?;
@@ -378,12 +395,12 @@ fn parse_object(
     };
     let Some(value) = map.get("value") else {
         return Err((
-            "payload".into(),
+            PAYLOAD,
             RejectReason::Parse,
             "expected {\"ts\": <integer>, \"value\": <value>}: missing key \"value\"".into(),
         ));
     };
-    let mismatch = |m: String| ("payload.value".to_owned(), RejectReason::TypeMismatch, m);
+    let mismatch = |m: String| (payload_key("value"), RejectReason::TypeMismatch, m);
     let value = match value {
         serde_json::Value::Null => return Ok(None),
         serde_json::Value::Bool(b) => FieldValue::Bool(*b),
@@ -433,7 +450,7 @@ mod tests {
         let mut b = parse_topic_value(tt, topic, payload.as_bytes(), &opts);
         match (b.records.pop(), b.rejections.pop()) {
             (Some(r), None) => Ok(r),
-            (None, Some(r)) => Err((r.location, r.reason)),
+            (None, Some(r)) => Err((r.location.to_string(), r.reason)),
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -655,8 +672,8 @@ mod tests {
         assert_eq!(b.records, vec![]);
         let r = &b.rejections[0];
         assert_eq!(
-            (r.location.as_str(), r.reason),
-            ("payload.value", RejectReason::TypeMismatch)
+            (r.location.to_string(), r.reason),
+            ("payload.value".to_string(), RejectReason::TypeMismatch)
         );
         assert!(
             r.message
@@ -725,8 +742,8 @@ mod tests {
         let b = parse_topic_value_default(b"plant/a/temp");
         assert_eq!(b.records, vec![]);
         assert_eq!(
-            (b.rejections[0].location.as_str(), b.rejections[0].reason),
-            ("payload", RejectReason::Parse)
+            (b.rejections[0].location.to_string(), b.rejections[0].reason),
+            ("payload".to_string(), RejectReason::Parse)
         );
         assert!(b.rejections[0].message.contains("empty"));
     }

@@ -8,7 +8,7 @@ use tsfiled_connectors::csv::{
     CsvParseOptions, CsvParser, FileContext, GenericCsv, ParseSummary, ResumePoint, Sequential,
     Template, TimeFormat,
 };
-use tsfiled_connectors::{Error, Field, FieldValue, Record, RejectReason, TimeUnit, TypeHint};
+use tsfiled_connectors::{DataType, Error, Field, FieldValue, Record, RejectReason, TimeUnit};
 
 fn parse(opts: &CsvParseOptions, input: &str) -> (Vec<Chunk>, ParseSummary) {
     parse_ctx(opts, input, &FileContext::default())
@@ -47,7 +47,7 @@ fn f(m: &str, v: FieldValue) -> Field {
     Field::new(m, v)
 }
 
-fn typed(m: &str, v: FieldValue, t: TypeHint) -> Field {
+fn typed(m: &str, v: FieldValue, t: DataType) -> Field {
     Field {
         measurement: m.into(),
         value: v,
@@ -82,9 +82,9 @@ fn iotdb_wide_with_types_devices_nulls_and_quotes() {
                 "root.sg.d1",
                 1,
                 vec![
-                    typed("s1", Int(10), TypeHint::Int32),
-                    typed("s2", Text("a, \"b\"".into()), TypeHint::Text),
-                    typed("s3", Bool(true), TypeHint::Boolean),
+                    typed("s1", Int(10), DataType::INT32),
+                    typed("s2", Text("a, \"b\"".into()), DataType::TEXT),
+                    typed("s3", Bool(true), DataType::BOOLEAN),
                 ]
             ),
             rec("root.sg.d2", 1, vec![f("s1", Float(1.5))]),
@@ -92,9 +92,9 @@ fn iotdb_wide_with_types_devices_nulls_and_quotes() {
                 "root.sg.d1",
                 3,
                 vec![
-                    typed("s1", Int(30), TypeHint::Int32),
-                    typed("s2", Text("multi\nline".into()), TypeHint::Text),
-                    typed("s3", Bool(false), TypeHint::Boolean),
+                    typed("s1", Int(30), DataType::INT32),
+                    typed("s2", Text("multi\nline".into()), DataType::TEXT),
+                    typed("s3", Bool(false), DataType::BOOLEAN),
                 ]
             ),
             rec("root.sg.d2", 3, vec![f("s1", Int(7))]),
@@ -132,12 +132,12 @@ fn iotdb_wide_bad_rows_are_reported_by_line_and_good_rows_kept() {
             rec(
                 "root.sg.d1",
                 1,
-                vec![typed("s1", Int(1), TypeHint::Int32), f("s2", Int(1))]
+                vec![typed("s1", Int(1), DataType::INT32), f("s2", Int(1))]
             ),
             rec(
                 "root.sg.d1",
                 7,
-                vec![typed("s1", Int(7), TypeHint::Int32), f("s2", Int(7))]
+                vec![typed("s1", Int(7), DataType::INT32), f("s2", Int(7))]
             ),
         ]
     );
@@ -166,7 +166,7 @@ fn iotdb_wide_bad_rows_are_reported_by_line_and_good_rows_kept() {
     // The batch carries the same rejections for the daemon's counters.
     let rj = &chunks[0].batch.rejections;
     assert_eq!(rj.len(), 5);
-    assert_eq!(rj[0].location, "line 3");
+    assert_eq!(rj[0].location.to_string(), "line 3");
     assert_eq!(chunks[0].batch.rejected_points(), 9);
 }
 
@@ -217,20 +217,20 @@ fn iotdb_by_device() {
                 "root.sg.d1",
                 1,
                 vec![
-                    typed("s1", Float(1.0), TypeHint::Double),
+                    typed("s1", Float(1.0), DataType::DOUBLE),
                     f("s2", Text("a".into()))
                 ]
             ),
             rec(
                 "root.sg.d2",
                 1,
-                vec![typed("s1", Float(2.0), TypeHint::Double)]
+                vec![typed("s1", Float(2.0), DataType::DOUBLE)]
             ),
             rec(
                 "root.sg.d2",
                 6,
                 vec![
-                    typed("s1", Float(6.0), TypeHint::Double),
+                    typed("s1", Float(6.0), DataType::DOUBLE),
                     f("s2", Text("f".into()))
                 ]
             ),

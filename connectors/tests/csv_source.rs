@@ -15,7 +15,7 @@ use tsfiled_connectors::csv::{
 };
 use tsfiled_connectors::sink::{BatchSink, MemoryMode, MemorySink, SinkFuture};
 use tsfiled_connectors::source::validate_table;
-use tsfiled_connectors::{Batch, Error, FieldValue, Record, TypeHint};
+use tsfiled_connectors::{Batch, DataType, Error, FieldValue, Record};
 
 struct Source {
     token: CancellationToken,
@@ -111,7 +111,7 @@ fn wide(rows: std::ops::Range<i64>) -> String {
 }
 
 /// One point as the sink received it: device, time, measurement, value, declared type.
-type Point = (String, i64, String, FieldValue, Option<TypeHint>);
+type Point = (String, i64, String, FieldValue, Option<DataType>);
 
 /// Every point of `records`, sorted (the order of files and batches is not specified).
 fn points(records: &[Record]) -> Vec<Point> {
@@ -150,7 +150,7 @@ fn wide_points(device: &str, rows: std::ops::Range<i64>) -> Vec<Point> {
                 t,
                 "b".to_string(),
                 FieldValue::Float(2.0 * t as f64 + 0.5),
-                Some(TypeHint::Double),
+                Some(DataType::DOUBLE),
             ),
         ]
     })
@@ -588,7 +588,14 @@ impl BatchSink for Rejecting {
             if let Some((points, time)) = rejected {
                 out.rejected = points;
                 out.rejections.push(tsfiled_connectors::Rejection {
-                    location: format!("record 1 (root.sg.d1.a at {time})"),
+                    location: tsfiled_connectors::Location::Record {
+                        index: 1,
+                        point: Some(tsfiled_connectors::PointAt {
+                            device: "root.sg.d1".into(),
+                            measurement: "a".into(),
+                            time,
+                        }),
+                    },
                     reason: tsfiled_connectors::RejectReason::TypeMismatch,
                     message: "an integer does not fit this series' type (BOOLEAN)".into(),
                     points,

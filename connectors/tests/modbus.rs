@@ -16,7 +16,7 @@ use tsfiled_connectors::sink::MemorySink;
 use tsfiled_connectors::source::{
     validate_table, RecordingMetrics, SourceContext, SourceSettings, StatusReporter,
 };
-use tsfiled_connectors::{FieldValue, Record, TypeHint};
+use tsfiled_connectors::{DataType, FieldValue, Record};
 
 /// The simulator: unit 17 with registers packed by `struct` (`>`: big endian, `<`: little),
 /// printing each request it receives as `REQ fc=.. unit=.. address=.. count=..`.
@@ -209,7 +209,7 @@ impl Running {
     }
 }
 
-fn fields(r: &Record) -> BTreeMap<String, (FieldValue, Option<TypeHint>)> {
+fn fields(r: &Record) -> BTreeMap<String, (FieldValue, Option<DataType>)> {
     r.fields
         .iter()
         .map(|f| (f.measurement.to_string(), (f.value.clone(), f.type_hint)))
@@ -312,9 +312,11 @@ async fn reads_every_type_and_order_in_batched_requests() {
         "{} not in [{before}, {after}]",
         r.time
     );
+    use DataType::{
+        BOOLEAN as Boolean, DOUBLE as Double, FLOAT as F32, INT32 as Int32, INT64 as Int64,
+    };
     use FieldValue::{Bool, Float, Int};
-    use TypeHint::{Boolean, Double, Float as F32, Int32, Int64};
-    let expected: BTreeMap<String, (FieldValue, Option<TypeHint>)> = [
+    let expected: BTreeMap<String, (FieldValue, Option<DataType>)> = [
         ("i16", Int(-12345), Int32),
         ("u16", Int(54321), Int32),
         ("i32", Int(-123_456_789), Int32),

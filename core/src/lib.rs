@@ -2,12 +2,13 @@
 //! ([`KeyPath`], [`Diagnostic`]), the positions of a TOML document ([`SpanIndex`]), the
 //! stage-two [`Validator`] with its typed readers, the [`config_table!`] declaration of raw
 //! tables, units (sizes, durations, [`TimeUnit`]), IoTDB path rules ([`path`]), the
-//! template grammars ([`Template`], [`TopicTemplate`], [`Glob`]), TsFile data types, encodings
-//! and compressions by name ([`schema`]), and the machine checks of `check-config`
-//! ([`probe`]).
+//! template grammars ([`DeviceTemplate`], [`Template`], [`TopicTemplate`], [`Glob`]), TsFile data types, encodings
+//! and compressions (the `tsfile` crate's, with their configuration names: [`schema`]), and the
+//! machine checks of `check-config` ([`probe`]).
 //!
-//! No tokio, no TsFile bytes.
+//! No tokio.
 
+mod device_template;
 mod diag;
 pub mod locate;
 pub mod path;
@@ -19,6 +20,7 @@ mod time;
 pub mod units;
 mod validate;
 
+pub use device_template::{DeviceTemplate, TemplateError};
 pub use diag::{Diagnostic, Diagnostics, KeyPath, Segment};
 pub use locate::SpanIndex;
 pub use path::PathError;
@@ -28,8 +30,8 @@ pub use patterns::{
 };
 pub use raw::{FieldDoc, Human};
 pub use schema::{
-    encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4, Compression,
-    DataType, Encoding, PathPattern, PatternNode,
+    declared_type, encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4,
+    Compression, ConfigName, DataType, Encoding, EncodingName, Named, PathPattern, PatternNode,
 };
 pub use time::TimeUnit;
 pub use units::{format_duration, parse_duration, parse_size, ByteSize, UnitError};

@@ -26,6 +26,13 @@
 //! Measurement names never contain `.`: TsFile sorts and splits series paths on `.`, and a dotted
 //! measurement would be read back as a deeper device.
 //!
+//! # Sanitizing
+//!
+//! [`sanitize_node`] maps any string to a valid node: every character outside the allowed set
+//! becomes `_`, an empty string becomes `_`, and a result that is reserved (`root`, `time`,
+//! `timestamp`) or exponent-shaped gets a `_` prefix. Distinct inputs can map to the same node
+//! (`a-b` and `a.b` both become `a_b`).
+//!
 //! The checks run once per incoming point: they do not allocate unless they fail, and they are
 //! `#[inline]` so that the connectors compile them with their own optimisation.
 
@@ -217,6 +224,65 @@ pub fn check_prefix(prefix: &str, root_allowed: bool) -> Result<(), String> {
         return Ok(());
     }
     validate_device(prefix).map_err(|e| format!("path \"{prefix}\" {e}"))
+}
+
+/// Appends `raw` to `out` as a valid path node (see the module docs, "Sanitizing").
+/// `measurement` also avoids the measurement-only reserved words.
+#[inline]
+pub fn sanitize_node_into(raw: &str, measurement: bool, out: &mut String) {
+    let start = out.len();
+    if !raw.is_empty()
+        && raw.len() < MAX_NODE_BYTES
+        && raw.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        if is_reserved(raw, measurement) || is_exponent_shaped(raw) {
+            out.push('_');
+        }
+        out.push_str(raw);
+        return;
+    }
+    let mut bytes_left = MAX_NODE_BYTES - 1; // keep room for a `_` prefix
+    for c in raw.chars() {
+        let c = if is_node_char(c) { c } else { '_' };
+        if c.len_utf8() > bytes_left {
+            break;
+        }
+        bytes_left -= c.len_utf8();
+        out.push(c);
+    }
+    let node = &out[start..];
+    if node.is_empty() {
+        out.push('_');
+    } else if is_reserved(node, measurement) || is_exponent_shaped(node) {
+        out.insert(start, '_');
+    }
+}
+
+/// `raw` as a valid path node (see the module docs for the rule).
+pub fn sanitize_node(raw: &str) -> String {
+    let mut s = String::with_capacity(raw.len());
+    sanitize_node_into(raw, false, &mut s);
+    s
+}
+
+/// `raw` as a valid measurement name (like [`sanitize_node`], also avoiding `time`/`timestamp`).
+pub fn sanitize_measurement(raw: &str) -> String {
+    let mut s = String::with_capacity(raw.len());
+    sanitize_node_into(raw, true, &mut s);
+    s
+}
+
+/// Whether `raw` is already a valid measurement name, so sanitizing can be skipped.
+#[inline]
+pub fn is_clean_measurement(raw: &str) -> bool {
+    !raw.is_empty()
+        && raw.len() < MAX_NODE_BYTES
+        && raw
+            .as_bytes()
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        && !is_reserved(raw, true)
+        && !is_exponent_shaped(raw)
 }
 
 #[cfg(test)]

@@ -153,8 +153,10 @@ pub enum TemplatePart {
     Placeholder(String),
 }
 
-/// A device-path template such as `{measurement}.{host}` or `root.plant.{file_stem}`:
-/// literal path text with `{name}` placeholders, split into nodes by `.`.
+/// A path template with `{name}` placeholders, such as the CSV source's device template
+/// `root.plant.{file_stem}` ([`Template::parse_csv_device`]): literal path text with `{name}`
+/// placeholders, split into nodes by `.`. The line-protocol device template, with its
+/// `{tags}` and `{tag:KEY|default}`, is [`DeviceTemplate`](crate::DeviceTemplate).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
     text: String,
@@ -173,8 +175,8 @@ impl Template {
         Template::parse_at(text, 0, allowed, whole_node)
     }
 
-    /// Parses a template whose first node is at `first_level` of the device path, e.g. the
-    /// line-protocol `device_template` below a `path_prefix` of that many levels after `root`.
+    /// Parses a template whose first node is at `first_level` of the device path, e.g. a
+    /// template below a prefix of that many levels.
     /// A node of literal text alone must be a valid path node there
     /// ([`check_node`](crate::path::check_node): not `root` below level 0, not `1e5`, at most
     /// 255 bytes); the literal text of a node with placeholders must use node characters.
@@ -362,7 +364,7 @@ impl Template {
     }
 
     /// Renders the template, asking `value` for each placeholder; `None` if one is missing.
-    /// A placeholder whose value is empty removes its node (used for `{tags}` with no tags).
+    /// A placeholder whose value is empty removes its node.
     pub fn render<'a>(&self, mut value: impl FnMut(&str) -> Option<&'a str>) -> Option<String> {
         let mut out = String::new();
         for p in &self.parts {

@@ -1,161 +1,239 @@
-//! TsFile data types, encodings and compressions as the configuration names them, the
-//! encoding/type pairs format 000002 (TsFile 0.10) and format v4 (TsFile 2.x) accept, and
-//! IoTDB path patterns for schema rules.
+//! TsFile data types, encodings and compressions (the `tsfile` crate's, re-exported: one
+//! definition for the format library, the configuration, the sources and the daemon), the
+//! subsets the daemon writes in format 000002 (TsFile 0.10) and format v4 (TsFile 2.x),
+//! their configuration names (serde by IoTDB's upper-case names: [`Named`]), and IoTDB path
+//! patterns for schema rules.
 //!
-//! Encoding names follow the format a pipeline writes, as TsFile and IoTDB name them:
-//! in format 000002 `GORILLA` is TsFile 0.10's GORILLA (code 6); in v4 `GORILLA` is TsFile
-//! 2.x's GORILLA (code 8) and code 6 is called `GORILLA_V1`, as Apache TsFile 2.x's
-//! `TSEncoding` and IoTDB 2.x's configuration name them.
-//!
-//! This crate does not depend on the `tsfile` crate: the enums here carry the canonical TsFile
-//! names ([`DataType::as_str`] etc.), which the daemon maps onto the format library's types.
+//! Encoding names follow the format a pipeline writes, as TsFile and IoTDB name them
+//! ([`EncodingName`]): in format 000002 `GORILLA` is TsFile 0.10's GORILLA (code 6); in v4
+//! `GORILLA` is TsFile 2.x's GORILLA (code 8) and code 6 is called `GORILLA_V1`, as Apache
+//! TsFile 2.x's `TSEncoding` and IoTDB 2.x's configuration name them.
 
 use std::fmt;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use crate::path::check_node;
 
-macro_rules! name_enum {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident = $s:literal),* $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name { $($(#[$vm])* $var),* }
+pub use tsfile::{Compression, DataType, Encoding};
 
-        impl $name {
-            /// Every value, in the order TsFile lists them.
-            pub const ALL: &'static [$name] = &[$($name::$var),*];
+/// A TsFile enum the configuration names: the values the daemon writes, by their IoTDB name.
+pub trait ConfigName: Copy + PartialEq + fmt::Display + 'static {
+    /// What a value is called in messages (`data type`).
+    const WHAT: &'static str;
+    /// Every value of the type.
+    fn all() -> &'static [Self];
+    /// Whether the daemon writes this value (in either format).
+    fn written(self) -> bool;
+    /// The IoTDB name (`INT64`, `TS_2DIFF`, `SNAPPY`).
+    fn name(self) -> &'static str;
 
-            /// The canonical TsFile name (upper case).
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$var => $s),* }
-            }
+    /// The values the daemon writes, in TsFile's order.
+    fn accepted() -> Vec<Self> {
+        Self::all()
+            .iter()
+            .copied()
+            .filter(|v| v.written())
+            .collect()
+    }
 
-            /// Parses a name, ignoring ASCII case.
-            pub fn parse(s: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.as_str().eq_ignore_ascii_case(s))
-            }
+    /// Parses an accepted value by name, ignoring ASCII case.
+    fn parse_name(s: &str) -> Option<Self> {
+        Self::all()
+            .iter()
+            .copied()
+            .find(|v| v.written() && v.name().eq_ignore_ascii_case(s))
+    }
 
-            /// The accepted names, for error messages: `"A", "B", "C"`.
-            pub fn choices() -> String {
-                Self::ALL.iter().map(|v| format!("\"{}\"", v.as_str())).collect::<Vec<_>>().join(", ")
-            }
+    /// The accepted names, for error messages: `"A", "B", "C"`.
+    fn choices() -> String {
+        Self::accepted()
+            .iter()
+            .map(|v| format!("\"{}\"", v.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl ConfigName for DataType {
+    const WHAT: &'static str = "data type";
+    fn all() -> &'static [Self] {
+        DataType::ALL
+    }
+    fn written(self) -> bool {
+        self.in_v2()
+    }
+    fn name(self) -> &'static str {
+        DataType::name(self)
+    }
+}
+
+impl ConfigName for Compression {
+    const WHAT: &'static str = "compression";
+    fn all() -> &'static [Self] {
+        Compression::ALL
+    }
+    /// The compressions of format v4; format 000002 has UNCOMPRESSED and SNAPPY of them
+    /// ([`Compression::is_supported`], checked by
+    /// [`Validator::check_compression`](crate::Validator::check_compression)).
+    fn written(self) -> bool {
+        self.is_supported_v4()
+    }
+    fn name(self) -> &'static str {
+        Compression::name(self)
+    }
+}
+
+/// An encoding as the configuration names it: the five names of TsFile 0.10, then those
+/// only TsFile 2.x (format v4) has. What a name stands for depends on the pipeline's format
+/// ([`EncodingName::in_format`]): `GORILLA` is code 6 in format 000002 and code 8 in v4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EncodingName(&'static str);
+
+impl EncodingName {
+    /// `GORILLA`: TsFile 0.10's (code 6) in format 000002, TsFile 2.x's (code 8) in v4.
+    pub const GORILLA: EncodingName = EncodingName("GORILLA");
+
+    /// Every configuration name of an encoding, in the order messages list them.
+    pub const ALL: &'static [EncodingName] = &[
+        EncodingName("PLAIN"),
+        EncodingName("RLE"),
+        EncodingName("TS_2DIFF"),
+        EncodingName::GORILLA,
+        EncodingName("REGULAR"),
+        EncodingName("DICTIONARY"),
+        EncodingName("GORILLA_V1"),
+        EncodingName("ZIGZAG"),
+        EncodingName("CHIMP"),
+        EncodingName("SPRINTZ"),
+        EncodingName("RLBE"),
+    ];
+
+    /// The encoding this name stands for in format v4 (`v4`: TsFile 2.x's names,
+    /// [`Encoding::from_v4_name`]) or format 000002 (TsFile 0.10's, [`Encoding::name`]);
+    /// `None` for a TsFile 2.x name 0.10 has no encoding of (`DICTIONARY`, `GORILLA_V1`).
+    pub fn in_format(self, v4: bool) -> Option<Encoding> {
+        Encoding::ALL
+            .iter()
+            .copied()
+            .find(|e| (if v4 { e.v4_name() } else { e.name() }) == self.0)
+    }
+
+    /// The configuration name of an encoding the daemon writes: its name in the format
+    /// that writes it (code 6, which only 000002 writes, and code 8, which only v4 writes,
+    /// are both `GORILLA`; code 1 is `DICTIONARY`).
+    pub fn of(e: Encoding) -> EncodingName {
+        let name = if e == Encoding::GORILLA {
+            e.name()
+        } else {
+            e.v4_name()
+        };
+        EncodingName::ALL
+            .iter()
+            .copied()
+            .find(|n| n.0 == name)
+            .unwrap_or(EncodingName(name))
+    }
+
+    /// The name (`TS_2DIFF`).
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl fmt::Display for EncodingName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl ConfigName for EncodingName {
+    const WHAT: &'static str = "encoding";
+    fn all() -> &'static [Self] {
+        EncodingName::ALL
+    }
+    fn written(self) -> bool {
+        true
+    }
+    fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+/// The message for a name that is not an accepted `T`.
+pub fn unknown_name<T: ConfigName>(s: &str) -> String {
+    format!(
+        "unknown {} \"{s}\"; expected one of {}",
+        T::WHAT,
+        T::choices()
+    )
+}
+
+/// A [`ConfigName`] value as a raw configuration table holds it: deserialized by its IoTDB
+/// name (any case), or the text of a name that is not accepted, which stage two reports
+/// ([`Validator::named`](crate::Validator::named)) with its position, so that one bad name
+/// does not hide the file's other problems.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Named<T> {
+    /// An accepted value.
+    Known(T),
+    /// A name that is not accepted, as written.
+    Unknown(String),
+}
+
+impl<'de, T: ConfigName> Deserialize<'de> for Named<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(match T::parse_name(&s) {
+            Some(v) => Named::Known(v),
+            None => Named::Unknown(s),
+        })
+    }
+}
+
+impl<T: ConfigName> Serialize for Named<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Named::Known(v) => s.serialize_str(v.name()),
+            Named::Unknown(text) => s.serialize_str(text),
         }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-name_enum! {
-    /// A TsFile 0.10 data type.
-    DataType {
-        /// `BOOLEAN`
-        Boolean = "BOOLEAN",
-        /// `INT32`
-        Int32 = "INT32",
-        /// `INT64`
-        Int64 = "INT64",
-        /// `FLOAT`
-        Float = "FLOAT",
-        /// `DOUBLE`
-        Double = "DOUBLE",
-        /// `TEXT`
-        Text = "TEXT",
     }
 }
 
-name_enum! {
-    /// A value encoding by its configuration name: the five of TsFile 0.10, then those
-    /// only TsFile 2.x (format v4) has. `Gorilla` is the format's own GORILLA (see the
-    /// module documentation).
-    Encoding {
-        /// `PLAIN`
-        Plain = "PLAIN",
-        /// `RLE`
-        Rle = "RLE",
-        /// `TS_2DIFF`
-        Ts2Diff = "TS_2DIFF",
-        /// `GORILLA`: code 6 in format 000002, code 8 in v4.
-        Gorilla = "GORILLA",
-        /// `REGULAR` (format 000002 only).
-        Regular = "REGULAR",
-        /// `DICTIONARY` (v4 only; code 1).
-        Dictionary = "DICTIONARY",
-        /// `GORILLA_V1`: TsFile 2.x's name of code 6; no v4 writer writes it.
-        GorillaV1 = "GORILLA_V1",
-        /// `ZIGZAG` (v4 only).
-        Zigzag = "ZIGZAG",
-        /// `CHIMP` (v4 only).
-        Chimp = "CHIMP",
-        /// `SPRINTZ` (v4 only).
-        Sprintz = "SPRINTZ",
-        /// `RLBE` (v4 only).
-        Rlbe = "RLBE",
+/// A data type declared by an input for a series, by IoTDB name (any case): the
+/// `(INT32)` suffix of a CSV export header, a REST `data_types` entry. The types of format
+/// 000002; newer IoTDB's `STRING` is read as TEXT.
+pub fn declared_type(name: &str) -> Option<DataType> {
+    if name.eq_ignore_ascii_case("STRING") {
+        return Some(DataType::TEXT);
     }
+    DataType::parse_name(name)
 }
 
-name_enum! {
-    /// A page compression: the two of TsFile 0.10, then those only format v4 has.
-    Compression {
-        /// `UNCOMPRESSED`
-        Uncompressed = "UNCOMPRESSED",
-        /// `SNAPPY`
-        Snappy = "SNAPPY",
-        /// `GZIP` (v4 only).
-        Gzip = "GZIP",
-        /// `LZ4` (v4 only).
-        Lz4 = "LZ4",
-        /// `ZSTD` (v4 only).
-        Zstd = "ZSTD",
-    }
-}
-
-impl Compression {
-    /// Whether format 000002 (TsFile 0.10) has this compression.
-    pub fn supported_v2(self) -> bool {
-        matches!(self, Compression::Uncompressed | Compression::Snappy)
-    }
-}
-
-/// Whether TsFile 0.10 can write a series of type `t` with encoding `e`.
-///
-/// The matrix of the Java writer's encoder factory: PLAIN takes every type; RLE and TS_2DIFF
-/// take the numeric types (RLE also BOOLEAN); GORILLA takes FLOAT and DOUBLE; REGULAR takes
-/// INT32 and INT64; TEXT takes only PLAIN.
+/// Whether the daemon writes a series of type `t` with encoding `e` in format 000002
+/// (TsFile 0.10, [`Encoding::supports`]).
 pub fn encoding_supported(t: DataType, e: Encoding) -> bool {
-    use DataType as T;
-    use Encoding as E;
-    match e {
-        E::Plain => true,
-        E::Rle => matches!(t, T::Boolean | T::Int32 | T::Int64 | T::Float | T::Double),
-        E::Ts2Diff => matches!(t, T::Int32 | T::Int64 | T::Float | T::Double),
-        E::Gorilla => matches!(t, T::Float | T::Double),
-        E::Regular => matches!(t, T::Int32 | T::Int64),
-        E::Dictionary | E::GorillaV1 | E::Zigzag | E::Chimp | E::Sprintz | E::Rlbe => false,
-    }
+    t.in_v2() && e.supports(t)
 }
 
-/// Whether the daemon writes a series of type `t` with encoding `e` (a TsFile 2.x name) in
-/// TsFile v4 (`storage.format_version = 4`): the format library's v4 matrix (the `tsfile`
-/// crate's `Encoding::supports_v4`, the pairs the Apache TsFile 2.x C++ library writes and
-/// reads; a daemon test checks that the two agree). PLAIN for every type; DICTIONARY for
-/// TEXT; RLE and ZIGZAG for INT32 and INT64; TS_2DIFF, GORILLA, CHIMP, SPRINTZ and RLBE for
-/// INT32, INT64, FLOAT and DOUBLE. BOOLEAN RLE is not written (the C++ library does not read
-/// it back), GORILLA_V1 and REGULAR are not written in v4.
+/// The encodings [`encoding_supported`] allows for `t`, for error messages.
+pub fn encodings_for(t: DataType) -> Vec<Encoding> {
+    Encoding::ALL
+        .iter()
+        .copied()
+        .filter(|e| encoding_supported(t, *e))
+        .collect()
+}
+
+/// Whether the daemon writes a series of type `t` with encoding `e` in TsFile v4
+/// (`storage.format_version = 4`): the format library's v4 matrix
+/// ([`Encoding::supports_v4`], the pairs the Apache TsFile 2.x C++ library writes and reads)
+/// without BOOLEAN RLE (the C++ library does not read it back). By TsFile 2.x's names: PLAIN
+/// for every type; DICTIONARY for TEXT; RLE and ZIGZAG for INT32 and INT64; TS_2DIFF,
+/// GORILLA, CHIMP, SPRINTZ and RLBE for INT32, INT64, FLOAT and DOUBLE. GORILLA_V1 (code 6)
+/// and REGULAR are not written in v4.
 pub fn encoding_supported_v4(t: DataType, e: Encoding) -> bool {
-    use DataType as T;
-    use Encoding as E;
-    match e {
-        E::Plain => true,
-        E::Dictionary => t == T::Text,
-        E::Rle | E::Zigzag => matches!(t, T::Int32 | T::Int64),
-        E::Ts2Diff | E::Gorilla | E::Chimp | E::Sprintz | E::Rlbe => {
-            matches!(t, T::Int32 | T::Int64 | T::Float | T::Double)
-        }
-        E::GorillaV1 | E::Regular => false,
-    }
+    t.in_v2() && e.supports_v4(t) && !(t == DataType::BOOLEAN && e == Encoding::RLE)
 }
 
 /// The encodings [`encoding_supported_v4`] allows for `t`, for error messages.
@@ -164,15 +242,6 @@ pub fn encodings_for_v4(t: DataType) -> Vec<Encoding> {
         .iter()
         .copied()
         .filter(|e| encoding_supported_v4(t, *e))
-        .collect()
-}
-
-/// The encodings TsFile 0.10 accepts for `t`, for error messages.
-pub fn encodings_for(t: DataType) -> Vec<Encoding> {
-    Encoding::ALL
-        .iter()
-        .copied()
-        .filter(|e| encoding_supported(t, *e))
         .collect()
 }
 
@@ -311,44 +380,107 @@ mod tests {
     fn matrix() {
         use DataType::*;
         use Encoding::*;
-        assert!(encoding_supported(Boolean, Rle));
-        assert!(!encoding_supported(Boolean, Ts2Diff));
-        assert!(!encoding_supported(Boolean, Gorilla));
-        assert!(!encoding_supported(Text, Rle));
-        assert!(encoding_supported(Text, Plain));
-        assert!(!encoding_supported(Int64, Gorilla));
-        assert!(encoding_supported(Int64, Regular));
-        assert!(!encoding_supported(Double, Regular));
-        assert!(encoding_supported(Float, Ts2Diff));
-        assert_eq!(encodings_for(Text), vec![Plain]);
-        let accepted: usize = DataType::ALL.iter().map(|t| encodings_for(*t).len()).sum();
+        assert!(RLE.supports(BOOLEAN));
+        assert!(!TS_2DIFF.supports(BOOLEAN));
+        assert!(!GORILLA.supports(BOOLEAN));
+        assert!(!RLE.supports(TEXT));
+        assert!(PLAIN.supports(TEXT));
+        assert!(!GORILLA.supports(INT64));
+        assert!(REGULAR.supports(INT64));
+        assert!(!REGULAR.supports(DOUBLE));
+        assert!(TS_2DIFF.supports(FLOAT));
+        assert_eq!(encodings_for(TEXT), vec![PLAIN]);
+        assert_eq!(encodings_for(BOOLEAN), vec![PLAIN, RLE]);
+        let accepted: usize = DataType::accepted()
+            .iter()
+            .map(|t| encodings_for(*t).len())
+            .sum();
         assert_eq!(accepted, 2 + 4 + 4 + 4 + 4 + 1);
-        // v4: BOOLEAN PLAIN; INT32/INT64 PLAIN RLE TS_2DIFF GORILLA ZIGZAG CHIMP SPRINTZ RLBE;
-        // FLOAT/DOUBLE PLAIN TS_2DIFF GORILLA CHIMP SPRINTZ RLBE; TEXT PLAIN DICTIONARY.
-        assert_eq!(encodings_for_v4(Boolean), vec![Plain]);
-        assert_eq!(encodings_for_v4(Text), vec![Plain, Dictionary]);
-        assert_eq!(
-            encodings_for_v4(Int32),
-            vec![Plain, Rle, Ts2Diff, Gorilla, Zigzag, Chimp, Sprintz, Rlbe]
-        );
-        assert_eq!(
-            encodings_for_v4(Double),
-            vec![Plain, Ts2Diff, Gorilla, Chimp, Sprintz, Rlbe]
-        );
-        assert!(!encoding_supported_v4(Double, GorillaV1));
-        assert!(!encoding_supported_v4(Int64, Regular));
-        assert!(!encoding_supported(Int64, Zigzag));
+        // v4 (TsFile 2.x names): BOOLEAN PLAIN; INT32/INT64 PLAIN RLE TS_2DIFF GORILLA
+        // ZIGZAG CHIMP SPRINTZ RLBE; FLOAT/DOUBLE PLAIN TS_2DIFF GORILLA CHIMP SPRINTZ RLBE;
+        // TEXT PLAIN DICTIONARY.
+        let v4 = |t| -> Vec<&str> { encodings_for_v4(t).iter().map(|e| e.v4_name()).collect() };
+        assert_eq!(v4(BOOLEAN), ["PLAIN"]);
+        assert_eq!(v4(TEXT), ["PLAIN", "DICTIONARY"]);
+        for t in [INT32, INT64] {
+            assert_eq!(
+                v4(t),
+                ["PLAIN", "RLE", "TS_2DIFF", "GORILLA", "ZIGZAG", "CHIMP", "SPRINTZ", "RLBE"],
+                "{t}"
+            );
+        }
+        for t in [FLOAT, DOUBLE] {
+            assert_eq!(
+                v4(t),
+                ["PLAIN", "TS_2DIFF", "GORILLA", "CHIMP", "SPRINTZ", "RLBE"],
+                "{t}"
+            );
+        }
+        assert!(!encoding_supported_v4(BOOLEAN, RLE));
+        // GORILLA_V1 (code 6) and REGULAR are not written in v4; ZIGZAG not in 000002.
+        assert!(!encoding_supported_v4(DOUBLE, GORILLA));
+        assert!(!encoding_supported_v4(INT64, REGULAR));
+        assert!(!encoding_supported(INT64, ZIGZAG));
+        assert!(!encoding_supported(DOUBLE, GORILLA_V2));
+        assert!(encodings_for_v4(TIMESTAMP).is_empty());
     }
 
     #[test]
     fn names() {
-        assert_eq!(Encoding::parse("ts_2diff"), Some(Encoding::Ts2Diff));
-        assert_eq!(DataType::parse("INT64"), Some(DataType::Int64));
-        assert_eq!(DataType::parse("STRING"), None);
-        assert_eq!(Compression::parse("gzip"), Some(Compression::Gzip));
-        assert!(!Compression::Gzip.supported_v2());
-        assert!(Compression::Snappy.supported_v2());
-        assert_eq!(Encoding::parse("gorilla_v1"), Some(Encoding::GorillaV1));
+        assert_eq!(DataType::parse_name("INT64"), Some(DataType::INT64));
+        assert_eq!(DataType::parse_name("STRING"), None);
+        assert_eq!(declared_type("string"), Some(DataType::TEXT));
+        assert_eq!(declared_type("DATE"), None);
+        assert_eq!(Compression::parse_name("gzip"), Some(Compression::GZIP));
+        assert_eq!(Compression::parse_name("LZO"), None);
+        assert!(!Compression::GZIP.is_supported());
+        assert!(Compression::SNAPPY.is_supported());
+        assert_eq!(
+            Compression::choices(),
+            "\"UNCOMPRESSED\", \"SNAPPY\", \"GZIP\", \"LZ4\", \"ZSTD\""
+        );
+        assert_eq!(
+            DataType::choices(),
+            "\"BOOLEAN\", \"INT32\", \"INT64\", \"FLOAT\", \"DOUBLE\", \"TEXT\""
+        );
+        assert_eq!(
+            EncodingName::choices(),
+            "\"PLAIN\", \"RLE\", \"TS_2DIFF\", \"GORILLA\", \"REGULAR\", \"DICTIONARY\", \"GORILLA_V1\", \"ZIGZAG\", \"CHIMP\", \"SPRINTZ\", \"RLBE\""
+        );
+        let name = |s| EncodingName::parse_name(s).unwrap();
+        assert_eq!(EncodingName::parse_name("GORILLA_V2"), None);
+        assert_eq!(EncodingName::parse_name("PLAIN_DICTIONARY"), None);
+        // Codes by TsFile 0.10's names in format 000002, by TsFile 2.x's in v4 (Apache
+        // TsFile 2.x `TSEncoding`: DICTIONARY 1, GORILLA_V1 6, GORILLA 8, ZIGZAG 9, CHIMP 11,
+        // SPRINTZ 12, RLBE 13).
+        let code = |s, v4| name(s).in_format(v4).map(|e: Encoding| e.code());
+        assert_eq!(code("ts_2diff", false), Some(4));
+        assert_eq!(code("GORILLA", false), Some(6));
+        assert_eq!(code("GORILLA", true), Some(8));
+        assert_eq!(code("gorilla_v1", true), Some(6));
+        assert_eq!(code("DICTIONARY", true), Some(1));
+        assert_eq!(code("ZIGZAG", true), Some(9));
+        assert_eq!(code("CHIMP", true), Some(11));
+        assert_eq!(code("SPRINTZ", true), Some(12));
+        assert_eq!(code("RLBE", true), Some(13));
+        assert_eq!(code("TS_2DIFF", true), Some(4));
+        assert_eq!(code("REGULAR", true), Some(7));
+        assert_eq!(code("GORILLA_V1", false), None);
+        assert_eq!(code("DICTIONARY", false), None);
+        // Every written encoding has one configuration name, which stands for it in the
+        // format that writes it.
+        for t in DataType::accepted() {
+            for (v4, es) in [(false, encodings_for(t)), (true, encodings_for_v4(t))] {
+                for e in es {
+                    assert_eq!(EncodingName::of(e).in_format(v4), Some(e), "{t} {e} {v4}");
+                }
+            }
+        }
+        assert_eq!(
+            EncodingName::of(Encoding::GORILLA_V2),
+            EncodingName::GORILLA
+        );
+        assert_eq!(EncodingName::of(Encoding::GORILLA), EncodingName::GORILLA);
     }
 
     #[test]

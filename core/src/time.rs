@@ -55,7 +55,7 @@ impl TimeUnit {
     }
 
     /// Short name: `s`, `ms`, `us`, `ns`.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             TimeUnit::Seconds => "s",
             TimeUnit::Millis => "ms",

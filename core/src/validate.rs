@@ -10,8 +10,8 @@ use crate::diag::{Diagnostic, KeyPath};
 use crate::locate::SpanIndex;
 use crate::raw::Human;
 use crate::schema::{
-    encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4, Compression,
-    DataType, Encoding,
+    encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4, unknown_name,
+    Compression, ConfigName, DataType, Encoding, EncodingName, Named,
 };
 use crate::time::TimeUnit;
 use crate::units::{format_duration, parse_duration, parse_size, ByteSize};
@@ -297,105 +297,76 @@ impl Validator<'_> {
         }
     }
 
-    /// A TsFile data type by name.
-    pub fn data_type(&mut self, s: &str, path: &KeyPath) -> Option<DataType> {
-        let t = DataType::parse(s);
-        if t.is_none() {
-            self.err(
-                path,
-                format!(
-                    "unknown data type \"{s}\"; expected one of {}",
-                    DataType::choices()
-                ),
-            );
+    /// The value of a TsFile name ([`Named`]); an unknown name is reported. `None` when not
+    /// written or unknown.
+    pub fn named<T: ConfigName>(&mut self, v: &Option<Named<T>>, path: &KeyPath) -> Option<T> {
+        match v {
+            None => None,
+            Some(Named::Known(t)) => Some(*t),
+            Some(Named::Unknown(s)) => {
+                self.err(path, unknown_name::<T>(s));
+                None
+            }
         }
-        t
     }
 
-    /// A TsFile encoding by name.
-    pub fn encoding(&mut self, s: &str, path: &KeyPath) -> Option<Encoding> {
-        let e = Encoding::parse(s);
-        if e.is_none() {
-            self.err(
-                path,
-                format!(
-                    "unknown encoding \"{s}\"; expected one of {}",
-                    Encoding::choices()
-                ),
-            );
-        }
-        e
-    }
-
-    /// A TsFile compression by name; `default` when not written or unknown.
-    pub fn compression(
+    /// The encoding configuration name `name` stands for in the pipeline's format (`v4`:
+    /// TsFile v4, else format 000002; see [`EncodingName::in_format`]) if that format writes
+    /// type `t` with it ([`encoding_supported`], [`encoding_supported_v4`]); reported when
+    /// not, with the encodings the type takes in that format.
+    pub fn check_encoding(
         &mut self,
-        v: &Option<String>,
+        t: DataType,
+        name: EncodingName,
+        v4: bool,
         path: &KeyPath,
-        default: Compression,
-    ) -> Compression {
-        let Some(s) = v else { return default };
-        match Compression::parse(s) {
-            Some(c) => c,
-            None => {
-                self.err(
-                    path,
-                    format!(
-                        "unknown compression \"{s}\"; expected one of {}",
-                        Compression::choices()
-                    ),
-                );
-                default
-            }
-        }
-    }
-
-    /// Whether the format of the pipeline (`v4`: TsFile v4, else format 000002) writes type
-    /// `t` with encoding `e` (see [`encoding_supported`], [`encoding_supported_v4`]);
-    /// reported when not, with the encodings the type takes in that format.
-    pub fn check_encoding(&mut self, t: DataType, e: Encoding, v4: bool, path: &KeyPath) -> bool {
+    ) -> Option<Encoding> {
+        let e = name.in_format(v4);
         if v4 {
-            if encoding_supported_v4(t, e) {
-                return true;
+            if let Some(e) = e.filter(|e| encoding_supported_v4(t, *e)) {
+                return Some(e);
             }
-            let ok: Vec<&str> = encodings_for_v4(t).iter().map(|e| e.as_str()).collect();
-            let note = match e {
-                Encoding::GorillaV1 => " (GORILLA_V1 is TsFile 2.x's name of format 000002's GORILLA; in v4 \"GORILLA\" is TsFile 2.x's GORILLA)",
-                Encoding::Regular => " (TsFile 2.x has no REGULAR encoder)",
+            let ok: Vec<&str> = encodings_for_v4(t).iter().map(|e| e.v4_name()).collect();
+            let note = match name.as_str() {
+                "GORILLA_V1" => " (GORILLA_V1 is TsFile 2.x's name of format 000002's GORILLA; in v4 \"GORILLA\" is TsFile 2.x's GORILLA)",
+                "REGULAR" => " (TsFile 2.x has no REGULAR encoder)",
                 _ => "",
             };
             self.err(
                 path,
                 format!(
-                    "{t} {e} is not written in TsFile v4 (storage.format_version = 4); {t} takes {}{note}",
+                    "{t} {name} is not written in TsFile v4 (storage.format_version = 4); {t} takes {}{note}",
                     choices_text(&ok)
                 ),
             );
-            return false;
+            return None;
         }
-        if encoding_supported(t, e) {
-            return true;
+        if let Some(e) = e.filter(|e| encoding_supported(t, *e)) {
+            return Some(e);
         }
-        let ok: Vec<&str> = encodings_for(t).iter().map(|e| e.as_str()).collect();
-        let note = if encoding_supported_v4(t, e) {
-            format!(" ({t} {e} is written in TsFile v4: storage.format_version = 4)")
+        let ok: Vec<&str> = encodings_for(t).iter().map(|e| e.name()).collect();
+        let note = if name
+            .in_format(true)
+            .is_some_and(|e| encoding_supported_v4(t, e))
+        {
+            format!(" ({t} {name} is written in TsFile v4: storage.format_version = 4)")
         } else {
             String::new()
         };
         self.err(
             path,
             format!(
-                "TsFile 0.10 cannot encode {t} with {e}; {t} takes {}{note}",
+                "TsFile 0.10 cannot encode {t} with {name}; {t} takes {}{note}",
                 choices_text(&ok)
             ),
         );
-        false
+        None
     }
 
     /// Whether the pipeline's format (`v4`, else format 000002) has compression `c`;
     /// reported when not.
     pub fn check_compression(&mut self, c: Compression, v4: bool, path: &KeyPath) -> bool {
-        if v4 || c.supported_v2() {
+        if v4 || c.is_supported() {
             return true;
         }
         self.err(
@@ -408,10 +379,11 @@ impl Validator<'_> {
     }
 }
 
-/// The configuration's names of [`TimeUnit`]s.
+/// The configuration's names of [`TimeUnit`]s ([`TimeUnit::name`]), in the order messages
+/// list them.
 pub const PRECISIONS: &[(&str, TimeUnit)] = &[
-    ("ms", TimeUnit::Millis),
-    ("us", TimeUnit::Micros),
-    ("ns", TimeUnit::Nanos),
-    ("s", TimeUnit::Seconds),
+    (TimeUnit::Millis.name(), TimeUnit::Millis),
+    (TimeUnit::Micros.name(), TimeUnit::Micros),
+    (TimeUnit::Nanos.name(), TimeUnit::Nanos),
+    (TimeUnit::Seconds.name(), TimeUnit::Seconds),
 ];

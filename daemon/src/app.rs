@@ -196,7 +196,7 @@ impl Daemon {
                         ps.time_precision,
                         &src.name,
                         push,
-                    )?);
+                    ));
                 }
                 sources.push(starter.start(&p, &ps.source_env(), src));
             }

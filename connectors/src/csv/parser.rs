@@ -30,7 +30,7 @@ use super::records::{FieldsRef, Input, Next, RecordReader, RecordSpan, Sequentia
 use super::time::TimeParser;
 use super::value::{parse_value, show, trim};
 use crate::error::Error;
-use crate::model::{Batch, Field, Record, RejectReason, TypeHint};
+use crate::model::{declared_type, Batch, DataType, Field, Location, Record, RejectReason};
 use crate::path::{sanitize_measurement, sanitize_node, validate_device, validate_measurement};
 use crate::reject::reject;
 
@@ -142,25 +142,13 @@ fn template_error(message: String) -> Error {
     }
 }
 
-/// Checks a CSV device template. One built with [`Template::parse_csv_device`] always passes;
-/// one built otherwise may use other placeholders or miss the `root.` start.
+/// Checks a CSV device template by the configuration's rule
+/// ([`Template::parse_csv_device`]: a full path from `root.`, placeholders `{file_stem}` and
+/// `{dir}`). One built with that function always passes; one built otherwise may not.
 fn check_template(t: &Template) -> Result<(), Error> {
-    if !t.as_str().starts_with("root.") {
-        return Err(template_error(format!(
-            "{:?} must start with \"root.\"",
-            t.as_str()
-        )));
-    }
-    match t
-        .placeholders()
-        .find(|p| !Template::CSV_DEVICE_PLACEHOLDERS.contains(p))
-    {
-        Some(other) => Err(template_error(format!(
-            "{:?}: unknown placeholder {{{other}}}; expected {{file_stem}} or {{dir}}",
-            t.as_str()
-        ))),
-        None => Ok(()),
-    }
+    Template::parse_csv_device(t.as_str())
+        .map(|_| ())
+        .map_err(template_error)
 }
 
 /// The device a checked template gives for a file.
@@ -188,7 +176,7 @@ struct Col {
     idx: usize,
     /// Shared by the column's fields.
     measurement: Arc<str>,
-    hint: Option<TypeHint>,
+    hint: Option<DataType>,
 }
 
 #[derive(Debug, Clone)]
@@ -738,7 +726,7 @@ fn row_error(
         &mut chunk.batch,
         reason,
         points,
-        || format!("line {line}"),
+        || Location::line(line),
         || message.clone(),
     );
     chunk.row_errors.push(RowError {
@@ -780,12 +768,12 @@ fn check_time_header(names: &[String], line: u64) -> Result<(), Error> {
 }
 
 /// Splits `name(TYPE)` into the name and the type.
-fn split_type(name: &str, idx: usize, line: u64) -> Result<(&str, Option<TypeHint>), Error> {
+fn split_type(name: &str, idx: usize, line: u64) -> Result<(&str, Option<DataType>), Error> {
     let Some(open) = name.strip_suffix(')').and_then(|n| n.rfind('(')) else {
         return Ok((name.trim(), None));
     };
     let ty = &name[open + 1..name.len() - 1];
-    match TypeHint::parse(ty.trim()) {
+    match declared_type(ty.trim()) {
         Some(h) => Ok((name[..open].trim(), Some(h))),
         None => Err(Error::CsvFile {
             line,

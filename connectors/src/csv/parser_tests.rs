@@ -67,7 +67,7 @@ fn messages(chunks: &[Chunk]) -> Vec<String> {
         .collect()
 }
 
-fn field(m: &str, v: FieldValue, hint: Option<TypeHint>) -> Field {
+fn field(m: &str, v: FieldValue, hint: Option<DataType>) -> Field {
     Field {
         measurement: m.into(),
         value: v,
@@ -104,7 +104,7 @@ fn column_device(column: ColumnRef, prefix: Option<&str>) -> CsvDevice {
 /// 2017-11-01T00:00:00.000+08:00 in epoch milliseconds.
 const T0: i64 = 1_509_465_600_000;
 
-use crate::model::TypeHint::{Boolean as B, Float as F, Int32 as I32, Text as T};
+use crate::DataType::{BOOLEAN as B, FLOAT as F, INT32 as I32, TEXT as T};
 
 #[test]
 fn iotdb_export_aligned_by_time() {
@@ -261,8 +261,8 @@ fn iotdb_header_errors() {
             "root.sg.d1",
             1,
             vec![
-                field("a", Int(5), Some(TypeHint::Int64)),
-                field("b", Float(5.0), Some(TypeHint::Double)),
+                field("a", Int(5), Some(DataType::INT64)),
+                field("b", Float(5.0), Some(DataType::DOUBLE)),
             ]
         )]
     );

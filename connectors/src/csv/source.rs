@@ -58,6 +58,7 @@ use super::options::{CsvParseOptions, CsvRun, CsvSourceConfig, OnSuccess};
 use super::parser::{is_gzip, Chunk, CsvParser, FileContext, ParseSummary, ResumePoint};
 use super::records::Input;
 use crate::error::Error;
+use crate::model::Location;
 use crate::sink::{BatchSink, SinkError, SinkOutcome};
 
 /// Runs a CSV source until `shutdown` is cancelled.
@@ -853,16 +854,10 @@ async fn durable(
     }
     for r in &out.rejections {
         use std::fmt::Write as _;
-        let line = r
-            .location
-            .strip_prefix("record ")
-            .and_then(|rest| {
-                let digits: &str = &rest[..rest
-                    .find(|c: char| !c.is_ascii_digit())
-                    .unwrap_or(rest.len())];
-                digits.parse::<usize>().ok()
-            })
-            .and_then(|i| chunk.record_lines.get(i));
+        let line = match r.location {
+            Location::Record { index, .. } => chunk.record_lines.get(index),
+            _ => None,
+        };
         match line {
             Some(l) => {
                 let _ = writeln!(

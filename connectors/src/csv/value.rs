@@ -1,8 +1,8 @@
-//! Value cells: typed by a declared [`TypeHint`], or inferred the way IoTDB's CSV import infers
+//! Value cells: typed by a declared [`DataType`], or inferred the way IoTDB's CSV import infers
 //! them (`true`/`false` → boolean, integers → integer, numbers → floating point, anything else
 //! → text).
 
-use crate::model::{FieldValue, RejectReason, TypeHint};
+use crate::model::{FieldValue, RejectReason, DataType};
 
 /// A cell for messages: quoted, lossy UTF-8, at most 64 characters.
 pub(crate) fn show(cell: &[u8]) -> String {
@@ -154,7 +154,7 @@ fn text(raw: &[u8]) -> Result<FieldValue, (RejectReason, String)> {
 pub(crate) fn parse_value(
     trimmed: &[u8],
     raw: &[u8],
-    hint: Option<TypeHint>,
+    hint: Option<DataType>,
 ) -> Result<FieldValue, (RejectReason, String)> {
     let mismatch = |ty: &str| {
         (
@@ -162,7 +162,9 @@ pub(crate) fn parse_value(
             format!("{} is not {ty}", show(trimmed)),
         )
     };
-    match hint {
+    // Declared types are those of format 000002 (`declared_type`); a v4-only type would be
+    // read as the type that stores it.
+    match hint.map(DataType::storage_type) {
         None => {
             if let Some(i) = parse_int(trimmed) {
                 return Ok(FieldValue::Int(i));
@@ -175,20 +177,20 @@ pub(crate) fn parse_value(
             }
             text(raw)
         }
-        Some(TypeHint::Boolean) => parse_bool(trimmed)
+        Some(DataType::BOOLEAN) => parse_bool(trimmed)
             .map(FieldValue::Bool)
             .ok_or_else(|| mismatch("a BOOLEAN (true or false)")),
-        Some(TypeHint::Int32) => parse_int(trimmed)
+        Some(DataType::INT32) => parse_int(trimmed)
             .filter(|i| i32::try_from(*i).is_ok())
             .map(FieldValue::Int)
             .ok_or_else(|| mismatch("an INT32")),
-        Some(TypeHint::Int64) => parse_int(trimmed)
+        Some(DataType::INT64) => parse_int(trimmed)
             .map(FieldValue::Int)
             .ok_or_else(|| mismatch("an INT64")),
-        Some(TypeHint::Float | TypeHint::Double) => parse_float(trimmed)
+        Some(DataType::FLOAT | DataType::DOUBLE) => parse_float(trimmed)
             .map(FieldValue::Float)
             .ok_or_else(|| mismatch("a number")),
-        Some(TypeHint::Text) => text(raw),
+        Some(_) => text(raw),
     }
 }
 
@@ -228,19 +230,19 @@ mod tests {
     #[test]
     fn declared_types() {
         let v = |s: &str, t| parse_value(s.as_bytes(), s.as_bytes(), Some(t));
-        assert_eq!(v("12", TypeHint::Text), Ok(FieldValue::Text("12".into())));
-        assert_eq!(v("12", TypeHint::Double), Ok(FieldValue::Float(12.0)));
-        assert_eq!(v("12", TypeHint::Int32), Ok(FieldValue::Int(12)));
-        assert_eq!(v("true", TypeHint::Boolean), Ok(FieldValue::Bool(true)));
+        assert_eq!(v("12", DataType::TEXT), Ok(FieldValue::Text("12".into())));
+        assert_eq!(v("12", DataType::DOUBLE), Ok(FieldValue::Float(12.0)));
+        assert_eq!(v("12", DataType::INT32), Ok(FieldValue::Int(12)));
+        assert_eq!(v("true", DataType::BOOLEAN), Ok(FieldValue::Bool(true)));
         assert_eq!(
-            v("2147483648", TypeHint::Int64),
+            v("2147483648", DataType::INT64),
             Ok(FieldValue::Int(2_147_483_648))
         );
         for (s, t) in [
-            ("2147483648", TypeHint::Int32),
-            ("1.5", TypeHint::Int64),
-            ("yes", TypeHint::Boolean),
-            ("abc", TypeHint::Float),
+            ("2147483648", DataType::INT32),
+            ("1.5", DataType::INT64),
+            ("yes", DataType::BOOLEAN),
+            ("abc", DataType::FLOAT),
         ] {
             assert_eq!(
                 v(s, t).unwrap_err().0,
@@ -323,19 +325,19 @@ mod tests {
         assert!(e.1.contains("not valid UTF-8 (byte 1)"), "{}", e.1);
         let v = |s: &str, t| parse_value(s.as_bytes(), s.as_bytes(), Some(t));
         assert_eq!(
-            v("-2147483648", TypeHint::Int32),
+            v("-2147483648", DataType::INT32),
             Ok(FieldValue::Int(-2_147_483_648))
         );
-        assert!(v("-2147483649", TypeHint::Int32).is_err());
-        assert_eq!(v("False", TypeHint::Boolean), Ok(FieldValue::Bool(false)));
-        assert_eq!(v("7", TypeHint::Float), Ok(FieldValue::Float(7.0)));
-        assert!(v("1", TypeHint::Boolean).is_err());
+        assert!(v("-2147483649", DataType::INT32).is_err());
+        assert_eq!(v("False", DataType::BOOLEAN), Ok(FieldValue::Bool(false)));
+        assert_eq!(v("7", DataType::FLOAT), Ok(FieldValue::Float(7.0)));
+        assert!(v("1", DataType::BOOLEAN).is_err());
         assert_eq!(
-            v("x", TypeHint::Int64).unwrap_err().1,
+            v("x", DataType::INT64).unwrap_err().1,
             "\"x\" is not an INT64"
         );
         assert_eq!(
-            parse_value(b"7", b" 7 ", Some(TypeHint::Text)),
+            parse_value(b"7", b" 7 ", Some(DataType::TEXT)),
             Ok(FieldValue::Text(" 7 ".into()))
         );
     }
@@ -375,7 +377,7 @@ mod tests {
 
         #[test]
         fn never_panics(s in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..30)) {
-            for h in [None, Some(TypeHint::Int32), Some(TypeHint::Double), Some(TypeHint::Text)] {
+            for h in [None, Some(DataType::INT32), Some(DataType::DOUBLE), Some(DataType::TEXT)] {
                 let _ = parse_value(trim(&s), &s, h);
             }
         }

@@ -29,15 +29,14 @@ enum Parser {
 }
 
 impl Parser {
-    fn new(format: &ExecFormat) -> Result<Parser, String> {
-        Ok(match format {
+    fn new(format: &ExecFormat) -> Parser {
+        match format {
             ExecFormat::Line(m) => Parser::Line {
-                template: DeviceTemplate::with_prefix(&m.path_prefix, m.device_template.as_str())
-                    .map_err(|e| e.to_string())?,
+                template: m.device_template.clone(),
                 precision: m.precision,
             },
             ExecFormat::IotdbJson => Parser::Json,
-        })
+        }
     }
 
     /// Parses the complete lines in `buf` (each ending in `\n`).
@@ -124,7 +123,7 @@ impl Telemetry {
 
 /// Runs the program until `cx.shutdown` is cancelled, restarting it with backoff.
 pub(super) async fn run(cfg: ExecSourceConfig, cx: SourceContext) -> Result<(), String> {
-    let parser = Parser::new(&cfg.format)?;
+    let parser = Parser::new(&cfg.format);
     let t = Telemetry::new(&cx);
     let label = format!("{}/{}", cx.pipeline, cx.name);
     let mut delay = cfg.restart_delay;

@@ -33,8 +33,9 @@ config_table! {
         #[key("path_prefix", "IoTDB path", "\"root.lp\"")]
         path_prefix: Option<String>,
         /// Line protocol: the device path below `path_prefix`. `{measurement}` is the line's
-        /// measurement, `{<tag key>}` a tag's value (a line without that tag is rejected), and
-        /// `{tags}` (a whole node) the values of all other tags in tag-key order, one node each.
+        /// measurement, `{<tag key>}` (or `{tag:<tag key>}`) a tag's value (a line without that
+        /// tag is rejected; `{tag:<tag key>|<default>}` uses `<default>` instead), and `{tags}`
+        /// (a whole node) the values of all other tags in tag-key order, one node each.
         #[key("device_template", "template", "\"{measurement}.{tags}\"")]
         device_template: Option<String>,
         /// Line protocol: unit of timestamps when a request has no `precision` parameter:

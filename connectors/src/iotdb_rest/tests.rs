@@ -10,7 +10,7 @@ fn opts() -> RestOptions {
     RestOptions::default()
 }
 
-fn field(m: &str, v: FieldValue, t: TypeHint) -> Field {
+fn field(m: &str, v: FieldValue, t: DataType) -> Field {
     Field {
         measurement: m.into(),
         value: v,
@@ -29,7 +29,7 @@ fn rec(device: &str, time: i64, fields: Vec<Field>) -> Record {
 fn summary(b: &Batch) -> Vec<(String, RejectReason, u64)> {
     b.rejections
         .iter()
-        .map(|r| (r.location.clone(), r.reason, r.points))
+        .map(|r| (r.location.to_string(), r.reason, r.points))
         .collect()
 }
 
@@ -50,14 +50,14 @@ fn docs_tablet_records() -> Vec<Record> {
             "root.sg27",
             1635232143960,
             vec![
-                field("s3", Int(11), TypeHint::Int32),
-                field("s4", Bool(false), TypeHint::Boolean),
+                field("s3", Int(11), DataType::INT32),
+                field("s4", Bool(false), DataType::BOOLEAN),
             ],
         ),
         rec(
             "root.sg27",
             1635232153960,
-            vec![field("s4", Bool(true), TypeHint::Boolean)],
+            vec![field("s4", Bool(true), DataType::BOOLEAN)],
         ),
     ]
 }
@@ -106,32 +106,32 @@ fn documented_v2_insert_records() {
                 "root.s1",
                 1635232113960,
                 vec![
-                    field("s33", Int(1), TypeHint::Int32),
-                    field("s44", Int(11), TypeHint::Int64)
+                    field("s33", Int(1), DataType::INT32),
+                    field("s44", Int(11), DataType::INT64)
                 ]
             ),
             rec(
                 "root.s1",
                 1635232151960,
                 vec![
-                    field("s55", Float(2.1), TypeHint::Float),
-                    field("s66", Float(2.0), TypeHint::Double)
+                    field("s55", Float(2.1), DataType::FLOAT),
+                    field("s66", Float(2.0), DataType::DOUBLE)
                 ]
             ),
             rec(
                 "root.s1",
                 1635232143960,
                 vec![
-                    field("s77", Float(4.0), TypeHint::Float),
-                    field("s88", Float(6.0), TypeHint::Double)
+                    field("s77", Float(4.0), DataType::FLOAT),
+                    field("s88", Float(6.0), DataType::DOUBLE)
                 ]
             ),
             rec(
                 "root.s3",
                 1635232143960,
                 vec![
-                    field("s771", Bool(false), TypeHint::Boolean),
-                    field("s881", Text("cccccc".into()), TypeHint::Text)
+                    field("s771", Bool(false), DataType::BOOLEAN),
+                    field("s881", Text("cccccc".into()), DataType::TEXT)
                 ]
             ),
         ]
@@ -236,28 +236,28 @@ fn tablet_values_follow_the_declared_types() {
                 "root.sg.d",
                 1,
                 vec![
-                    h("b", Bool(true), TypeHint::Boolean),
-                    h("i", Int(2147483647), TypeHint::Int32),
-                    h("l", Int(i64::MAX), TypeHint::Int64),
-                    h("f", Float(2.5), TypeHint::Float),
-                    h("t", Text("2.0".into()), TypeHint::Text),
+                    h("b", Bool(true), DataType::BOOLEAN),
+                    h("i", Int(2147483647), DataType::INT32),
+                    h("l", Int(i64::MAX), DataType::INT64),
+                    h("f", Float(2.5), DataType::FLOAT),
+                    h("t", Text("2.0".into()), DataType::TEXT),
                 ]
             ),
             rec(
                 "root.sg.d",
                 2,
                 vec![
-                    h("b", Bool(false), TypeHint::Boolean),
-                    h("f", Float(3.0), TypeHint::Float),
-                    h("t", Text("1.0E10".into()), TypeHint::Text),
+                    h("b", Bool(false), DataType::BOOLEAN),
+                    h("f", Float(3.0), DataType::FLOAT),
+                    h("t", Text("1.0E10".into()), DataType::TEXT),
                 ]
             ),
             rec(
                 "root.sg.d",
                 3,
                 vec![
-                    h("l", Int(-1), TypeHint::Int64),
-                    h("t", Text("true".into()), TypeHint::Text),
+                    h("l", Int(-1), DataType::INT64),
+                    h("t", Text("true".into()), DataType::TEXT),
                 ]
             ),
         ]
@@ -289,17 +289,17 @@ fn records_values_follow_the_declared_types() {
                 "root.sg.d",
                 1,
                 vec![
-                    field("b", Bool(true), TypeHint::Boolean),
-                    field("i", Int(4), TypeHint::Int32),
-                    field("t", Text("7".into()), TypeHint::Text),
+                    field("b", Bool(true), DataType::BOOLEAN),
+                    field("i", Int(4), DataType::INT32),
+                    field("t", Text("7".into()), DataType::TEXT),
                 ]
             ),
             rec(
                 "root.sg.d",
                 2,
                 vec![
-                    field("f", Float(-3.0), TypeHint::Double),
-                    field("t", Text("x".into()), TypeHint::Text),
+                    field("f", Float(-3.0), DataType::DOUBLE),
+                    field("t", Text("x".into()), DataType::TEXT),
                 ]
             ),
         ]
@@ -323,8 +323,8 @@ fn bad_paths_and_times_reject_only_their_points() {
     assert_eq!(
         b.records,
         vec![
-            rec("root.sg.d", 1, vec![field("ok", Int(1), TypeHint::Int64)]),
-            rec("root.sg.d", 2, vec![field("ok", Int(2), TypeHint::Int64)]),
+            rec("root.sg.d", 1, vec![field("ok", Int(1), DataType::INT64)]),
+            rec("root.sg.d", 2, vec![field("ok", Int(2), DataType::INT64)]),
         ]
     );
     assert_eq!(
@@ -372,7 +372,7 @@ fn timestamps_are_converted_to_the_stored_unit() {
 #[test]
 fn statuses_of_rejections() {
     let r = |reason| Rejection {
-        location: "$".into(),
+        location: Location::Json("$".into()),
         reason,
         message: String::new(),
         points: 1,
@@ -430,7 +430,7 @@ fn requests_by_kind() {
         vec![rec(
             "root.s3",
             5,
-            vec![field("s771", Bool(false), TypeHint::Boolean)]
+            vec![field("s771", Bool(false), DataType::BOOLEAN)]
         )]
     );
     // A tablet body is no insertRecords body.
@@ -458,10 +458,10 @@ fn integral_numbers_within_the_declared_range() {
             "root.sg.d",
             1,
             vec![
-                field("a", Int(2147483647), TypeHint::Int32),
-                field("b", Int(-2147483648), TypeHint::Int32),
-                field("e", Int(9223372036854774784), TypeHint::Int64),
-                field("f", Int(i64::MIN), TypeHint::Int64),
+                field("a", Int(2147483647), DataType::INT32),
+                field("b", Int(-2147483648), DataType::INT32),
+                field("e", Int(9223372036854774784), DataType::INT64),
+                field("f", Int(i64::MIN), DataType::INT64),
             ]
         )]
     );
@@ -499,7 +499,7 @@ fn booleans_by_request() {
         vec![rec(
             "root.sg.d",
             1,
-            vec![field("b", Bool(true), TypeHint::Boolean)]
+            vec![field("b", Bool(true), DataType::BOOLEAN)]
         )]
     );
     let mismatch = |at: &str| (at.to_string(), RejectReason::TypeMismatch, 1);
@@ -516,7 +516,7 @@ fn booleans_by_request() {
         vec![rec(
             "root.sg.d",
             1,
-            vec![field("c", Bool(false), TypeHint::Boolean)]
+            vec![field("c", Bool(false), DataType::BOOLEAN)]
         )]
     );
     assert_eq!(
@@ -543,8 +543,8 @@ fn integers_above_int64() {
             "root.sg.d",
             1,
             vec![
-                field("d", Float(18446744073709551616.0), TypeHint::Double),
-                field("t", Text("18446744073709551615".into()), TypeHint::Text),
+                field("d", Float(18446744073709551616.0), DataType::DOUBLE),
+                field("t", Text("18446744073709551615".into()), DataType::TEXT),
             ]
         )]
     );
@@ -571,7 +571,7 @@ fn bad_names_count_their_points() {
         vec![rec(
             "root.sg.d",
             1,
-            vec![field("ok", Int(1), TypeHint::Int64)]
+            vec![field("ok", Int(1), DataType::INT64)]
         )]
     );
     assert_eq!(

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use super::{parse_line_protocol, LineProtocolOptions};
 use crate::path::{sanitize_measurement, sanitize_node};
-use crate::{Batch, DeviceTemplate, Field, FieldValue, Record, RejectReason, TimeUnit, TypeHint};
+use crate::{Batch, DataType, DeviceTemplate, Field, FieldValue, Record, RejectReason, TimeUnit};
 use serde_json::Value as Json;
 
 fn fixture(name: &str) -> Json {
@@ -60,22 +60,22 @@ fn parse(case: &Json) -> Batch {
 /// A published value as ours, with the type the syntax declares (`1i`/`1u` INT64, a
 /// quoted string TEXT, `true` BOOLEAN; a plain number declares nothing); `None` for a
 /// `uint` beyond INT64 (see the deviations).
-fn value(v: &Json) -> Option<(FieldValue, Option<TypeHint>)> {
+fn value(v: &Json) -> Option<(FieldValue, Option<DataType>)> {
     let (kind, x) = v.as_object().unwrap().iter().next().unwrap();
     Some(match kind.as_str() {
         "float" => (FieldValue::Float(x.as_f64().unwrap()), None),
-        "int" => (FieldValue::Int(x.as_i64().unwrap()), Some(TypeHint::Int64)),
+        "int" => (FieldValue::Int(x.as_i64().unwrap()), Some(DataType::INT64)),
         "uint" => (
             FieldValue::Int(i64::try_from(x.as_u64().unwrap()).ok()?),
-            Some(TypeHint::Int64),
+            Some(DataType::INT64),
         ),
         "string" => (
             FieldValue::Text(x.as_str().unwrap().to_string()),
-            Some(TypeHint::Text),
+            Some(DataType::TEXT),
         ),
         "bool" => (
             FieldValue::Bool(x.as_bool().unwrap()),
-            Some(TypeHint::Boolean),
+            Some(DataType::BOOLEAN),
         ),
         other => panic!("value kind {other}"),
     })

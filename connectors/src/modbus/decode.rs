@@ -1,6 +1,6 @@
 //! Turning read registers and bits into field values.
 
-use crate::model::{Field, FieldValue, TypeHint};
+use crate::model::{DataType, Field, FieldValue};
 
 use super::config::{Order, RegisterConfig, ValueType};
 
@@ -29,41 +29,41 @@ pub(crate) fn decode_words(words: &[u16], reg: &RegisterConfig) -> Field {
     let (value, hint) = match t {
         ValueType::Int16 => (
             FieldValue::Int(i16::from_be_bytes(b2).into()),
-            TypeHint::Int32,
+            DataType::INT32,
         ),
         ValueType::Uint16 => (
             FieldValue::Int(u16::from_be_bytes(b2).into()),
-            TypeHint::Int32,
+            DataType::INT32,
         ),
         ValueType::Int32 => (
             FieldValue::Int(i32::from_be_bytes(b4).into()),
-            TypeHint::Int32,
+            DataType::INT32,
         ),
         ValueType::Uint32 => (
             FieldValue::Int(u32::from_be_bytes(b4).into()),
-            TypeHint::Int64,
+            DataType::INT64,
         ),
-        ValueType::Int64 => (FieldValue::Int(i64::from_be_bytes(bytes)), TypeHint::Int64),
+        ValueType::Int64 => (FieldValue::Int(i64::from_be_bytes(bytes)), DataType::INT64),
         ValueType::Float32 => (
             FieldValue::Float(f32::from_be_bytes(b4).into()),
-            TypeHint::Float,
+            DataType::FLOAT,
         ),
         ValueType::Float64 => (
             FieldValue::Float(f64::from_be_bytes(bytes)),
-            TypeHint::Double,
+            DataType::DOUBLE,
         ),
         // Validation keeps bools off registers; read the low bit if one gets here.
-        ValueType::Bool => (FieldValue::Bool(bytes[1] & 1 == 1), TypeHint::Boolean),
+        ValueType::Bool => (FieldValue::Bool(bytes[1] & 1 == 1), DataType::BOOLEAN),
     };
     scaled(reg, value, hint)
 }
 
 /// The value of a coil or discrete input.
 pub(crate) fn decode_bit(bit: bool, reg: &RegisterConfig) -> Field {
-    scaled(reg, FieldValue::Bool(bit), TypeHint::Boolean)
+    scaled(reg, FieldValue::Bool(bit), DataType::BOOLEAN)
 }
 
-fn scaled(reg: &RegisterConfig, value: FieldValue, hint: TypeHint) -> Field {
+fn scaled(reg: &RegisterConfig, value: FieldValue, hint: DataType) -> Field {
     let (value, hint) = if reg.is_scaled() {
         let x = match value {
             FieldValue::Int(i) => i as f64,
@@ -71,14 +71,14 @@ fn scaled(reg: &RegisterConfig, value: FieldValue, hint: TypeHint) -> Field {
             other => return field(reg, other, hint),
         };
         let y = x * reg.scale.unwrap_or(1.0) + reg.offset.unwrap_or(0.0);
-        (FieldValue::Float(y), TypeHint::Double)
+        (FieldValue::Float(y), DataType::DOUBLE)
     } else {
         (value, hint)
     };
     field(reg, value, hint)
 }
 
-fn field(reg: &RegisterConfig, value: FieldValue, hint: TypeHint) -> Field {
+fn field(reg: &RegisterConfig, value: FieldValue, hint: DataType) -> Field {
     Field {
         measurement: reg.measurement.as_str().into(),
         value,
@@ -118,7 +118,7 @@ mod tests {
         for (words, byte, word) in cases {
             let f = decode_words(&words, &reg(ValueType::Float32, byte, word));
             assert_eq!(f.value, FieldValue::Float(21.5), "{words:x?}");
-            assert_eq!(f.type_hint, Some(TypeHint::Float));
+            assert_eq!(f.type_hint, Some(DataType::FLOAT));
         }
     }
 
@@ -167,13 +167,13 @@ mod tests {
         r.offset = Some(-40.0);
         let f = decode_words(&[655], &r);
         assert_eq!(f.value, FieldValue::Float(287.5));
-        assert_eq!(f.type_hint, Some(TypeHint::Double));
+        assert_eq!(f.type_hint, Some(DataType::DOUBLE));
         r.kind = RegisterKind::Coil;
         r.value_type = ValueType::Bool;
         r.scale = None;
         r.offset = None;
         let f = decode_bit(true, &r);
         assert_eq!(f.value, FieldValue::Bool(true));
-        assert_eq!(f.type_hint, Some(TypeHint::Boolean));
+        assert_eq!(f.type_hint, Some(DataType::BOOLEAN));
     }
 }

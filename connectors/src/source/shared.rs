@@ -1,7 +1,7 @@
 //! Settings several sources share: how line-protocol points map onto IoTDB paths.
 
 use tsfiled_core::path::check_prefix;
-use tsfiled_core::{KeyPath, Template, TimeUnit, Validator, PRECISIONS};
+use tsfiled_core::{DeviceTemplate, KeyPath, TimeUnit, Validator, PRECISIONS};
 
 /// How line-protocol points map onto IoTDB paths (the `path_prefix`, `device_template` and
 /// `precision` keys of the http source and of MQTT topics with `payload = "line"`).
@@ -9,8 +9,9 @@ use tsfiled_core::{KeyPath, Template, TimeUnit, Validator, PRECISIONS};
 pub struct LineProtocolMapping {
     /// Device path prefix, e.g. `root.lp`.
     pub path_prefix: String,
-    /// Device path below the prefix; placeholders `{measurement}`, `{tags}`, `{<tag key>}`.
-    pub device_template: Template,
+    /// The device path: `path_prefix` and the template below it (placeholders
+    /// `{measurement}`, `{tags}`, `{<tag key>}`, `{tag:KEY|default}`), compiled.
+    pub device_template: DeviceTemplate,
     /// Timestamp unit when the request or source gives none.
     pub precision: TimeUnit,
 }
@@ -37,21 +38,25 @@ pub fn line_mapping(
     default_prefix: &str,
 ) -> LineProtocolMapping {
     let path_prefix = prefix.clone().unwrap_or_else(|| default_prefix.to_string());
-    if let Err(e) = check_prefix(&path_prefix, true) {
-        v.err(&at.key("path_prefix"), e);
-    }
     let tpl_text = template
         .clone()
         .unwrap_or_else(|| "{measurement}.{tags}".to_string());
-    // The template's first node is the level after the prefix's last.
-    let first_level = path_prefix.split('.').count();
-    let device_template = match Template::parse_at(&tpl_text, first_level, None, &["tags"]) {
-        Ok(t) => t,
+    let checked = match check_prefix(&path_prefix, true) {
+        Ok(()) => DeviceTemplate::with_prefix(&path_prefix, &tpl_text),
         Err(e) => {
-            v.err(&at.key("device_template"), e);
-            Template::fallback()
+            v.err(&at.key("path_prefix"), e);
+            // The template is still checked, at the levels it would have.
+            let levels = path_prefix.split('.').count();
+            DeviceTemplate::check_below(levels, &tpl_text).map(|()| DeviceTemplate::default())
         }
     };
+    let device_template = checked.unwrap_or_else(|e| {
+        v.err(
+            &at.key("device_template"),
+            format!("template \"{}\": {}", e.template, e.message),
+        );
+        DeviceTemplate::default()
+    });
     LineProtocolMapping {
         path_prefix,
         device_template,

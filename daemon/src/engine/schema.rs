@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tsfile::{Compression, DataType, Encoding};
-use tsfiled_connectors::{FieldValue, TypeHint};
+use tsfiled_connectors::FieldValue;
 use tsfiled_fsio::{FsFile, FsRef};
 
 /// Type, encoding and compression of a series.
@@ -99,18 +99,6 @@ impl TypeDefaults {
             encoding,
             compression: self.compression,
         }
-    }
-}
-
-/// The TsFile data type of a type declared by the input.
-pub fn declared_data_type(hint: TypeHint) -> DataType {
-    match hint {
-        TypeHint::Boolean => DataType::BOOLEAN,
-        TypeHint::Int32 => DataType::INT32,
-        TypeHint::Int64 => DataType::INT64,
-        TypeHint::Float => DataType::FLOAT,
-        TypeHint::Double => DataType::DOUBLE,
-        TypeHint::Text => DataType::TEXT,
     }
 }
 

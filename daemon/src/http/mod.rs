@@ -104,25 +104,20 @@ pub struct SourceRoute {
 }
 
 impl SourceRoute {
-    /// The routes of push source `name` feeding `pipeline`; fails with [`Error::Config`] if
-    /// its device template does not compile.
+    /// The routes of push source `name` feeding `pipeline`.
     pub fn new(
         pipeline: Arc<Pipeline>,
         stored: TimeUnit,
         name: &str,
         config: &HttpSourceConfig,
-    ) -> crate::Result<SourceRoute> {
-        let lp = &config.line_protocol;
-        let device_template =
-            DeviceTemplate::with_prefix(&lp.path_prefix, lp.device_template.as_str())
-                .map_err(|e| Error::Config(format!("source {name}: {e}")))?;
-        Ok(SourceRoute {
+    ) -> SourceRoute {
+        SourceRoute {
             pipeline,
             stored,
             name: name.to_string(),
             config: config.clone(),
-            device_template,
-        })
+            device_template: config.line_protocol.device_template.clone(),
+        }
     }
 
     fn serves(&self, endpoint: HttpEndpoint) -> bool {
@@ -672,7 +667,7 @@ fn outcome_response(state: &HttpState, o: SubmitOutcome, style: Style) -> Respon
         .rejections
         .iter()
         .take(20)
-        .map(|r| serde_json::json!({"location": r.location, "reason": r.reason.label(), "message": r.message, "points": r.points}))
+        .map(|r| serde_json::json!({"location": r.location.to_string(), "reason": r.reason.label(), "message": r.message, "points": r.points}))
         .collect();
     let first = &o.rejections[0];
     let message = format!(

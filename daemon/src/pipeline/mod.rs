@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tsfile::basic::Column;
-use tsfiled_connectors::{Batch, RejectReason, Rejection};
+use tsfiled_connectors::{Batch, Location, PointAt, RejectReason, Rejection};
 
 use crate::engine::batch::{SeriesData, WriteBatch};
 use crate::engine::schema::{self, Registry, SchemaRule, SeriesType, TypeDefaults};
@@ -383,7 +383,10 @@ impl Pipeline {
             let slot = &mut slots[slot_i];
             if let Some(msg) = &slot.invalid {
                 rejections.push(Rejection {
-                    location: format!("record {ri}"),
+                    location: Location::Record {
+                        index: ri,
+                        point: None,
+                    },
                     reason: RejectReason::InvalidPath,
                     message: msg.clone(),
                     points: rec.fields.len() as u64,
@@ -391,7 +394,7 @@ impl Pipeline {
                 continue;
             }
             for (k, f) in rec.fields.into_iter().enumerate() {
-                let declared = f.type_hint.map(schema::declared_data_type);
+                let declared = f.type_hint;
                 let recent = slot
                     .recent
                     .get(k)
@@ -420,7 +423,10 @@ impl Pipeline {
                                 }
                                 Err(msg) => {
                                     rejections.push(Rejection {
-                                        location: format!("record {ri}"),
+                                        location: Location::Record {
+                                            index: ri,
+                                            point: None,
+                                        },
                                         reason: RejectReason::InvalidPath,
                                         message: msg,
                                         points: 1,
@@ -450,7 +456,10 @@ impl Pipeline {
                 };
                 let Some(si) = target else {
                     rejections.push(Rejection {
-                        location: format!("record {ri}"),
+                        location: Location::Record {
+                            index: ri,
+                            point: None,
+                        },
                         reason: RejectReason::InvalidPath,
                         message: format!("invalid measurement name {:?}", f.measurement),
                         points: 1,
@@ -460,10 +469,14 @@ impl Pipeline {
                 let s = &mut series[si];
                 if let Some(declared) = declared.filter(|d| *d != s.ty.data_type) {
                     rejections.push(Rejection {
-                        location: format!(
-                            "record {ri} ({}.{} at {})",
-                            rec.device, f.measurement, rec.time
-                        ),
+                        location: Location::Record {
+                            index: ri,
+                            point: Some(PointAt {
+                                device: rec.device.clone(),
+                                measurement: f.measurement.clone(),
+                                time: rec.time,
+                            }),
+                        },
                         reason: RejectReason::DeclaredTypeConflict,
                         message: format!(
                             "declared type {declared} differs from the series' type {}",
@@ -490,10 +503,14 @@ impl Pipeline {
                         let _ = s.values.push(v);
                     }
                     Err(message) => rejections.push(Rejection {
-                        location: format!(
-                            "record {ri} ({}.{} at {})",
-                            rec.device, f.measurement, rec.time
-                        ),
+                        location: Location::Record {
+                            index: ri,
+                            point: Some(PointAt {
+                                device: rec.device.clone(),
+                                measurement: f.measurement.clone(),
+                                time: rec.time,
+                            }),
+                        },
                         reason: RejectReason::TypeMismatch,
                         message,
                         points: 1,

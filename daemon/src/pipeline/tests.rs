@@ -2,7 +2,7 @@ use super::*;
 use std::path::Path;
 use tsfile::file::reader::TsFileReader;
 use tsfile::Value;
-use tsfiled_connectors::{Field, FieldValue, Record, TypeHint};
+use tsfiled_connectors::{DataType, Field, FieldValue, Record};
 
 /// Every (device, measurement, time, value) of the sealed files under `dir`, plus
 /// the sealed file paths.
@@ -50,7 +50,7 @@ fn rec(device: &str, time: i64, fields: &[(&str, FieldValue)]) -> Record {
 }
 
 /// A field declaring its type.
-fn typed(m: &str, value: FieldValue, hint: TypeHint) -> Field {
+fn typed(m: &str, value: FieldValue, hint: DataType) -> Field {
     Field {
         measurement: m.into(),
         value,
@@ -84,10 +84,10 @@ fn declared_types_create_series_and_conflicts_are_rejected() {
             batch(
                 1,
                 vec![
-                    typed("i32", FieldValue::Int(-7), TypeHint::Int32),
-                    typed("f", FieldValue::Float(0.1), TypeHint::Float),
-                    typed("big", FieldValue::Int(1 << 40), TypeHint::Int32),
-                    typed("pinned", FieldValue::Float(1.5), TypeHint::Float),
+                    typed("i32", FieldValue::Int(-7), DataType::INT32),
+                    typed("f", FieldValue::Float(0.1), DataType::FLOAT),
+                    typed("big", FieldValue::Int(1 << 40), DataType::INT32),
+                    typed("pinned", FieldValue::Float(1.5), DataType::FLOAT),
                     Field::new("plain", FieldValue::Int(3)),
                 ],
             ),
@@ -115,8 +115,8 @@ fn declared_types_create_series_and_conflicts_are_rejected() {
             batch(
                 2,
                 vec![
-                    typed("i32", FieldValue::Int(5), TypeHint::Int64),
-                    typed("plain", FieldValue::Int(4), TypeHint::Int64),
+                    typed("i32", FieldValue::Int(5), DataType::INT64),
+                    typed("plain", FieldValue::Int(4), DataType::INT64),
                     Field::new("f", FieldValue::Int(2)),
                 ],
             ),
@@ -731,7 +731,18 @@ fn a_value_the_encoding_cannot_store_is_rejected_at_intake() {
     assert_eq!(out.rejections.len(), 1, "{:?}", out.rejections);
     let r = &out.rejections[0];
     assert_eq!(r.reason, RejectReason::TypeMismatch);
-    assert_eq!(r.location, "record 1 (root.sg.d1.g at 2)");
+    assert_eq!(
+        r.location,
+        Location::Record {
+            index: 1,
+            point: Some(PointAt {
+                device: "root.sg.d1".into(),
+                measurement: "g".into(),
+                time: 2,
+            }),
+        }
+    );
+    assert_eq!(r.location.to_string(), "record 1 (root.sg.d1.g at 2)");
     assert!(r.message.contains("(DOUBLE GORILLA)"), "{}", r.message);
     p.shutdown_blocking();
     let (points, files) = read_dir_points(tmp.path());
