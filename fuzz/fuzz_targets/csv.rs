@@ -41,7 +41,12 @@ fuzz_target!(|data: &[u8]| {
         let opts = CsvParseOptions {
             format,
             time_format: time_formats[usize::from(knob >> 1) % time_formats.len()].clone(),
-            timezone: if knob & 0x40 != 0 { "Europe/Berlin" } else { "UTC" }.to_string(),
+            timezone: if knob & 0x40 != 0 {
+                "Europe/Berlin"
+            } else {
+                "UTC"
+            }
+            .to_string(),
             delimiter: if knob & 0x80 != 0 { b';' } else { b',' },
             max_batch_points: 64,
             max_record_bytes: 4096,

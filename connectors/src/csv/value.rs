@@ -2,7 +2,7 @@
 //! them (`true`/`false` → boolean, integers → integer, numbers → floating point, anything else
 //! → text).
 
-use crate::model::{FieldValue, RejectReason, DataType};
+use crate::model::{DataType, FieldValue, RejectReason};
 
 /// A cell for messages: quoted, lossy UTF-8, at most 64 characters.
 pub(crate) fn show(cell: &[u8]) -> String {

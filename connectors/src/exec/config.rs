@@ -103,7 +103,8 @@ impl ExecSourceConfig {
 impl SourceTable for ExecTable {
     const TYPE: &'static str = "exec";
     const SUMMARY: &'static str = "a program whose standard output carries the points";
-    const EXAMPLE: &'static str = "command = [\"/usr/local/bin/read-sensors\", \"--interval\", \"1s\"]\n";
+    const EXAMPLE: &'static str =
+        "command = [\"/usr/local/bin/read-sensors\", \"--interval\", \"1s\"]\n";
     type Settings = ExecSourceConfig;
 
     fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {
@@ -167,10 +168,7 @@ impl SourceTable for ExecTable {
                 Some((k, val)) if !k.is_empty() && !k.contains('\0') && !val.contains('\0') => {
                     env.push((k.to_string(), val.to_string()))
                 }
-                _ => v.err(
-                    &at.key("env").index(i),
-                    format!("{e:?} is not NAME=value"),
-                ),
+                _ => v.err(&at.key("env").index(i), format!("{e:?} is not NAME=value")),
             }
         }
         let working_dir = v

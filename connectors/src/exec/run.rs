@@ -171,7 +171,9 @@ pub(super) async fn run(cfg: ExecSourceConfig, cx: SourceContext) -> Result<(), 
                     Some(Ok(status)) => {
                         tracing::warn!(source = %label, %status, "exec: program exited")
                     }
-                    Some(Err(e)) => tracing::warn!(source = %label, error = %e, "exec: cannot wait for the program"),
+                    Some(Err(e)) => {
+                        tracing::warn!(source = %label, error = %e, "exec: cannot wait for the program")
+                    }
                 }
             }
         }

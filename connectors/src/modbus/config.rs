@@ -199,10 +199,7 @@ pub enum Order {
 const ORDERS: &[(&str, Order)] = &[("big", Order::Big), ("little", Order::Little)];
 
 fn name_of<T: PartialEq + Copy>(table: &[(&'static str, T)], v: T) -> &'static str {
-    table
-        .iter()
-        .find(|(_, t)| *t == v)
-        .map_or("", |(n, _)| *n)
+    table.iter().find(|(_, t)| *t == v).map_or("", |(n, _)| *n)
 }
 
 /// The validated settings of a `modbus` source.
@@ -688,11 +685,7 @@ mod tests {
                 "word_order = \"middle\"",
                 "device[0].register[0].word_order",
             ),
-            (
-                "\"250ms\"",
-                "\"250\"",
-                "device[0].poll_interval",
-            ),
+            ("\"250ms\"", "\"250\"", "device[0].poll_interval"),
         ];
         for (from, to, key) in cases {
             let text = GOOD.replacen(from, to, 1);

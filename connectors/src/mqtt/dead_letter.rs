@@ -45,7 +45,9 @@ impl DeadLetters {
             None => None,
             Some(p) => {
                 if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("mqtt dead_letter file {}", dir.display()), &e))?;
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        Error::io(format!("mqtt dead_letter file {}", dir.display()), &e)
+                    })?;
                 }
                 let f = OpenOptions::new()
                     .create(true)

@@ -225,10 +225,7 @@ impl MqttSourceOptions {
     pub fn validate(&self) -> Result<(), Error> {
         let ep = self.endpoint()?;
         if self.filters.is_empty() {
-            return Err(invalid(
-                "topics",
-                "at least one topic filter is required",
-            ));
+            return Err(invalid("topics", "at least one topic filter is required"));
         }
         if let Some(g) = &self.shared_group {
             if g.is_empty() || g.contains(['/', '+', '#']) {
@@ -262,12 +259,10 @@ impl MqttSourceOptions {
             } else {
                 f.filter.as_str()
             };
-            tsfiled_core::check_topic_filter(plain).map_err(|m| {
-                invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
-            })?;
-            super::parse::build_parser(&f.format, self.stored_unit).map_err(|m| {
-                invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
-            })?;
+            tsfiled_core::check_topic_filter(plain)
+                .map_err(|m| invalid("topics", format!("topic {i} ({:?}): {m}", f.filter)))?;
+            super::parse::build_parser(&f.format, self.stored_unit)
+                .map_err(|m| invalid("topics", format!("topic {i} ({:?}): {m}", f.filter)))?;
         }
         let persistent_needed = self.filters.iter().any(|f| f.qos > Qos::AtMostOnce);
         if persistent_needed {
@@ -298,10 +293,7 @@ impl MqttSourceOptions {
             ));
         }
         if self.client_id.starts_with(' ') {
-            return Err(invalid(
-                "client_id",
-                "must not start with a space",
-            ));
+            return Err(invalid("client_id", "must not start with a space"));
         }
         let ka = self.keep_alive;
         if ka.subsec_nanos() != 0
@@ -355,10 +347,7 @@ impl MqttSourceOptions {
             ));
         }
         if self.password.is_some() && self.username.is_none() {
-            return Err(invalid(
-                "password",
-                "a password needs a username",
-            ));
+            return Err(invalid("password", "a password needs a username"));
         }
         let tls_files = self
             .tls

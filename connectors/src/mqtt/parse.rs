@@ -9,8 +9,8 @@ use crate::path::DeviceTemplate;
 use crate::topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
 
 use super::invalid;
-use crate::Error;
 use super::options::{split_shared, topic_matches, MqttSourceOptions, PayloadFormat};
+use crate::Error;
 
 /// Turns one message into records. `now` is the arrival time in the stored unit (for
 /// payloads without timestamps).
@@ -113,9 +113,8 @@ impl Parsers {
                 .map(|(_, p)| p)
                 .unwrap_or(&f.filter)
                 .to_string();
-            let parser = build_parser(&f.format, opts.stored_unit).map_err(|m| {
-                invalid("topics", format!("topic {i} ({:?}): {m}", f.filter))
-            })?;
+            let parser = build_parser(&f.format, opts.stored_unit)
+                .map_err(|m| invalid("topics", format!("topic {i} ({:?}): {m}", f.filter)))?;
             routes.push((plain, parser));
         }
         Ok(Parsers { routes })

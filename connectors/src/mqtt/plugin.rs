@@ -12,7 +12,8 @@ use super::metrics::{MessageError, MqttMetrics};
 use super::options::{MqttSourceOptions, PayloadFormat, TopicFilter};
 use crate::model::TimeUnit;
 use crate::source::{
-    Counter, Gauge, Secret, SourceContext, SourceFuture, SourceMetrics, SourceSettings, StatusReporter,
+    Counter, Gauge, Secret, SourceContext, SourceFuture, SourceMetrics, SourceSettings,
+    StatusReporter,
 };
 
 fn p(path: &Path) -> Option<String> {
@@ -219,8 +220,16 @@ impl HandleMetrics {
                 "MQTT connections established after the first one.",
                 None,
             ),
-            messages: m.counter("tsfiled_mqtt_messages_total", "MQTT messages received.", None),
-            bytes: m.counter("tsfiled_mqtt_bytes_total", "MQTT payload bytes received.", None),
+            messages: m.counter(
+                "tsfiled_mqtt_messages_total",
+                "MQTT messages received.",
+                None,
+            ),
+            bytes: m.counter(
+                "tsfiled_mqtt_bytes_total",
+                "MQTT payload bytes received.",
+                None,
+            ),
             inflight: m.gauge(
                 "tsfiled_mqtt_inflight_messages",
                 "MQTT messages received and not yet durable.",

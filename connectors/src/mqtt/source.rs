@@ -36,12 +36,12 @@ use super::backoff::{seed, Backoff};
 use super::client::{self, Client, Conn, Event, Incoming};
 use super::dead_letter::{DeadLetters, Letter};
 use super::invalid;
-use crate::Error;
 use super::metrics::{MessageError, MqttMetrics};
 use super::options::MqttSourceOptions;
 use super::parse::Parsers;
 use super::session::SubscriptionRecord;
 use super::tls;
+use crate::Error;
 
 /// A connection that lasted this long resets the reconnect backoff.
 const STABLE_CONNECTION: Duration = Duration::from_secs(10);

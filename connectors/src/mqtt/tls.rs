@@ -52,7 +52,8 @@ pub fn client_config(opts: Option<&MqttTls>) -> Result<Arc<ClientConfig>, Error>
     let config = match opts.and_then(|t| t.client_auth.as_ref()) {
         Some((cert, key)) => {
             let chain = certs("client_cert", cert)?;
-            let key_bytes = std::fs::read(key).map_err(|e| Error::io(format!("mqtt client_key file {}", key.display()), &e))?;
+            let key_bytes = std::fs::read(key)
+                .map_err(|e| Error::io(format!("mqtt client_key file {}", key.display()), &e))?;
             let key_der = PrivateKeyDer::from_pem_slice(&key_bytes)
                 .map_err(|e| tls_error(format!("client_key {}: {e}", key.display())))?;
             builder

@@ -601,9 +601,13 @@ mod tests {
             "servers = [\"h\"]\nstream = \"S\"\nconsumer = \"c\"\npayload = \"line\"\ndevice_template = \"{tags\"",
         )
         .unwrap_err();
-        assert_eq!(errs[0].split(": ").nth(1), Some("device_template"), "{errs:?}");
-        let errs = validate_table::<NatsTable>(&GOOD.replacen("stream = ", "streams = ", 1))
-            .unwrap_err();
+        assert_eq!(
+            errs[0].split(": ").nth(1),
+            Some("device_template"),
+            "{errs:?}"
+        );
+        let errs =
+            validate_table::<NatsTable>(&GOOD.replacen("stream = ", "streams = ", 1)).unwrap_err();
         assert!(errs[0].contains("`streams`"), "{errs:?}");
     }
 
@@ -625,7 +629,10 @@ mod tests {
         assert!(!format!("{c:?}").contains("tok-123"));
         assert_eq!(c.auth, NatsAuth::Token(Secret::Inline("tok-123".into())));
         let shown = toml::to_string(&c.table("n", &|_| "***".into())).unwrap();
-        assert!(!shown.contains("tok-123") && shown.contains("token = \"***\""), "{shown}");
+        assert!(
+            !shown.contains("tok-123") && shown.contains("token = \"***\""),
+            "{shown}"
+        );
         let text = toml::to_string(&c.table("n", &|s| s.to_string())).unwrap();
         assert_eq!(parse(&text), c, "{text}");
     }
