@@ -616,12 +616,12 @@ mod tests {
         assert_eq!(files[0]["reason"], "shutdown");
     }
 
-    /// A series whose encoding is not written in TsFile v4 is written PLAIN with one warning
-    /// when the file first sees it (DOUBLE GORILLA: docs/configuration.md,
-    /// `storage.format_version`); a series written with its own encoding (INT64 TS_2DIFF)
-    /// warns nothing.
+    /// A series typed with format 000002's DOUBLE GORILLA (code 6, which TsFile v4 does not
+    /// write) is written with TsFile 2.x's GORILLA (code 8: docs/configuration.md,
+    /// `storage.format_version`), with one warning when the file first sees it; a series
+    /// written with its own encoding (INT64 TS_2DIFF) warns nothing.
     #[test]
-    fn v4_warns_once_per_file_for_a_series_written_plain() {
+    fn v4_warns_once_per_file_for_a_series_written_with_another_encoding() {
         use std::collections::HashSet;
         use std::io::BufWriter;
 
@@ -662,7 +662,8 @@ mod tests {
         assert_eq!(warnings(&first), 1, "{first}");
         assert!(
             first.contains("root.sg.d1.f")
-                && first.contains("DOUBLE GORILLA is not written in TsFile v4"),
+                && first.contains("is not written in TsFile v4")
+                && first.contains("the series is written GORILLA SNAPPY"),
             "{first}"
         );
         let later = logs(|| {
