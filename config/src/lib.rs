@@ -50,8 +50,7 @@ pub use tsfiled_core::{
     check_strftime, check_timezone, check_topic_filter, declared_type, encoding_supported,
     encoding_supported_v4, encodings_for, encodings_for_v4, format_duration, parse_duration,
     parse_size, ByteSize, Compression, ConfigName, DataType, Encoding, EncodingName, Glob,
-    PathError, PathPattern, PatternNode, Template, TemplatePart, TimeUnit, TopicLevel,
-    TopicTemplate, UnitError,
+    PathPattern, PatternNode, Template, TemplatePart, TimeUnit, TopicLevel, TopicTemplate,
 };
 
 #[cfg(test)]

@@ -1,8 +1,6 @@
 //! The crate's error type (configuration-time errors; payload problems are
 //! [`Rejection`](crate::Rejection)s, not errors).
 
-use crate::path::{PathError, TemplateError};
-
 impl Error {
     /// An [`Error::Io`] from an I/O error and what was being done.
     pub fn io(context: impl Into<String>, e: &std::io::Error) -> Error {
@@ -24,11 +22,11 @@ pub enum Error {
         /// The path as given.
         path: String,
         /// Why.
-        reason: PathError,
+        reason: tsfiled_core::Error,
     },
-    /// A device template does not parse.
+    /// A device template (or another of the shared grammars and units) does not parse.
     #[error(transparent)]
-    DeviceTemplate(#[from] TemplateError),
+    Core(#[from] tsfiled_core::Error),
     /// An invalid CSV parser or source option.
     #[error("csv option `{key}`: {message}")]
     CsvOption {

@@ -36,7 +36,7 @@ pub use model::{
     declared_type, Batch, DataType, Field, FieldValue, Location, PointAt, Record, RejectReason,
     Rejection, TimeUnit,
 };
-pub use path::{DeviceTemplate, PathError};
+pub use path::DeviceTemplate;
 pub use topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
 
 // The source types: one line each, `<folder>::<its SourceTable>`, in reference order.

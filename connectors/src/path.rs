@@ -7,10 +7,9 @@ use std::collections::HashSet;
 
 pub use tsfiled_core::path::{
     is_clean_measurement, is_node_char, sanitize_measurement, sanitize_node, sanitize_node_into,
-    validate_device, validate_measurement, validate_node, PathError, MAX_DEVICE_BYTES,
-    MAX_NODE_BYTES,
+    validate_device, validate_measurement, validate_node, MAX_DEVICE_BYTES, MAX_NODE_BYTES,
 };
-pub use tsfiled_core::{DeviceTemplate, TemplateError};
+pub use tsfiled_core::DeviceTemplate;
 
 /// Distinct keys check used by tests and callers that want to reject duplicate tag keys.
 pub(crate) fn has_duplicate_keys<K: AsRef<str>, V>(tags: &[(K, V)]) -> bool {

@@ -4,21 +4,8 @@
 
 use std::fmt;
 
-use crate::path::{
-    check_node, check_prefix, is_node_char, sanitize_node_into, PathError, MAX_DEVICE_BYTES,
-};
-
-/// An error in a device template.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("device template {template:?}, byte {offset}: {message}")]
-pub struct TemplateError {
-    /// The template as given.
-    pub template: String,
-    /// Byte offset of the problem in `template`.
-    pub offset: usize,
-    /// What is wrong / what was expected.
-    pub message: String,
-}
+use crate::path::{check_node, check_prefix, is_node_char, sanitize_node_into, MAX_DEVICE_BYTES};
+use crate::Error;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
@@ -79,8 +66,8 @@ impl Default for DeviceTemplate {
 }
 
 impl std::str::FromStr for DeviceTemplate {
-    type Err = TemplateError;
-    fn from_str(s: &str) -> Result<Self, TemplateError> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         DeviceTemplate::parse(s)
     }
 }
@@ -93,8 +80,8 @@ impl DeviceTemplate {
     /// Parses `template` as the device path below `prefix` (a device path such as `root.lp`,
     /// or `root`), as the configuration's `path_prefix` and `device_template` give them.
     /// Error offsets count in `template`; a bad prefix is reported at offset 0.
-    pub fn with_prefix(prefix: &str, template: &str) -> Result<DeviceTemplate, TemplateError> {
-        check_prefix(prefix, true).map_err(|e| TemplateError {
+    pub fn with_prefix(prefix: &str, template: &str) -> Result<DeviceTemplate, Error> {
+        check_prefix(prefix, true).map_err(|e| Error::Template {
             template: template.to_owned(),
             offset: 0,
             message: format!("prefix: {e}"),
@@ -111,14 +98,14 @@ impl DeviceTemplate {
     /// Checks `template` as the levels below a prefix of `prefix_levels` levels (`root` is
     /// one), whatever the prefix: what [`DeviceTemplate::with_prefix`] finds wrong with the
     /// template itself.
-    pub fn check_below(prefix_levels: usize, template: &str) -> Result<(), TemplateError> {
+    pub fn check_below(prefix_levels: usize, template: &str) -> Result<(), Error> {
         parse_levels(template, prefix_levels.max(1)).map(|_| ())
     }
 
     /// Parses a whole template whose first level is `root` (e.g. [`DeviceTemplate::DEFAULT`]).
     /// Error offsets count in `template`.
-    pub fn parse(template: &str) -> Result<DeviceTemplate, TemplateError> {
-        let err = |offset: usize, message: &str| TemplateError {
+    pub fn parse(template: &str) -> Result<DeviceTemplate, Error> {
+        let err = |offset: usize, message: &str| Error::Template {
             template: template.to_owned(),
             offset,
             message: message.to_owned(),
@@ -133,10 +120,11 @@ impl DeviceTemplate {
             }
             _ => return Err(err(0, "expected the first level to be `root`")),
         };
-        let (nodes, named_tags) = parse_levels(below, 1).map_err(|mut e| {
-            e.template = template.to_owned();
-            e.offset += "root.".len();
-            e
+        let (nodes, named_tags) = parse_levels(below, 1).map_err(|e| match e {
+            Error::Template {
+                offset, message, ..
+            } => err(offset + "root.".len(), &message),
+            other => other,
         })?;
         Ok(DeviceTemplate {
             prefix: "root".to_owned(),
@@ -292,11 +280,8 @@ impl DeviceTemplate {
 
 /// Parses the levels of `template`, the first of which is level `first_level` of the device
 /// path. Offsets count in `template`.
-fn parse_levels(
-    template: &str,
-    first_level: usize,
-) -> Result<(Vec<Node>, Vec<String>), TemplateError> {
-    let err = |offset: usize, message: String| TemplateError {
+fn parse_levels(template: &str, first_level: usize) -> Result<(Vec<Node>, Vec<String>), Error> {
+    let err = |offset: usize, message: String| Error::Template {
         template: template.to_owned(),
         offset,
         message,
@@ -380,7 +365,7 @@ fn parse_levels(
                 let end = rest.find('{').unwrap_or(rest.len());
                 let lit = &rest[..end];
                 if let Some(ch) = lit.chars().find(|&c| !is_node_char(c)) {
-                    let e = PathError::InvalidChar {
+                    let e = Error::InvalidChar {
                         level,
                         node: text.to_owned(),
                         ch,
@@ -436,11 +421,22 @@ mod tests {
         let t = DeviceTemplate::with_prefix("root", "{measurement}").unwrap();
         t.render("m", &[], &mut out).unwrap();
         assert_eq!(out, "root.m");
-        let e = DeviceTemplate::with_prefix("root.lp", "{measurement}.a-b").unwrap_err();
-        assert_eq!((e.template.as_str(), e.offset), ("{measurement}.a-b", 14));
+        let Error::Template {
+            template, offset, ..
+        } = DeviceTemplate::with_prefix("root.lp", "{measurement}.a-b").unwrap_err()
+        else {
+            panic!("not a template error")
+        };
+        assert_eq!((template.as_str(), offset), ("{measurement}.a-b", 14));
         let e = DeviceTemplate::with_prefix("root.l-p", "{measurement}").unwrap_err();
-        assert_eq!(e.offset, 0);
-        assert!(e.message.contains("prefix"), "{e}");
+        let Error::Template {
+            offset, message, ..
+        } = &e
+        else {
+            panic!("not a template error: {e:?}")
+        };
+        assert_eq!(*offset, 0);
+        assert!(message.contains("prefix"), "{e}");
         assert!(DeviceTemplate::with_prefix("lp", "{measurement}").is_err());
 
         let t = DeviceTemplate::parse("root.telegraf.{tag:host}.{measurement}.{tags}").unwrap();
@@ -497,7 +493,10 @@ mod tests {
             ("root.root", 5),
         ] {
             let e = DeviceTemplate::parse(t).unwrap_err();
-            assert_eq!(e.offset, offset, "{t}: {e}");
+            assert!(
+                matches!(e, Error::Template { offset: o, .. } if o == offset),
+                "{t}: {e}"
+            );
         }
     }
 

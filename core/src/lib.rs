@@ -10,6 +10,7 @@
 
 mod device_template;
 mod diag;
+mod error;
 pub mod locate;
 pub mod path;
 mod patterns;
@@ -20,10 +21,10 @@ mod time;
 pub mod units;
 mod validate;
 
-pub use device_template::{DeviceTemplate, TemplateError};
+pub use device_template::DeviceTemplate;
 pub use diag::{Diagnostic, Diagnostics, KeyPath, Segment};
+pub use error::Error;
 pub use locate::SpanIndex;
-pub use path::PathError;
 pub use patterns::{
     check_strftime, check_timezone, check_topic_filter, Glob, Template, TemplatePart, TopicLevel,
     TopicTemplate,
@@ -34,7 +35,7 @@ pub use schema::{
     Compression, ConfigName, DataType, Encoding, EncodingName, Named, PathPattern, PatternNode,
 };
 pub use time::TimeUnit;
-pub use units::{format_duration, parse_duration, parse_size, ByteSize, UnitError};
+pub use units::{format_duration, parse_duration, parse_size, ByteSize};
 pub use validate::{choices_text, same_path, Validator, PRECISIONS};
 
 #[doc(hidden)]

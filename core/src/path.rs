@@ -36,69 +36,12 @@
 //! The checks run once per incoming point: they do not allocate unless they fail, and they are
 //! `#[inline]` so that the connectors compile them with their own optimisation.
 
+use crate::Error;
+
 /// Longest allowed node, in bytes.
 pub const MAX_NODE_BYTES: usize = 255;
 /// Longest allowed device path, in bytes.
 pub const MAX_DEVICE_BYTES: usize = 1024;
-
-/// Why a string is not a valid device path, node or measurement name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PathError {
-    /// The string is empty.
-    #[error("is empty")]
-    Empty,
-    /// A device path does not start with `root`.
-    #[error("must start with \"root\"")]
-    NoRoot,
-    /// A device path has no level after `root`.
-    #[error("needs at least one level after `root`")]
-    TooShort,
-    /// A level is empty (`root..d1`, trailing `.`).
-    #[error("level {level} is empty")]
-    EmptyNode {
-        /// 0-based level index (`root` is level 0).
-        level: usize,
-    },
-    /// A character outside the allowed set.
-    #[error(
-        "level {level} {node:?}: character {ch:?} is not allowed (letters, digits, `_`, CJK U+2E80..U+9FFF)"
-    )]
-    InvalidChar {
-        /// 0-based level index.
-        level: usize,
-        /// The offending node.
-        node: String,
-        /// The first offending character.
-        ch: char,
-    },
-    /// A measurement name contains `.`.
-    #[error("measurement {0:?} contains `.`")]
-    DottedMeasurement(String),
-    /// A reserved word (`root` after level 0, `time`/`timestamp` as measurement).
-    #[error("level {level} {node:?} is a reserved word")]
-    Reserved {
-        /// 0-based level index.
-        level: usize,
-        /// The offending node.
-        node: String,
-    },
-    /// A node that IoTDB 0.10 lexes as a number with an exponent (`1e5`).
-    #[error("level {level} {node:?} reads as a number with an exponent")]
-    Exponent {
-        /// 0-based level index.
-        level: usize,
-        /// The offending node.
-        node: String,
-    },
-    /// Over a length limit.
-    #[error("is {len} bytes long, more than the {max} allowed")]
-    TooLong {
-        /// Actual length in bytes.
-        len: usize,
-        /// The limit.
-        max: usize,
-    },
-}
 
 /// Whether `c` may appear in an unquoted IoTDB 0.10 path node.
 #[inline]
@@ -132,12 +75,12 @@ pub fn is_reserved(node: &str, measurement: bool) -> bool {
 /// Checks one node at `level` (0 is `root`'s; reserved words are refused below it); with
 /// `measurement` also the measurement-only rules (no `.`, not `time`/`timestamp`).
 #[inline]
-pub fn check_node(node: &str, level: usize, measurement: bool) -> Result<(), PathError> {
+pub fn check_node(node: &str, level: usize, measurement: bool) -> Result<(), Error> {
     if node.is_empty() {
-        return Err(PathError::EmptyNode { level });
+        return Err(Error::EmptyNode { level });
     }
     if node.len() > MAX_NODE_BYTES {
-        return Err(PathError::TooLong {
+        return Err(Error::TooLong {
             len: node.len(),
             max: MAX_NODE_BYTES,
         });
@@ -150,9 +93,9 @@ pub fn check_node(node: &str, level: usize, measurement: bool) -> Result<(), Pat
     {
         if let Some(ch) = node.chars().find(|&c| !is_node_char(c)) {
             if ch == '.' && measurement {
-                return Err(PathError::DottedMeasurement(node.to_owned()));
+                return Err(Error::DottedMeasurement(node.to_owned()));
             }
-            return Err(PathError::InvalidChar {
+            return Err(Error::InvalidChar {
                 level,
                 node: node.to_owned(),
                 ch,
@@ -160,13 +103,13 @@ pub fn check_node(node: &str, level: usize, measurement: bool) -> Result<(), Pat
         }
     }
     if level > 0 && is_reserved(node, measurement) {
-        return Err(PathError::Reserved {
+        return Err(Error::Reserved {
             level,
             node: node.to_owned(),
         });
     }
     if is_exponent_shaped(node) {
-        return Err(PathError::Exponent {
+        return Err(Error::Exponent {
             level,
             node: node.to_owned(),
         });
@@ -176,25 +119,25 @@ pub fn check_node(node: &str, level: usize, measurement: bool) -> Result<(), Pat
 
 /// Validates one device-path node (not the first `root`) at `level`.
 #[inline]
-pub fn validate_node(node: &str, level: usize) -> Result<(), PathError> {
+pub fn validate_node(node: &str, level: usize) -> Result<(), Error> {
     check_node(node, level.max(1), false)
 }
 
 /// Validates a device path: `root` followed by one or more `.`-separated nodes.
 #[inline]
-pub fn validate_device(path: &str) -> Result<(), PathError> {
+pub fn validate_device(path: &str) -> Result<(), Error> {
     if path.is_empty() {
-        return Err(PathError::Empty);
+        return Err(Error::Empty);
     }
     if path.len() > MAX_DEVICE_BYTES {
-        return Err(PathError::TooLong {
+        return Err(Error::TooLong {
             len: path.len(),
             max: MAX_DEVICE_BYTES,
         });
     }
     let mut nodes = path.split('.');
     if nodes.next() != Some("root") {
-        return Err(PathError::NoRoot);
+        return Err(Error::NoRoot);
     }
     let mut count = 0;
     for (i, node) in nodes.enumerate() {
@@ -202,7 +145,7 @@ pub fn validate_device(path: &str) -> Result<(), PathError> {
         count += 1;
     }
     if count == 0 {
-        return Err(PathError::TooShort);
+        return Err(Error::TooShort);
     }
     Ok(())
 }
@@ -210,9 +153,9 @@ pub fn validate_device(path: &str) -> Result<(), PathError> {
 /// Validates a measurement name (the last level of a series path): a single valid node,
 /// not `time`/`timestamp`.
 #[inline]
-pub fn validate_measurement(name: &str) -> Result<(), PathError> {
+pub fn validate_measurement(name: &str) -> Result<(), Error> {
     if name.is_empty() {
-        return Err(PathError::Empty);
+        return Err(Error::Empty);
     }
     check_node(name, 1, true)
 }
@@ -296,21 +239,21 @@ mod tests {
         assert_eq!(validate_device("root.车间.设备_1"), Ok(()));
         assert_eq!(validate_device("root.sg.123"), Ok(()));
         assert_eq!(validate_device("root.sg.12d"), Ok(()));
-        assert_eq!(validate_device(""), Err(PathError::Empty));
-        assert_eq!(validate_device("root"), Err(PathError::TooShort));
-        assert_eq!(validate_device("sg.d1"), Err(PathError::NoRoot));
-        assert_eq!(validate_device("ROOT.sg"), Err(PathError::NoRoot));
+        assert_eq!(validate_device(""), Err(Error::Empty));
+        assert_eq!(validate_device("root"), Err(Error::TooShort));
+        assert_eq!(validate_device("sg.d1"), Err(Error::NoRoot));
+        assert_eq!(validate_device("ROOT.sg"), Err(Error::NoRoot));
         assert_eq!(
             validate_device("root..d1"),
-            Err(PathError::EmptyNode { level: 1 })
+            Err(Error::EmptyNode { level: 1 })
         );
         assert_eq!(
             validate_device("root.sg."),
-            Err(PathError::EmptyNode { level: 2 })
+            Err(Error::EmptyNode { level: 2 })
         );
         assert_eq!(
             validate_device("root.sg.d-1"),
-            Err(PathError::InvalidChar {
+            Err(Error::InvalidChar {
                 level: 2,
                 node: "d-1".into(),
                 ch: '-'
@@ -318,7 +261,7 @@ mod tests {
         );
         assert_eq!(
             validate_device("root.sg.d 1"),
-            Err(PathError::InvalidChar {
+            Err(Error::InvalidChar {
                 level: 2,
                 node: "d 1".into(),
                 ch: ' '
@@ -326,7 +269,7 @@ mod tests {
         );
         assert_eq!(
             validate_device("root.sg.é"),
-            Err(PathError::InvalidChar {
+            Err(Error::InvalidChar {
                 level: 2,
                 node: "é".into(),
                 ch: 'é'
@@ -334,14 +277,14 @@ mod tests {
         );
         assert_eq!(
             validate_device("root.sg.Root"),
-            Err(PathError::Reserved {
+            Err(Error::Reserved {
                 level: 2,
                 node: "Root".into()
             })
         );
         assert_eq!(
             validate_device("root.sg.1e5"),
-            Err(PathError::Exponent {
+            Err(Error::Exponent {
                 level: 2,
                 node: "1e5".into()
             })
@@ -351,7 +294,7 @@ mod tests {
         let long = format!("root.{}", "a".repeat(MAX_NODE_BYTES + 1));
         assert_eq!(
             validate_device(&long),
-            Err(PathError::TooLong {
+            Err(Error::TooLong {
                 len: MAX_NODE_BYTES + 1,
                 max: MAX_NODE_BYTES
             })
@@ -359,7 +302,7 @@ mod tests {
         let many = format!("root{}", ".abcdefghi".repeat(110));
         assert!(matches!(
             validate_device(&many),
-            Err(PathError::TooLong {
+            Err(Error::TooLong {
                 max: MAX_DEVICE_BYTES,
                 ..
             })
@@ -371,29 +314,29 @@ mod tests {
         assert_eq!(validate_measurement("s1"), Ok(()));
         assert_eq!(validate_measurement("温度"), Ok(()));
         assert_eq!(validate_measurement("level"), Ok(()));
-        assert_eq!(validate_measurement(""), Err(PathError::Empty));
+        assert_eq!(validate_measurement(""), Err(Error::Empty));
         assert_eq!(
             validate_measurement("a.b"),
-            Err(PathError::DottedMeasurement("a.b".into()))
+            Err(Error::DottedMeasurement("a.b".into()))
         );
         assert_eq!(
             validate_measurement("Time"),
-            Err(PathError::Reserved {
+            Err(Error::Reserved {
                 level: 1,
                 node: "Time".into()
             })
         );
         assert!(matches!(
             validate_measurement("timestamp"),
-            Err(PathError::Reserved { .. })
+            Err(Error::Reserved { .. })
         ));
         assert!(matches!(
             validate_measurement("2E10"),
-            Err(PathError::Exponent { .. })
+            Err(Error::Exponent { .. })
         ));
         assert!(matches!(
             validate_measurement("s\u{0}"),
-            Err(PathError::InvalidChar { ch: '\u{0}', .. })
+            Err(Error::InvalidChar { ch: '\u{0}', .. })
         ));
     }
 

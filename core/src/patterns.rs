@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-use crate::path::{check_node, is_node_char, PathError};
+use crate::path::{check_node, is_node_char};
+use crate::Error;
 
 /// A file-name glob: `*` any run of characters, `?` one character, `[abc]`, `[a-z]` and
 /// `[!x]` character classes. Matches the whole file name (not the directory part).
@@ -305,7 +306,7 @@ impl Template {
                 check_node(&n.literal, level, false)
             } else {
                 match n.literal.chars().find(|c| !is_node_char(*c)) {
-                    Some(ch) => Err(PathError::InvalidChar {
+                    Some(ch) => Err(Error::InvalidChar {
                         level,
                         node: n.literal.clone(),
                         ch,

@@ -7,6 +7,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::Error;
+
 /// A number of bytes, parsed from a plain integer or a string such as `"64MiB"` or `"16 MB"`.
 ///
 /// Binary units (`KiB`, `MiB`, `GiB`, `TiB`) are powers of 1024, decimal units (`kB`/`KB`,
@@ -84,16 +86,11 @@ impl fmt::Display for ByteSize {
 }
 
 impl std::str::FromStr for ByteSize {
-    type Err = UnitError;
+    type Err = Error;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         parse_size(s)
     }
 }
-
-/// Why a size or duration was refused; the message says what was expected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UnitError(pub String);
 
 fn size_hint() -> &'static str {
     "expected a size such as \"64MiB\", \"16 MB\", \"512KiB\" or a plain number of bytes \
@@ -130,20 +127,20 @@ fn parse_decimal(num: &str) -> Option<(u128, u32)> {
 }
 
 /// Parses a size: `"64MiB"`, `"16 MB"`, `"1.5GiB"`, `"512"` (bytes).
-pub fn parse_size(input: &str) -> Result<ByteSize, UnitError> {
+pub fn parse_size(input: &str) -> Result<ByteSize, Error> {
     let s = input.trim();
     if s.is_empty() {
-        return Err(UnitError(format!("empty size; {}", size_hint())));
+        return Err(Error::Unit(format!("empty size; {}", size_hint())));
     }
     if s.starts_with('-') {
-        return Err(UnitError(format!(
+        return Err(Error::Unit(format!(
             "negative size \"{input}\"; {}",
             size_hint()
         )));
     }
     let (num, unit) = split_number(s);
     let Some((mantissa, scale)) = parse_decimal(num) else {
-        return Err(UnitError(format!(
+        return Err(Error::Unit(format!(
             "\"{input}\" does not start with a number; {}",
             size_hint()
         )));
@@ -157,11 +154,11 @@ pub fn parse_size(input: &str) -> Result<ByteSize, UnitError> {
             None => {
                 if matches!(lower.as_str(), "k" | "m" | "g" | "t") {
                     let u = unit.to_ascii_uppercase();
-                    return Err(UnitError(format!(
+                    return Err(Error::Unit(format!(
                         "unknown size unit \"{unit}\" in \"{input}\"; a bare \"{unit}\" is ambiguous, write \"{num}{u}iB\" (binary) or \"{num}{u}B\" (decimal)"
                     )));
                 }
-                return Err(UnitError(format!(
+                return Err(Error::Unit(format!(
                     "unknown size unit \"{unit}\" in \"{input}\"; {}",
                     size_hint()
                 )));
@@ -171,14 +168,14 @@ pub fn parse_size(input: &str) -> Result<ByteSize, UnitError> {
     let divisor = 10u128.pow(scale);
     let total = mantissa
         .checked_mul(u128::from(multiplier))
-        .ok_or_else(|| UnitError(format!("size \"{input}\" is too large")))?;
+        .ok_or_else(|| Error::Unit(format!("size \"{input}\" is too large")))?;
     if total % divisor != 0 {
-        return Err(UnitError(format!(
+        return Err(Error::Unit(format!(
             "size \"{input}\" is not a whole number of bytes"
         )));
     }
     let bytes = u64::try_from(total / divisor).map_err(|_| {
-        UnitError(format!(
+        Error::Unit(format!(
             "size \"{input}\" is too large (at most 2^64-1 bytes)"
         ))
     })?;
@@ -205,10 +202,10 @@ fn duration_hint() -> &'static str {
 ///
 /// Units: `ns`, `us` (or `µs`), `ms`, `s`, `m` (minutes), `h`, `d` (24 h). A bare number is
 /// refused because its unit would be a guess. Parts may be separated by spaces.
-pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
+pub fn parse_duration(input: &str) -> Result<Duration, Error> {
     let s = input.trim();
     if s.is_empty() {
-        return Err(UnitError(format!("empty duration; {}", duration_hint())));
+        return Err(Error::Unit(format!("empty duration; {}", duration_hint())));
     }
     let mut total: u128 = 0;
     let mut rest = s;
@@ -227,14 +224,14 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
             } else {
                 format!("\"{input}\" is not a duration")
             };
-            return Err(UnitError(format!("{what}; {}", duration_hint())));
+            return Err(Error::Unit(format!("{what}; {}", duration_hint())));
         }
         let number: u128 = rest[..digits_end]
             .parse()
-            .map_err(|_| UnitError(format!("duration \"{input}\" is too large")))?;
+            .map_err(|_| Error::Unit(format!("duration \"{input}\" is too large")))?;
         rest = rest[digits_end..].trim_start();
         if rest.starts_with('.') {
-            return Err(UnitError(format!(
+            return Err(Error::Unit(format!(
                 "\"{input}\" has a fraction; write whole parts such as \"1h30m\" or \"1500ms\""
             )));
         }
@@ -245,13 +242,13 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
         let unit = &rest[..unit_end];
         rest = rest[unit_end..].trim_start();
         if unit.is_empty() {
-            return Err(UnitError(format!(
+            return Err(Error::Unit(format!(
                 "\"{input}\" lacks a unit after {number}; {}",
                 duration_hint()
             )));
         }
         let Some((_, nanos)) = DURATION_UNITS.iter().find(|(name, _)| *name == unit) else {
-            return Err(UnitError(format!(
+            return Err(Error::Unit(format!(
                 "unknown duration unit \"{unit}\" in \"{input}\"; {}",
                 duration_hint()
             )));
@@ -259,10 +256,10 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
         total = number
             .checked_mul(u128::from(*nanos))
             .and_then(|p| total.checked_add(p))
-            .ok_or_else(|| UnitError(format!("duration \"{input}\" is too large")))?;
+            .ok_or_else(|| Error::Unit(format!("duration \"{input}\" is too large")))?;
     }
     let nanos = u64::try_from(total).map_err(|_| {
-        UnitError(format!(
+        Error::Unit(format!(
             "duration \"{input}\" is too large (at most ~584 years)"
         ))
     })?;
@@ -320,29 +317,32 @@ mod tests {
 
     #[test]
     fn bad_sizes() {
-        let e = parse_size("64M").unwrap_err().0;
+        let e = parse_size("64M").unwrap_err().to_string();
         assert!(e.contains("ambiguous") && e.contains("64MiB"), "{e}");
-        let e = parse_size("12 parsecs").unwrap_err().0;
+        let e = parse_size("12 parsecs").unwrap_err().to_string();
         assert!(e.contains("unknown size unit \"parsecs\""), "{e}");
-        assert!(parse_size("").unwrap_err().0.contains("empty"));
-        assert!(parse_size("-1MiB").unwrap_err().0.contains("negative"));
+        assert!(parse_size("").unwrap_err().to_string().contains("empty"));
+        assert!(parse_size("-1MiB")
+            .unwrap_err()
+            .to_string()
+            .contains("negative"));
         assert!(parse_size("MiB")
             .unwrap_err()
-            .0
+            .to_string()
             .contains("does not start with a number"));
         assert!(parse_size("1.2345B")
             .unwrap_err()
-            .0
+            .to_string()
             .contains("whole number of bytes"));
         assert!(parse_size("1.B").is_err());
         assert!(parse_size("1..2B").is_err());
         assert!(parse_size("99999999999TiB")
             .unwrap_err()
-            .0
+            .to_string()
             .contains("too large"));
         assert!(parse_size("18446744073709551616")
             .unwrap_err()
-            .0
+            .to_string()
             .contains("too large"));
         assert_eq!(
             parse_size("18446744073709551615").unwrap(),
@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn bad_durations() {
-        let e = |s| parse_duration(s).unwrap_err().0;
+        let e = |s| parse_duration(s).unwrap_err().to_string();
         assert!(e("30").contains("lacks a unit"), "{}", e("30"));
         assert!(e("1.5h").contains("fraction"));
         assert!(e("10 minutes").contains("unknown duration unit \"minutes\""));

@@ -76,7 +76,7 @@ impl Validator<'_> {
             Some(Human::Text(s)) => match parse_size(s) {
                 Ok(b) => b,
                 Err(e) => {
-                    self.err(path, e.0);
+                    self.err(path, e.to_string());
                     default
                 }
             },
@@ -113,7 +113,7 @@ impl Validator<'_> {
             Some(Human::Text(s)) => match parse_duration(s) {
                 Ok(d) => d,
                 Err(e) => {
-                    self.err(path, e.0);
+                    self.err(path, e.to_string());
                     default
                 }
             },

@@ -51,10 +51,13 @@ pub fn line_mapping(
         }
     };
     let device_template = checked.unwrap_or_else(|e| {
-        v.err(
-            &at.key("device_template"),
-            format!("template \"{}\": {}", e.template, e.message),
-        );
+        let msg = match &e {
+            tsfiled_core::Error::Template {
+                template, message, ..
+            } => format!("template \"{template}\": {message}"),
+            other => other.to_string(),
+        };
+        v.err(&at.key("device_template"), msg);
         DeviceTemplate::default()
     });
     LineProtocolMapping {
