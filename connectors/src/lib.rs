@@ -7,10 +7,10 @@
 //! They never panic on any input.
 //!
 //! Each source is a folder (`http/`, `mqtt/`, `csv/`, `exec/`, …) holding its configuration
-//! table, its validation, its settings and its run, on the plugin API of [`source`], and is
-//! registered by one line of the `sources!` list at the end of this file; [`registry`] finds
-//! them by `type`. The configuration crate and the daemon know sources only through it
-//! (see `docs/plugins.md`).
+//! table, its validation, its settings and its run, on the plugin API of [`source`]. This file
+//! adds two lines per source: its `pub mod` item and its line in the `sources!` list at the
+//! end; [`registry`] finds them by `type`. The configuration crate and the daemon know
+//! sources only through it (see `docs/plugins.md`).
 
 #![warn(missing_docs)]
 
@@ -38,6 +38,14 @@ pub use model::{
 };
 pub use path::DeviceTemplate;
 pub use topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
+
+// The source folders, one `pub mod` each.
+pub mod csv;
+pub mod exec;
+pub mod http;
+pub mod modbus;
+pub mod mqtt;
+pub mod nats;
 
 // The source types: one line each, `<folder>::<its SourceTable>`, in reference order.
 sources! {

@@ -1,19 +1,18 @@
 //! Every source type, keyed by its `type` value.
 //!
 //! The list is the `sources!` invocation in the crate root (`lib.rs`): one line per source,
-//! `<folder>::<its SourceTable>`, which declares the folder's module and registers the type.
+//! `<folder>::<its SourceTable>`, which registers the type of the folder's module (declared by
+//! a plain `pub mod <folder>;` beside it, so that rustfmt and cargo-mutants see the folder).
 //! The configuration crate dispatches `[[pipeline.source]]` tables through [`find`], the
 //! reference documents [`sources`], and the daemon starts what they validated to.
 
 use crate::source::SourcePlugin;
 
-/// Declares each source folder as a module and lists its [`SourceTable`] in the registry.
+/// Lists the [`SourceTable`] of each source folder in the registry.
 ///
 /// [`SourceTable`]: crate::source::SourceTable
 macro_rules! sources {
     ($($module:ident :: $table:ident),* $(,)?) => {
-        $(pub mod $module;)*
-
         #[doc(hidden)]
         pub static SOURCE_TYPES: &[&dyn $crate::source::SourcePlugin] =
             &[$(&$crate::source::Plugin::<$module::$table>::new()),*];

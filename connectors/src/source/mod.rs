@@ -1,6 +1,7 @@
 //! The source plugin API: what a connector implements to become a `[[pipeline.source]]` type.
 //!
-//! A source is one folder (`connectors/src/<name>/`) plus one line in [`crate::registry`]. It
+//! A source is one folder (`connectors/src/<name>/`) plus two lines in the crate root
+//! (`pub mod <name>;` and its line in the `sources!` list of [`crate::registry`]). It
 //! declares:
 //!
 //! - its **raw table** ([`SourceTable`]): a serde struct declared with
