@@ -263,7 +263,7 @@ fn example_mqtt_validates() {
     assert_eq!(lm.precision, TimeUnit::Millis);
     assert_eq!(
         m.dead_letter_file,
-        PathBuf::from("/var/lib/tsfiled/dead-letter/broker.jsonl")
+        Some(PathBuf::from("/var/lib/tsfiled/dead-letter/broker.jsonl"))
     );
 }
 
@@ -274,19 +274,19 @@ fn example_csv_validates() {
     let Some(a) = c.pipelines[0].sources[0].settings::<CsvSourceConfig>() else {
         panic!()
     };
-    assert_eq!(a.format, CsvFormat::IotdbWide);
+    assert_eq!(a.rows.format, CsvFormat::IotdbWide);
     assert!(a.accepts("export.csv") && a.accepts("x.csv.gz"));
     assert!(!a.accepts("export.csv.tmp") && !a.accepts(".export.csv"));
     let Some(b) = c.pipelines[1].sources[0].settings::<CsvSourceConfig>() else {
         panic!()
     };
-    assert_eq!(b.delimiter, b';');
+    assert_eq!(b.rows.delimiter, b';');
     assert_eq!(
-        b.time_format,
+        b.rows.time_format,
         TimeFormat::Strftime("%d.%m.%Y %H:%M:%S".into())
     );
-    assert_eq!(b.ambiguous_time, AmbiguousTime::Reject);
-    let CsvFormat::Generic(g) = &b.format else {
+    assert_eq!(b.rows.ambiguous_time, AmbiguousTime::Reject);
+    let CsvFormat::Generic(g) = &b.rows.format else {
         panic!()
     };
     assert_eq!(g.time_column, ColumnRef::Name("Timestamp".into()));
@@ -365,7 +365,7 @@ fn data_dir_override() {
     };
     assert_eq!(
         m.dead_letter_file,
-        PathBuf::from("/b/dead-letter/mqtt.jsonl")
+        Some(PathBuf::from("/b/dead-letter/mqtt.jsonl"))
     );
     // An explicit pipeline directory stays.
     assert_eq!(c.pipelines[1].storage.data_dir, PathBuf::from("/q"));
@@ -829,9 +829,9 @@ fn csv_rules() {
     let Some(s) = c.pipelines[0].sources[0].settings::<CsvSourceConfig>() else {
         panic!()
     };
-    assert_eq!(s.delimiter, b'\t');
+    assert_eq!(s.rows.delimiter, b'\t');
     assert!(matches!(
-        &s.format,
+        &s.rows.format,
         CsvFormat::Generic(GenericCsv {
             time_column: ColumnRef::Index(0),
             ..

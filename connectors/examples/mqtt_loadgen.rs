@@ -29,10 +29,9 @@ use std::time::{Duration, Instant};
 use rumqttc::{AsyncClient, Event, MqttOptions, Outgoing, Packet, QoS};
 use tokio_util::sync::CancellationToken;
 use tsfiled_connectors::mqtt::{
-    run, BrokerAddress, CountingMetrics, MqttProtocol, MqttSourceOptions, PayloadFormat, Qos,
+    run, BrokerAddress, CountingMetrics, MqttPayload, MqttProtocol, MqttSourceConfig, Qos,
 };
 use tsfiled_connectors::sink::MemorySink;
-use tsfiled_connectors::TimeUnit;
 
 struct Args {
     broker: String,
@@ -250,19 +249,23 @@ async fn main() {
     let metrics = Arc::new(CountingMetrics::default());
     let token = CancellationToken::new();
     let connector = if a.consume {
-        let mut o = MqttSourceOptions::new(a.broker.clone(), a.client_id.clone()).filter(
-            format!("{}/#", a.topic),
-            Qos::AtLeastOnce,
-            PayloadFormat::IotdbJson {
-                time_unit: TimeUnit::Millis,
-            },
-        );
+        let mut o = match MqttSourceConfig::new(&a.broker, &a.client_id) {
+            Ok(o) => o.filter(
+                &format!("{}/#", a.topic),
+                Qos::AtLeastOnce,
+                MqttPayload::IotdbJson,
+            ),
+            Err(e) => {
+                eprintln!("mqtt_loadgen: {e}");
+                std::process::exit(2);
+            }
+        };
         o.protocol = a.protocol;
-        o.in_flight = a.window;
-        o.name = "loadgen".into();
+        o.max_inflight = u16::try_from(a.window).unwrap_or(u16::MAX);
         o.session_expiry = Duration::from_secs(60);
-        o.max_batch_messages = a.batch;
-        o.max_concurrent_submits = a.submits;
+        o.runtime.name = "loadgen".into();
+        o.runtime.max_batch_messages = a.batch;
+        o.runtime.max_concurrent_submits = a.submits;
         let h = tokio::spawn(run(o, sink.clone(), token.clone(), metrics.clone()));
         let deadline = Instant::now() + Duration::from_secs(10);
         while CountingMetrics::get(&metrics.subscribed) == 0 {

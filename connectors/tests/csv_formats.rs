@@ -5,8 +5,8 @@ use std::io::Write;
 
 use tsfiled_connectors::csv::{
     parse_path, parse_reader, AmbiguousTime, Chunk, ColumnRef, CsvDevice, CsvFormat,
-    CsvParseOptions, CsvParser, FileContext, GenericCsv, ParseSummary, ResumePoint, Sequential,
-    Template, TimeFormat,
+    CsvParseOptions, CsvParser, CsvRows, FileContext, GenericCsv, ParseSummary, ResumePoint,
+    Sequential, Template, TimeFormat,
 };
 use tsfiled_connectors::{DataType, Error, Field, FieldValue, Record, RejectReason, TimeUnit};
 
@@ -198,7 +198,10 @@ fn iotdb_wide_header_errors() {
 #[test]
 fn iotdb_by_device() {
     let o = CsvParseOptions {
-        format: CsvFormat::IotdbDevice,
+        rows: CsvRows {
+            format: CsvFormat::IotdbDevice,
+            ..CsvRows::default()
+        },
         ..CsvParseOptions::default()
     };
     let input = "Time,Device,s1(DOUBLE),s2\n\
@@ -257,7 +260,10 @@ fn tpl(text: &str) -> Template {
 
 fn generic(g: GenericCsv) -> CsvParseOptions {
     CsvParseOptions {
-        format: CsvFormat::Generic(g),
+        rows: CsvRows {
+            format: CsvFormat::Generic(g),
+            ..CsvRows::default()
+        },
         ..CsvParseOptions::default()
     }
 }
@@ -273,10 +279,10 @@ fn generic_skip_rows_header_rows_delimiter_names_and_indexes() {
         },
         value_columns: vec![ColumnRef::Name("Temp (°C)".into()), ColumnRef::Index(4)],
     });
-    o.delimiter = b';';
-    o.skip_rows = 2;
-    o.time_format = TimeFormat::Strftime("%d.%m.%Y %H:%M:%S".into());
-    o.timezone = "Europe/Berlin".into();
+    o.rows.delimiter = b';';
+    o.rows.skip_rows = 2;
+    o.rows.time_format = TimeFormat::Strftime("%d.%m.%Y %H:%M:%S".into());
+    o.rows.timezone = "Europe/Berlin".into();
     o.precision = TimeUnit::Seconds;
     let input = "exported by PLC \"7\"; v1.2\n\
                  ---\n\
@@ -400,7 +406,7 @@ fn generic_option_and_header_errors() {
         e => panic!("{e}"),
     }
     let mut skip = clash.clone();
-    skip.skip_rows = 5;
+    skip.rows.skip_rows = 5;
     assert!(matches!(parse_err(&skip, "a\nb\n"), Error::CsvFile { .. }));
 }
 
@@ -411,9 +417,12 @@ fn times(
     cells: &[&str],
 ) -> Vec<Result<i64, RejectReason>> {
     let o = CsvParseOptions {
-        time_format: format,
-        timezone: tz.into(),
-        ambiguous_time: AmbiguousTime::Reject,
+        rows: CsvRows {
+            time_format: format,
+            timezone: tz.into(),
+            ambiguous_time: AmbiguousTime::Reject,
+            ..CsvRows::default()
+        },
         precision,
         ..CsvParseOptions::default()
     };
@@ -522,9 +531,12 @@ fn ambiguity_rules_earliest_and_latest() {
         (AmbiguousTime::Latest, 1_729_992_600),
     ] {
         let o = CsvParseOptions {
-            time_format: TimeFormat::Strftime("%Y-%m-%d %H:%M".into()),
-            timezone: "Europe/Berlin".into(),
-            ambiguous_time: rule,
+            rows: CsvRows {
+                time_format: TimeFormat::Strftime("%Y-%m-%d %H:%M".into()),
+                timezone: "Europe/Berlin".into(),
+                ambiguous_time: rule,
+                ..CsvRows::default()
+            },
             precision: TimeUnit::Seconds,
             ..CsvParseOptions::default()
         };
@@ -569,7 +581,10 @@ fn chunks_are_bounded_and_resume_from_any_chunk_end() {
         }
     }
     let o = CsvParseOptions {
-        skip_rows: 1,
+        rows: CsvRows {
+            skip_rows: 1,
+            ..CsvRows::default()
+        },
         max_batch_points: 50,
         ..CsvParseOptions::default()
     };

@@ -464,7 +464,7 @@ async fn delete_on_success_recursive_dirs_and_device_formats() {
     let mut o = options(&d);
     o.config.recursive = true;
     o.config.on_success = OnSuccess::Delete;
-    o.config.format = CsvFormat::IotdbDevice;
+    o.config.rows.format = CsvFormat::IotdbDevice;
     let sink = Arc::new(MemorySink::new());
     let src = Source::start(o, sink.clone());
     until("first file", || src.get(|m| &m.files_deleted) == 1).await;

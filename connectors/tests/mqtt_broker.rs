@@ -10,24 +10,23 @@ use std::time::Duration;
 use mqtt_harness::*;
 use rumqttc::QoS;
 use tsfiled_connectors::mqtt::{
-    CountingMetrics, MqttProtocol, MqttSourceOptions, MqttTls, PayloadFormat, Qos,
+    CountingMetrics, MqttPayload, MqttProtocol, MqttSourceConfig, MqttTls, Qos,
 };
 use tsfiled_connectors::sink::{MemoryMode, MemorySink};
 use tsfiled_connectors::source::Secret;
 use tsfiled_connectors::TimeUnit;
+use tsfiled_core::ByteSize;
 
-fn base(url: &str, client_id: &str, protocol: MqttProtocol) -> MqttSourceOptions {
-    let mut o = MqttSourceOptions::new(url, client_id);
+fn base(url: &str, client_id: &str, protocol: MqttProtocol) -> MqttSourceConfig {
+    let mut o = MqttSourceConfig::new(url, client_id).unwrap();
     o.protocol = protocol;
-    o.reconnect_initial_backoff = Duration::from_millis(50);
+    o.runtime.reconnect_initial_backoff = Duration::from_millis(50);
     o.reconnect_max_backoff = Duration::from_millis(500);
     o
 }
 
-fn json() -> PayloadFormat {
-    PayloadFormat::IotdbJson {
-        time_unit: TimeUnit::Millis,
-    }
+fn json() -> MqttPayload {
+    MqttPayload::IotdbJson
 }
 
 fn k(d: &str, t: i64, m: &str, v: &str) -> Key {
@@ -45,14 +44,14 @@ async fn every_type_and_format(protocol: MqttProtocol, json_qos: Qos) {
         .filter(
             "lp/#",
             Qos::AtLeastOnce,
-            PayloadFormat::line_protocol(TimeUnit::Millis),
+            MqttPayload::line("root.lp", TimeUnit::Millis).unwrap(),
         )
         .filter(
             "plant/+/+",
             Qos::AtMostOnce,
-            PayloadFormat::topic_value("plant/{device}/{measurement}", "root.plant"),
+            MqttPayload::value("plant/{device}/{measurement}", "root.plant").unwrap(),
         );
-    o.stored_unit = TimeUnit::Millis;
+    o.runtime.stored_unit = TimeUnit::Millis;
     let sink = Arc::new(MemorySink::new());
     let c = Connector::start(o, sink.clone());
     c.subscribed(1).await;
@@ -180,10 +179,10 @@ async fn bad_messages_are_dead_lettered_and_acknowledged() {
             .filter(
                 "plant/+/+",
                 Qos::AtLeastOnce,
-                PayloadFormat::topic_value("plant/{device}/{measurement}", "root.plant"),
+                MqttPayload::value("plant/{device}/{measurement}", "root.plant").unwrap(),
             );
-        o.max_payload_bytes = 1000;
-        o.dead_letter = Some(dl.clone());
+        o.max_payload_size = ByteSize(1000);
+        o.dead_letter_file = Some(dl.clone());
         (o, sink)
     };
     let (o, sink) = opts(Arc::new(MemorySink::new()));
@@ -293,8 +292,8 @@ async fn crash_mid_stream_loses_no_acknowledged_point() {
     let opts = || {
         let mut o =
             base(&broker.url(), &id, MqttProtocol::V311).filter("c/#", Qos::AtLeastOnce, json());
-        o.in_flight = 20;
-        o.max_batch_messages = 5;
+        o.max_inflight = 20;
+        o.runtime.max_batch_messages = 5;
         o
     };
     let sink1 = Arc::new(MemorySink::new());
@@ -338,8 +337,8 @@ async fn broker_restart_reconnects_without_losing_qos1() {
     let id = format!("restart-{}", unique());
     let mut o =
         base(&broker.url(), &id, MqttProtocol::V311).filter("r/#", Qos::AtLeastOnce, json());
-    o.in_flight = 10;
-    o.max_batch_messages = 5;
+    o.max_inflight = 10;
+    o.runtime.max_batch_messages = 5;
     let sink = Arc::new(MemorySink::new());
     sink.set_delay(Duration::from_millis(10));
     let c = Connector::start(o, sink.clone());
@@ -414,8 +413,8 @@ async fn full_sink_pauses_reading_and_loses_nothing() {
         MqttProtocol::V5,
     )
     .filter("f/#", Qos::AtLeastOnce, json());
-    o.in_flight = 4;
-    o.max_batch_messages = 2;
+    o.max_inflight = 4;
+    o.runtime.max_batch_messages = 2;
     let sink = Arc::new(MemorySink::new());
     sink.script(std::iter::repeat_n(
         MemoryMode::Full(Duration::from_millis(20)),

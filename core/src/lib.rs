@@ -29,7 +29,7 @@ pub use patterns::{
     check_strftime, check_timezone, check_topic_filter, Glob, Template, TemplatePart, TopicLevel,
     TopicTemplate,
 };
-pub use raw::{FieldDoc, Human};
+pub use raw::{ConfigTable, FieldDoc, Human};
 pub use schema::{
     declared_type, encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4,
     Compression, ConfigName, DataType, Encoding, EncodingName, Named, PathPattern, PatternNode,

@@ -18,17 +18,32 @@ pub struct FieldDoc {
     pub doc: &'static str,
 }
 
+/// A raw table declared with [`config_table!`](crate::config_table): its documented keys and
+/// its `name` key.
+pub trait ConfigTable {
+    /// The documented keys of the table, in declaration order.
+    const KEYS: &'static [FieldDoc];
+
+    /// The `name` key as written (`None` also for a table without one).
+    fn name(&self) -> Option<&str>;
+}
+
 /// Declares a raw configuration table: a serde struct with `deny_unknown_fields`, one
-/// `#[key("toml-key", "type", "default")]` line per field, and a `KEYS` table with the same
-/// facts and the field's doc comment.
+/// `#[key("toml-key", "type", "default")]` line per field, a `KEYS` table with the same
+/// facts and the field's doc comment, and its [`ConfigTable`] implementation (a `"name"` key
+/// is the table's name).
 #[macro_export]
 macro_rules! config_table {
+    (@name "name", $value:expr) => {
+        return $value.as_deref();
+    };
+    (@name $key:tt, $value:expr) => {};
     (
         $(#[doc = $sdoc:literal])*
         pub struct $name:ident {
             $(
                 $(#[doc = $doc:literal])*
-                #[key($key:literal, $ty:literal, $default:literal)]
+                #[key($key:tt, $ty:literal, $default:literal)]
                 $(#[$attr:meta])*
                 $field:ident : $fty:ty,
             )*
@@ -53,6 +68,16 @@ macro_rules! config_table {
             pub const KEYS: &'static [$crate::FieldDoc] = &[
                 $($crate::FieldDoc { key: $key, ty: $ty, default: $default, doc: concat!($($doc, "\n",)*) },)*
             ];
+        }
+
+        impl $crate::ConfigTable for $name {
+            const KEYS: &'static [$crate::FieldDoc] = $name::KEYS;
+
+            #[allow(unreachable_code)]
+            fn name(&self) -> Option<&str> {
+                $($crate::config_table!(@name $key, self.$field);)*
+                None
+            }
         }
     };
 }

@@ -244,6 +244,61 @@ impl Validator<'_> {
         }
     }
 
+    /// The value at `parent.key`, reported ("missing required key") when not written.
+    pub fn present<'s, T>(
+        &mut self,
+        v: &'s Option<T>,
+        parent: &KeyPath,
+        key: &str,
+    ) -> Option<&'s T> {
+        if v.is_none() {
+            self.err(&parent.key(key), format!("missing required key `{key}`"));
+        }
+        v.as_ref()
+    }
+
+    /// The list at `parent.key`, reported when not written ("missing required key", then
+    /// `need`) or empty (`need`, e.g. "at least one directory is required"); `None` then.
+    pub fn nonempty_list<'s, T>(
+        &mut self,
+        v: &'s Option<Vec<T>>,
+        parent: &KeyPath,
+        key: &str,
+        need: &str,
+    ) -> Option<&'s [T]> {
+        match v {
+            None => {
+                let msg = format!("missing required key `{key}`: {need}");
+                self.err(&parent.key(key), msg);
+                None
+            }
+            Some(list) if list.is_empty() => {
+                self.err(&parent.key(key), need);
+                None
+            }
+            Some(list) => Some(list),
+        }
+    }
+
+    /// A growing delay (restart or reconnect backoff): the keys `initial` and `max` of the
+    /// table at `parent`, both above zero, `max` not less than `initial`; `defaults` when not
+    /// written or invalid.
+    pub fn backoff(
+        &mut self,
+        (initial, max): (&Option<Human>, &Option<Human>),
+        parent: &KeyPath,
+        keys: [&str; 2],
+        defaults: [Duration; 2],
+    ) -> (Duration, Duration) {
+        let first = self.positive_duration(initial, &parent.key(keys[0]), defaults[0]);
+        let cap = self.positive_duration(max, &parent.key(keys[1]), defaults[1]);
+        if cap < first {
+            let msg = format!("must not be less than {}", keys[0]);
+            self.err(&parent.key(keys[1]), msg);
+        }
+        (first, cap)
+    }
+
     /// A path; `default` when not written or blank.
     pub fn path_or(&mut self, v: &Option<String>, path: &KeyPath, default: PathBuf) -> PathBuf {
         self.nonempty(v, path).map_or(default, PathBuf::from)

@@ -9,8 +9,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use tsfiled_connectors::csv::{
-    parse_reader, ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, FileContext, GenericCsv,
-    TimeFormat,
+    parse_reader, ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, CsvRows, FileContext,
+    GenericCsv, TimeFormat,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -39,15 +39,18 @@ fuzz_target!(|data: &[u8]| {
     ];
     for format in formats {
         let opts = CsvParseOptions {
-            format,
-            time_format: time_formats[usize::from(knob >> 1) % time_formats.len()].clone(),
-            timezone: if knob & 0x40 != 0 {
-                "Europe/Berlin"
-            } else {
-                "UTC"
-            }
-            .to_string(),
-            delimiter: if knob & 0x80 != 0 { b';' } else { b',' },
+            rows: CsvRows {
+                format,
+                time_format: time_formats[usize::from(knob >> 1) % time_formats.len()].clone(),
+                timezone: if knob & 0x40 != 0 {
+                    "Europe/Berlin"
+                } else {
+                    "UTC"
+                }
+                .to_string(),
+                delimiter: if knob & 0x80 != 0 { b';' } else { b',' },
+                ..CsvRows::default()
+            },
             max_batch_points: 64,
             max_record_bytes: 4096,
             ..CsvParseOptions::default()

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tsfiled_core::path::check_prefix;
 use tsfiled_core::{
-    check_strftime, check_timezone, config_table, same_path, FieldDoc, Glob, Human, KeyPath,
-    Template, Validator,
+    check_strftime, check_timezone, config_table, same_path, Glob, Human, KeyPath, Template,
+    Validator,
 };
 
 use crate::source::{SourceEnv, SourceTable};
@@ -261,18 +261,8 @@ pub struct CsvSourceConfig {
     pub recursive: bool,
     /// Stability time.
     pub settle: Duration,
-    /// File format.
-    pub format: CsvFormat,
-    /// Timestamp format.
-    pub time_format: TimeFormat,
-    /// IANA zone for naive times (form checked; existence by `check`).
-    pub timezone: String,
-    /// DST ambiguity rule.
-    pub ambiguous_time: AmbiguousTime,
-    /// Field delimiter (ASCII).
-    pub delimiter: u8,
-    /// Lines skipped before the header.
-    pub skip_rows: u32,
+    /// How rows are read (the parser's keys).
+    pub rows: CsvRows,
     /// Done directory (relative: per watched directory).
     pub done_dir: PathBuf,
     /// Error directory (relative: per watched directory).
@@ -283,6 +273,39 @@ pub struct CsvSourceConfig {
     pub max_concurrent_files: u32,
     /// Periodic rescan.
     pub rescan_interval: Duration,
+}
+
+/// How the rows of a CSV file are read: the keys of a `csv` source that the row parser takes
+/// (also for offline imports, through [`CsvParseOptions`](super::CsvParseOptions)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsvRows {
+    /// File format.
+    pub format: CsvFormat,
+    /// Timestamp format.
+    pub time_format: TimeFormat,
+    /// IANA time zone for times without an offset (`UTC`, `Europe/Berlin`; form checked by
+    /// validation, existence by `check`).
+    pub timezone: String,
+    /// DST ambiguity rule.
+    pub ambiguous_time: AmbiguousTime,
+    /// Field delimiter (one ASCII byte, not `"`, CR or LF).
+    pub delimiter: u8,
+    /// Lines skipped before the header (physical lines; quotes are not interpreted).
+    pub skip_rows: u32,
+}
+
+impl Default for CsvRows {
+    /// The keys' defaults.
+    fn default() -> Self {
+        CsvRows {
+            format: CsvFormat::IotdbWide,
+            time_format: TimeFormat::Auto,
+            timezone: "UTC".to_owned(),
+            ambiguous_time: AmbiguousTime::Earliest,
+            delimiter: b',',
+            skip_rows: 0,
+        }
+    }
 }
 
 impl CsvSourceConfig {
@@ -313,14 +336,6 @@ impl SourceTable for CsvTable {
     const SUMMARY: &'static str = "CSV files dropped into watched directories";
     const EXAMPLE: &'static str = "directories = [\"/srv/drop\"]\n";
     type Settings = CsvSourceConfig;
-
-    fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {
-        vec![("", Self::KEYS)]
-    }
-
-    fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
 
     fn validate(
         &self,
@@ -362,22 +377,16 @@ fn column(
 fn validate_csv(v: &mut Validator<'_>, c: &CsvTable, sp: &KeyPath) -> Option<CsvSourceConfig> {
     let before = v.diags.len();
     let mut directories: Vec<PathBuf> = Vec::new();
-    match &c.directories {
-        None => v.err(&sp.key("directories"), "missing required key `directories`"),
-        Some(list) if list.is_empty() => {
-            v.err(&sp.key("directories"), "at least one directory is required")
-        }
-        Some(list) => {
-            for (i, d) in list.iter().enumerate() {
-                let p = sp.key("directories").index(i);
-                if d.trim().is_empty() {
-                    v.err(&p, "must not be empty");
-                } else if directories.iter().any(|x| same_path(x, Path::new(d))) {
-                    v.err(&p, format!("directory {d} is listed twice"));
-                } else {
-                    directories.push(PathBuf::from(d));
-                }
-            }
+    let need = "at least one directory is required";
+    let listed = v.nonempty_list(&c.directories, sp, "directories", need);
+    for (i, d) in listed.unwrap_or_default().iter().enumerate() {
+        let p = sp.key("directories").index(i);
+        if d.trim().is_empty() {
+            v.err(&p, "must not be empty");
+        } else if directories.iter().any(|x| same_path(x, Path::new(d))) {
+            v.err(&p, format!("directory {d} is listed twice"));
+        } else {
+            directories.push(PathBuf::from(d));
         }
     }
     let globs = |v: &mut Validator<'_>,
@@ -597,14 +606,15 @@ fn validate_csv(v: &mut Validator<'_>, c: &CsvTable, sp: &KeyPath) -> Option<Csv
         &sp.key("time_pattern"),
         "unless time_format = \"strftime\"",
     );
-    let timezone = c.timezone.clone().unwrap_or_else(|| "UTC".to_string());
+    let defaults = CsvRows::default();
+    let timezone = c.timezone.clone().unwrap_or(defaults.timezone);
     if let Err(e) = check_timezone(&timezone) {
         v.err(&sp.key("timezone"), e);
     }
     let ambiguous_time = v.choice(
         &c.ambiguous_time,
         &sp.key("ambiguous_time"),
-        AmbiguousTime::Earliest,
+        defaults.ambiguous_time,
         &[
             ("earliest", AmbiguousTime::Earliest),
             ("latest", AmbiguousTime::Latest),
@@ -612,7 +622,7 @@ fn validate_csv(v: &mut Validator<'_>, c: &CsvTable, sp: &KeyPath) -> Option<Csv
         ],
     );
     let delimiter = match c.delimiter.as_deref() {
-        None => b',',
+        None => defaults.delimiter,
         Some(d) => {
             let b = d.as_bytes();
             if b.len() == 1 && b[0].is_ascii() && !matches!(b[0], b'"' | b'\n' | b'\r') {
@@ -622,14 +632,14 @@ fn validate_csv(v: &mut Validator<'_>, c: &CsvTable, sp: &KeyPath) -> Option<Csv
                     &sp.key("delimiter"),
                     format!("{d:?} is not one ASCII character other than a quote or line break"),
                 );
-                b','
+                defaults.delimiter
             }
         }
     };
     let skip_rows = v.int(
         &c.skip_rows,
         &sp.key("skip_rows"),
-        0,
+        i64::from(defaults.skip_rows),
         0,
         i64::from(u32::MAX),
     ) as u32;
@@ -670,12 +680,14 @@ fn validate_csv(v: &mut Validator<'_>, c: &CsvTable, sp: &KeyPath) -> Option<Csv
         ignore,
         recursive,
         settle,
-        format,
-        time_format,
-        timezone,
-        ambiguous_time,
-        delimiter,
-        skip_rows,
+        rows: CsvRows {
+            format,
+            time_format,
+            timezone,
+            ambiguous_time,
+            delimiter,
+            skip_rows,
+        },
         done_dir,
         error_dir,
         on_success,

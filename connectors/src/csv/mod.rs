@@ -25,8 +25,8 @@ pub mod value;
 pub use config::{CsvTable, RawColumn};
 pub use metrics::{CountingMetrics, CsvMetrics, FileResult, NoMetrics};
 pub use options::{
-    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, CsvRun, CsvSourceConfig,
-    GenericCsv, Glob, OnSuccess, Template, TimeFormat,
+    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvParseOptions, CsvRows, CsvRun,
+    CsvSourceConfig, GenericCsv, Glob, OnSuccess, Template, TimeFormat,
 };
 pub use parser::{
     is_gzip, parse_path, parse_reader, Chunk, CsvParser, FileContext, ParseSummary, ResumePoint,

@@ -2,14 +2,14 @@
 //!
 //! The source's settings are its configuration ([`CsvSourceConfig`]); [`CsvRun`] is the
 //! context of a run (state directory, stored unit, limits, test injections), and
-//! [`CsvParseOptions`] what the row parser takes (also for offline imports), built from the
-//! settings by [`CsvSourceConfig::parse_options`].
+//! [`CsvParseOptions`] what the row parser takes (also for offline imports): the settings'
+//! [`CsvRows`] with the stored unit and limits ([`CsvSourceConfig::parse_options`]).
 
 use std::path::PathBuf;
 
 pub use super::config::{
-    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvSourceConfig, GenericCsv, OnSuccess,
-    TimeFormat,
+    AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvRows, CsvSourceConfig, GenericCsv,
+    OnSuccess, TimeFormat,
 };
 pub use tsfiled_core::{Glob, Template};
 
@@ -18,18 +18,8 @@ use crate::model::TimeUnit;
 /// How rows are parsed (shared by the watch-directory source and offline imports).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CsvParseOptions {
-    /// File format.
-    pub format: CsvFormat,
-    /// Timestamp format.
-    pub time_format: TimeFormat,
-    /// IANA time zone for times without an offset (`UTC`, `Europe/Berlin`).
-    pub timezone: String,
-    /// DST ambiguity rule.
-    pub ambiguous_time: AmbiguousTime,
-    /// Field delimiter (one ASCII byte, not `"`, CR or LF).
-    pub delimiter: u8,
-    /// Lines skipped before the header (physical lines; quotes are not interpreted).
-    pub skip_rows: u32,
+    /// How rows are read: the source's keys.
+    pub rows: CsvRows,
     /// The pipeline's stored time precision: every timestamp is converted to it (a time that
     /// overflows i64 in this unit is rejected).
     pub precision: TimeUnit,
@@ -42,12 +32,7 @@ pub struct CsvParseOptions {
 impl Default for CsvParseOptions {
     fn default() -> Self {
         CsvParseOptions {
-            format: CsvFormat::IotdbWide,
-            time_format: TimeFormat::Auto,
-            timezone: "UTC".to_owned(),
-            ambiguous_time: AmbiguousTime::Earliest,
-            delimiter: b',',
-            skip_rows: 0,
+            rows: CsvRows::default(),
             precision: TimeUnit::Millis,
             max_batch_points: 50_000,
             max_record_bytes: 1 << 20,

@@ -205,21 +205,21 @@ impl CsvParser {
     /// Compiles the options (time pattern, time zone, device template, prefix).
     pub fn new(opts: &CsvParseOptions) -> Result<CsvParser, Error> {
         let time = TimeParser::new(
-            &opts.time_format,
-            &opts.timezone,
-            opts.ambiguous_time,
+            &opts.rows.time_format,
+            &opts.rows.timezone,
+            opts.rows.ambiguous_time,
             opts.precision,
         )?;
-        if matches!(opts.delimiter, b'"' | b'\n' | b'\r') || !opts.delimiter.is_ascii() {
+        if matches!(opts.rows.delimiter, b'"' | b'\n' | b'\r') || !opts.rows.delimiter.is_ascii() {
             return Err(Error::CsvOption {
                 key: "delimiter",
                 message: format!(
                     "{:?} is not one ASCII character other than a quote or line break",
-                    char::from(opts.delimiter)
+                    char::from(opts.rows.delimiter)
                 ),
             });
         }
-        if let CsvFormat::Generic(g) = &opts.format {
+        if let CsvFormat::Generic(g) = &opts.rows.format {
             match &g.device {
                 CsvDevice::Template(t) => check_template(t)?,
                 CsvDevice::Column {
@@ -260,7 +260,7 @@ impl CsvParser {
         E: From<Error>,
         F: FnMut(Chunk) -> Result<(), E>,
     {
-        let mut r = RecordReader::new(input, self.opts.delimiter, self.opts.max_record_bytes);
+        let mut r = RecordReader::new(input, self.opts.rows.delimiter, self.opts.max_record_bytes);
         let io_err = |r: &RecordReader<I>, e: io::Error| {
             Error::io(
                 format!("reading line {} (byte {})", r.line(), r.offset()),
@@ -268,19 +268,19 @@ impl CsvParser {
             )
         };
         let skipped = r
-            .skip_lines(u64::from(self.opts.skip_rows))
+            .skip_lines(u64::from(self.opts.rows.skip_rows))
             .map_err(|e| io_err(&r, e))?;
-        if skipped < u64::from(self.opts.skip_rows) {
+        if skipped < u64::from(self.opts.rows.skip_rows) {
             return Err(Error::CsvFile {
                 line: r.line(),
                 message: format!(
                     "the file has {skipped} lines, fewer than the {} skip_rows",
-                    self.opts.skip_rows
+                    self.opts.rows.skip_rows
                 ),
             }
             .into());
         }
-        let header_rows = match &self.opts.format {
+        let header_rows = match &self.opts.rows.format {
             CsvFormat::Generic(g) => g.header_rows,
             _ => 1,
         };
@@ -416,7 +416,7 @@ impl CsvParser {
                     .ok_or_else(|| bad(format!("no {what} column named {n:?} in the header"))),
             }
         };
-        match &self.opts.format {
+        match &self.opts.rows.format {
             CsvFormat::IotdbWide => {
                 check_time_header(names, line)?;
                 let mut groups: Vec<Group> = Vec::new();

@@ -9,7 +9,7 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use super::*;
-use crate::csv::options::{GenericCsv, TimeFormat};
+use crate::csv::options::{CsvRows, GenericCsv, TimeFormat};
 use crate::model::FieldValue::{Bool, Float, Int, Text};
 use crate::model::{FieldValue, TimeUnit};
 
@@ -85,7 +85,10 @@ fn rec(device: &str, time: i64, fields: Vec<Field>) -> Record {
 
 fn generic(g: GenericCsv) -> CsvParseOptions {
     CsvParseOptions {
-        format: CsvFormat::Generic(g),
+        rows: CsvRows {
+            format: CsvFormat::Generic(g),
+            ..CsvRows::default()
+        },
         ..CsvParseOptions::default()
     }
 }
@@ -177,7 +180,10 @@ fn iotdb_export_aligned_by_device() {
                  2017-11-01T00:01:00.000+08:00, root.ln.wf04.wt05 ,false,null,\n\
                  2017-11-01T00:02:00.000+08:00,root.ln.wf04.wt05,,,\n";
     let opts = CsvParseOptions {
-        format: CsvFormat::IotdbDevice,
+        rows: CsvRows {
+            format: CsvFormat::IotdbDevice,
+            ..CsvRows::default()
+        },
         ..CsvParseOptions::default()
     };
     let (chunks, sum) = run(&opts, input);
@@ -268,7 +274,10 @@ fn iotdb_header_errors() {
     );
 
     let by_device = CsvParseOptions {
-        format: CsvFormat::IotdbDevice,
+        rows: CsvRows {
+            format: CsvFormat::IotdbDevice,
+            ..CsvRows::default()
+        },
         ..CsvParseOptions::default()
     };
     for (header, want) in [
@@ -352,7 +361,10 @@ fn bad_rows_are_rejected_whole_and_counted() {
 #[test]
 fn invalid_devices_in_the_device_column() {
     let opts = CsvParseOptions {
-        format: CsvFormat::IotdbDevice,
+        rows: CsvRows {
+            format: CsvFormat::IotdbDevice,
+            ..CsvRows::default()
+        },
         ..CsvParseOptions::default()
     };
     let input = b"Time,Device,s\n\
@@ -519,10 +531,8 @@ fn skip_rows_then_header_rows() {
         device: column_device(by_name("dev"), Some("root.plant")),
         value_columns: vec![],
     };
-    let opts = CsvParseOptions {
-        skip_rows: 2,
-        ..generic(g.clone())
-    };
+    let mut opts = generic(g.clone());
+    opts.rows.skip_rows = 2;
     let input = "# exported by a PLC\n# \"quoted, not a record\n\
                  time,dev,temp\n\
                  s,,C\n\
@@ -538,7 +548,10 @@ fn skip_rows_then_header_rows() {
     // Fewer lines than skip_rows.
     let m = file_error(
         &CsvParseOptions {
-            skip_rows: 3,
+            rows: CsvRows {
+                skip_rows: 3,
+                ..opts.rows.clone()
+            },
             ..opts.clone()
         },
         "a\nb\n",
@@ -754,8 +767,11 @@ fn device_templates() {
 #[test]
 fn options_and_delimiters() {
     let opts = CsvParseOptions {
-        delimiter: b';',
-        time_format: TimeFormat::EpochS,
+        rows: CsvRows {
+            delimiter: b';',
+            time_format: TimeFormat::EpochS,
+            ..CsvRows::default()
+        },
         precision: TimeUnit::Micros,
         ..CsvParseOptions::default()
     };
@@ -772,7 +788,10 @@ fn options_and_delimiters() {
     );
     for d in [b'"', b'\n', b'\r', 0xe9] {
         let (key, _) = option_error(&CsvParseOptions {
-            delimiter: d,
+            rows: CsvRows {
+                delimiter: d,
+                ..CsvRows::default()
+            },
             ..CsvParseOptions::default()
         });
         assert_eq!(key, "delimiter");

@@ -1,11 +1,9 @@
 //! The `csv` source on the plugin API: effective configuration, machine checks, and the run
 //! (settings and a [`CsvRun`], telemetry → the source's metrics handle and status).
 
-use std::path::Path;
 use std::sync::Arc;
 
 use tsfiled_core::probe::{check_timezone_exists, device_of, dir_writable, CheckItem, CheckLevel};
-use tsfiled_core::{format_duration, Human};
 
 use super::config::{
     AmbiguousTime, ColumnRef, CsvDevice, CsvFormat, CsvSourceConfig, CsvTable, OnSuccess,
@@ -14,19 +12,8 @@ use super::config::{
 use super::metrics::{CsvMetrics, FileResult};
 use super::options::{CsvParseOptions, CsvRun};
 use crate::model::TimeUnit;
+use crate::source::written::{duration as d, path as p, text as t};
 use crate::source::{Counter, Gauge, SourceContext, SourceFuture, SourceMetrics, SourceSettings};
-
-fn p(path: &Path) -> Option<String> {
-    Some(path.to_string_lossy().into_owned())
-}
-
-fn d(v: std::time::Duration) -> Option<Human> {
-    Some(Human::Text(format_duration(v)))
-}
-
-fn t(v: &str) -> Option<String> {
-    Some(v.to_string())
-}
 
 fn col(c: &ColumnRef) -> RawColumn {
     match c {
@@ -49,24 +36,24 @@ impl SourceSettings for CsvSourceConfig {
             ignore: Some(c.ignore.iter().map(|g| g.as_str().to_string()).collect()),
             recursive: Some(c.recursive),
             settle: d(c.settle),
-            format: t(match c.format {
+            format: t(match c.rows.format {
                 CsvFormat::IotdbWide => "iotdb-wide",
                 CsvFormat::IotdbDevice => "iotdb-device",
                 CsvFormat::Generic(_) => "generic",
             }),
-            time_format: t(c.time_format.as_str()),
-            time_pattern: match &c.time_format {
+            time_format: t(c.rows.time_format.as_str()),
+            time_pattern: match &c.rows.time_format {
                 TimeFormat::Strftime(pat) => t(pat),
                 _ => None,
             },
-            timezone: t(&c.timezone),
-            ambiguous_time: t(match c.ambiguous_time {
+            timezone: t(&c.rows.timezone),
+            ambiguous_time: t(match c.rows.ambiguous_time {
                 AmbiguousTime::Earliest => "earliest",
                 AmbiguousTime::Latest => "latest",
                 AmbiguousTime::Reject => "reject",
             }),
-            delimiter: Some(char::from(c.delimiter).to_string()),
-            skip_rows: Some(i64::from(c.skip_rows)),
+            delimiter: Some(char::from(c.rows.delimiter).to_string()),
+            skip_rows: Some(i64::from(c.rows.skip_rows)),
             done_dir: match c.on_success {
                 OnSuccess::Move => p(&c.done_dir),
                 OnSuccess::Delete => None,
@@ -80,7 +67,7 @@ impl SourceSettings for CsvSourceConfig {
             rescan_interval: d(c.rescan_interval),
             ..Default::default()
         };
-        if let CsvFormat::Generic(g) = &c.format {
+        if let CsvFormat::Generic(g) = &c.rows.format {
             r.header_rows = Some(i64::from(g.header_rows));
             r.time_column = Some(col(&g.time_column));
             match &g.device {
@@ -128,7 +115,7 @@ impl SourceSettings for CsvSourceConfig {
                 });
             }
         }
-        let (level, msg) = check_timezone_exists(&c.timezone);
+        let (level, msg) = check_timezone_exists(&c.rows.timezone);
         out.push(CheckItem::new(level, format!("{at}.timezone"), msg));
     }
 
@@ -150,12 +137,7 @@ impl CsvSourceConfig {
     /// The parsing settings; `stored` is the pipeline's stored time unit.
     pub fn parse_options(&self, stored: TimeUnit) -> CsvParseOptions {
         CsvParseOptions {
-            format: self.format.clone(),
-            time_format: self.time_format.clone(),
-            timezone: self.timezone.clone(),
-            ambiguous_time: self.ambiguous_time,
-            delimiter: self.delimiter,
-            skip_rows: self.skip_rows,
+            rows: self.rows.clone(),
             precision: stored,
             ..CsvParseOptions::default()
         }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tsfiled_core::{config_table, ByteSize, FieldDoc, Human, KeyPath, Validator};
+use tsfiled_core::{config_table, ByteSize, Human, KeyPath, Validator};
 
 use crate::source::{line_mapping, LineProtocolMapping, SourceEnv, SourceTable};
 
@@ -107,14 +107,6 @@ impl SourceTable for ExecTable {
         "command = [\"/usr/local/bin/read-sensors\", \"--interval\", \"1s\"]\n";
     type Settings = ExecSourceConfig;
 
-    fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {
-        vec![("", Self::KEYS)]
-    }
-
-    fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
-
     fn validate(
         &self,
         v: &mut Validator<'_>,
@@ -122,11 +114,8 @@ impl SourceTable for ExecTable {
         _env: &SourceEnv<'_>,
     ) -> Option<ExecSourceConfig> {
         let before = v.diags.len();
-        let command = match &self.command {
-            None => {
-                v.err(&at.key("command"), "missing required key `command`");
-                Vec::new()
-            }
+        let command = match v.present(&self.command, at, "command") {
+            None => Vec::new(),
             Some(c) if c.is_empty() || c[0].trim().is_empty() => {
                 v.err(
                     &at.key("command"),
@@ -174,22 +163,12 @@ impl SourceTable for ExecTable {
         let working_dir = v
             .nonempty(&self.working_dir, &at.key("working_dir"))
             .map(PathBuf::from);
-        let restart_delay = v.positive_duration(
-            &self.restart_delay,
-            &at.key("restart_delay"),
-            Duration::from_secs(1),
+        let (restart_delay, restart_max_delay) = v.backoff(
+            (&self.restart_delay, &self.restart_max_delay),
+            at,
+            ["restart_delay", "restart_max_delay"],
+            [Duration::from_secs(1), Duration::from_secs(30)],
         );
-        let restart_max_delay = v.positive_duration(
-            &self.restart_max_delay,
-            &at.key("restart_max_delay"),
-            Duration::from_secs(30),
-        );
-        if restart_max_delay < restart_delay {
-            v.err(
-                &at.key("restart_max_delay"),
-                "must not be less than restart_delay",
-            );
-        }
         let max_line_size = v.size_min(
             &self.max_line_size,
             &at.key("max_line_size"),

@@ -2,7 +2,7 @@
 //! protocol, IoTDB's REST write API). It has no task of its own: the daemon mounts its routes
 //! ([`SourceSettings::http_push`]) on the shared listener.
 
-use tsfiled_core::{config_table, FieldDoc, KeyPath, Validator};
+use tsfiled_core::{config_table, KeyPath, Validator};
 
 use crate::source::{
     line_mapping, LineProtocolMapping, SourceContext, SourceEnv, SourceFuture, SourceSettings,
@@ -112,14 +112,6 @@ impl SourceTable for HttpTable {
     const SUMMARY: &'static str = "points pushed over the [http] listener";
     const EXAMPLE: &'static str = "base_path = \"/plant\"\n";
     type Settings = HttpSourceConfig;
-
-    fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {
-        vec![("", Self::KEYS)]
-    }
-
-    fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
 
     fn validate(
         &self,

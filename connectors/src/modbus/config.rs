@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use tsfiled_core::path::{validate_device, validate_measurement};
-use tsfiled_core::{config_table, format_duration, FieldDoc, Human, KeyPath, Validator};
+use tsfiled_core::{config_table, FieldDoc, Human, KeyPath, Validator};
 
 use crate::source::{SourceEnv, SourceTable};
 
@@ -322,10 +322,6 @@ impl SourceTable for ModbusTable {
         ]
     }
 
-    fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
-
     fn validate(
         &self,
         v: &mut Validator<'_>,
@@ -333,20 +329,14 @@ impl SourceTable for ModbusTable {
         _env: &SourceEnv<'_>,
     ) -> Option<ModbusSourceConfig> {
         let before = v.diags.len();
-        let devices = match &self.device {
-            Some(d) if !d.is_empty() => d
-                .iter()
-                .enumerate()
-                .filter_map(|(i, d)| d.validate(v, &at.key("device").index(i)))
-                .collect(),
-            _ => {
-                v.err(
-                    &at.key("device"),
-                    "at least one [[pipeline.source.device]] is needed",
-                );
-                Vec::new()
-            }
-        };
+        let need = "at least one [[pipeline.source.device]] is needed";
+        let devices = v
+            .nonempty_list(&self.device, at, "device", need)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| d.validate(v, &at.key("device").index(i)))
+            .collect();
         (v.diags.len() == before).then_some(ModbusSourceConfig { devices })
     }
 }
@@ -391,22 +381,12 @@ impl DeviceTable {
         let timeout =
             v.positive_duration(&self.timeout, &at.key("timeout"), Duration::from_secs(1));
         let retries = int(v, &self.retries, &at.key("retries"), 2u32, 0, 10);
-        let reconnect_initial_backoff = v.positive_duration(
-            &self.reconnect_initial_backoff,
-            &at.key("reconnect_initial_backoff"),
-            Duration::from_millis(500),
+        let (reconnect_initial_backoff, reconnect_max_backoff) = v.backoff(
+            (&self.reconnect_initial_backoff, &self.reconnect_max_backoff),
+            at,
+            ["reconnect_initial_backoff", "reconnect_max_backoff"],
+            [Duration::from_millis(500), Duration::from_secs(30)],
         );
-        let reconnect_max_backoff = v.positive_duration(
-            &self.reconnect_max_backoff,
-            &at.key("reconnect_max_backoff"),
-            Duration::from_secs(30),
-        );
-        if reconnect_max_backoff < reconnect_initial_backoff {
-            v.err(
-                &at.key("reconnect_max_backoff"),
-                "must be at least reconnect_initial_backoff",
-            );
-        }
         let max_registers_per_read = int(
             v,
             &self.max_registers_per_read,
@@ -483,13 +463,8 @@ impl RegisterTable {
                 );
             }
         }
-        let kind = match &self.kind {
-            None => {
-                v.err(&at.key("kind"), "missing required key `kind`");
-                RegisterKind::Holding
-            }
-            k => v.choice(k, &at.key("kind"), RegisterKind::Holding, KINDS),
-        };
+        v.present(&self.kind, at, "kind");
+        let kind = v.choice(&self.kind, &at.key("kind"), RegisterKind::Holding, KINDS);
         let default_type = if kind.is_bit() {
             ValueType::Bool
         } else {
@@ -504,13 +479,8 @@ impl RegisterTable {
             };
             v.err(&at.key("type"), msg);
         }
-        let address = match self.address {
-            None => {
-                v.err(&at.key("address"), "missing required key `address`");
-                0
-            }
-            a => int(v, &a, &at.key("address"), 0u16, 0, u16::MAX),
-        };
+        v.present(&self.address, at, "address");
+        let address = int(v, &self.address, &at.key("address"), 0u16, 0, u16::MAX);
         if u32::from(address) + u32::from(value_type.width()) > 65536 {
             v.err(
                 &at.key("address"),
@@ -544,7 +514,7 @@ impl RegisterTable {
 impl ModbusSourceConfig {
     /// The table with every default written out.
     pub(super) fn table(&self, name: &str) -> ModbusTable {
-        let dur = |d: Duration| Some(Human::Text(format_duration(d)));
+        let dur = crate::source::written::duration;
         ModbusTable {
             name: Some(name.to_string()),
             device: Some(
@@ -700,7 +670,9 @@ mod tests {
     #[test]
     fn every_device_and_entry_is_required_and_keys_are_known() {
         let errs = validate_table::<ModbusTable>("name = \"m\"\n").unwrap_err();
-        assert!(errs[0].ends_with("device: at least one [[pipeline.source.device]] is needed"));
+        assert!(errs[0].ends_with(
+            "device: missing required key `device`: at least one [[pipeline.source.device]] is needed"
+        ));
         let bad = GOOD.replacen("unit_id = 17", "unit = 17", 1);
         let errs = validate_table::<ModbusTable>(&bad).unwrap_err();
         assert!(errs[0].contains("`unit`"), "{errs:?}");

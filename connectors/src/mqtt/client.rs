@@ -1,4 +1,4 @@
-//! One face over rumqttc's MQTT 3.1.1 and MQTT 5 clients: building them from the options,
+//! One face over rumqttc's MQTT 3.1.1 and MQTT 5 clients: building them from the settings,
 //! polling events, acknowledging, subscribing.
 
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use rumqttc::{Outgoing, TlsConfiguration, Transport};
 
 use super::config::{BrokerAddress, MqttProtocol, Qos};
 
-use super::options::MqttSourceOptions;
+use super::config::MqttSourceConfig;
 
 /// A received PUBLISH, protocol-independent.
 #[derive(Debug, Clone)]
@@ -80,7 +80,7 @@ fn level5(q: v5::mqttbytes::QoS) -> u8 {
 
 /// Builds client and event loop. `cap` is the request-channel capacity (acks, subscribes).
 pub(crate) fn build(
-    opts: &MqttSourceOptions,
+    opts: &MqttSourceConfig,
     ep: &BrokerAddress,
     client_id: &str,
     password: Option<String>,
@@ -92,7 +92,7 @@ pub(crate) fn build(
         None => Transport::Tcp,
     };
     let limit = opts.packet_limit();
-    let timeout = opts.connect_timeout.as_secs().max(1);
+    let timeout = opts.runtime.connect_timeout.as_secs().max(1);
     let username = opts.username.clone();
     match opts.protocol {
         MqttProtocol::V311 => {
@@ -123,8 +123,7 @@ pub(crate) fn build(
             let expiry = u32::try_from(opts.session_expiry.as_secs()).unwrap_or(u32::MAX);
             o.set_session_expiry_interval((expiry > 0).then_some(expiry));
             o.set_max_packet_size(Some(u32::try_from(limit).unwrap_or(u32::MAX)));
-            let window = u16::try_from(opts.in_flight).unwrap_or(u16::MAX);
-            o.set_receive_maximum(Some(window.max(1)));
+            o.set_receive_maximum(Some(opts.max_inflight.max(1)));
             o.set_manual_acks(true);
             o.set_connection_timeout(timeout);
             o.set_network_options(network_options(timeout));

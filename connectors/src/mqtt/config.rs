@@ -10,7 +10,17 @@ use tsfiled_core::{
     TopicTemplate, Validator,
 };
 
+use crate::model::TimeUnit;
+use crate::path::DeviceTemplate;
 use crate::source::{line_mapping, LineProtocolMapping, Secret, SourceEnv, SourceTable};
+
+/// Largest packet MQTT can carry (its remaining-length limit), hence the largest payload.
+pub const MQTT_MAX_PACKET: usize = 268_435_455;
+const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(60);
+const DEFAULT_SESSION_EXPIRY: Duration = Duration::from_secs(86400);
+const DEFAULT_MAX_PAYLOAD: ByteSize = ByteSize::mib(1);
+const DEFAULT_MAX_INFLIGHT: i64 = 1000;
+const DEFAULT_RECONNECT_MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 config_table! {
     /// `type = "mqtt"`: subscription to an MQTT broker.
@@ -259,6 +269,26 @@ pub enum MqttPayload {
 }
 
 impl MqttPayload {
+    /// Line protocol below `path_prefix` with the default device template
+    /// (`{measurement}.{tags}`), timestamps in `precision`.
+    pub fn line(path_prefix: &str, precision: TimeUnit) -> Result<MqttPayload, String> {
+        let device_template = DeviceTemplate::with_prefix(path_prefix, "{measurement}.{tags}")
+            .map_err(|e| e.to_string())?;
+        Ok(MqttPayload::Line(LineProtocolMapping {
+            path_prefix: path_prefix.to_string(),
+            device_template,
+            precision,
+        }))
+    }
+
+    /// Plain values named by `topic_template` below `path_prefix`.
+    pub fn value(topic_template: &str, path_prefix: &str) -> Result<MqttPayload, String> {
+        Ok(MqttPayload::Value {
+            topic_template: TopicTemplate::parse(topic_template)?,
+            path_prefix: path_prefix.to_string(),
+        })
+    }
+
     /// The configuration name.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -280,8 +310,8 @@ pub struct TopicConfig {
     pub payload: MqttPayload,
 }
 
-/// `type = "mqtt"`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `type = "mqtt"`: the validated settings the source runs with.
+#[derive(Debug, Clone, PartialEq)]
 pub struct MqttSourceConfig {
     /// The `url` as written.
     pub url: String,
@@ -311,13 +341,118 @@ pub struct MqttSourceConfig {
     pub max_inflight: u16,
     /// Cap of the reconnect backoff.
     pub reconnect_max_backoff: Duration,
-    /// Dead-letter file.
-    pub dead_letter_file: PathBuf,
+    /// Dead-letter file (always set by validation; `None`: unparseable messages are only
+    /// logged and counted).
+    pub dead_letter_file: Option<PathBuf>,
     /// Subscriptions.
     pub topics: Vec<TopicConfig>,
+    /// What the source runs with besides its settings (not configuration keys).
+    pub runtime: MqttRuntime,
+}
+
+/// What an MQTT source runs with besides its settings: where it runs (filled in from the
+/// source's context when it starts) and fixed tuning that tests and benchmarks change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MqttRuntime {
+    /// Source name (logs).
+    pub name: String,
+    /// The pipeline's stored timestamp precision.
+    pub stored_unit: TimeUnit,
+    /// File recording the filters this client's persistent session is subscribed to; on a
+    /// connection with a session present, recorded filters that are no longer configured are
+    /// unsubscribed (`None`: a dropped filter stays subscribed until the session expires).
+    pub subscription_record: Option<PathBuf>,
+    /// The file system of the subscription record (tests inject a simulated one).
+    pub fs: tsfiled_fsio::FsRef,
+    /// TCP/TLS/CONNACK timeout of one connection attempt (whole seconds, at least 1).
+    pub connect_timeout: Duration,
+    /// First reconnect delay (doubled per failure, with jitter, up to
+    /// `reconnect_max_backoff`).
+    pub reconnect_initial_backoff: Duration,
+    /// Messages gathered into one sink submission at most (what arrived while the previous
+    /// submissions were in progress).
+    pub max_batch_messages: usize,
+    /// Sink submissions in progress at once (acks still go out in arrival order).
+    pub max_concurrent_submits: usize,
+    /// On shutdown, how long to wait for durable messages' acknowledgements to go out.
+    pub drain_timeout: Duration,
+}
+
+impl Default for MqttRuntime {
+    fn default() -> Self {
+        MqttRuntime {
+            name: "mqtt".into(),
+            stored_unit: TimeUnit::Millis,
+            subscription_record: None,
+            fs: tsfiled_fsio::std_fs(),
+            connect_timeout: Duration::from_secs(10),
+            reconnect_initial_backoff: Duration::from_millis(500),
+            max_batch_messages: 256,
+            max_concurrent_submits: 2,
+            drain_timeout: Duration::from_secs(5),
+        }
+    }
 }
 
 impl MqttSourceConfig {
+    /// The defaults of every key, on the broker at `url` with client id `client_id` (none when
+    /// empty), without topics yet: for tests and tools that build settings without a
+    /// configuration file (the configuration validates its table instead).
+    pub fn new(url: &str, client_id: &str) -> Result<MqttSourceConfig, String> {
+        Ok(MqttSourceConfig {
+            url: url.to_string(),
+            broker: BrokerAddress::parse(url)?,
+            protocol: MqttProtocol::V311,
+            client_id: (!client_id.is_empty()).then(|| client_id.to_string()),
+            username: None,
+            password: None,
+            tls: None,
+            keep_alive: DEFAULT_KEEP_ALIVE,
+            clean_session: false,
+            session_expiry: DEFAULT_SESSION_EXPIRY,
+            shared_group: None,
+            max_payload_size: DEFAULT_MAX_PAYLOAD,
+            max_inflight: DEFAULT_MAX_INFLIGHT as u16,
+            reconnect_max_backoff: DEFAULT_RECONNECT_MAX_BACKOFF,
+            dead_letter_file: None,
+            topics: Vec::new(),
+            runtime: MqttRuntime::default(),
+        })
+    }
+
+    /// Adds a subscription (builder style).
+    pub fn filter(mut self, filter: &str, qos: Qos, payload: MqttPayload) -> Self {
+        self.topics.push(TopicConfig {
+            filter: filter.to_string(),
+            qos,
+            payload,
+        });
+        self
+    }
+
+    /// The largest payload accepted, in bytes.
+    pub fn max_payload_bytes(&self) -> usize {
+        usize::try_from(self.max_payload_size.0).unwrap_or(usize::MAX)
+    }
+
+    /// The packet-size limit given to rumqttc: room for the largest accepted payload plus its
+    /// topic and headers, and more, so that a payload somewhat above the limit still arrives
+    /// and is dead-lettered instead of breaking the connection.
+    pub fn packet_limit(&self) -> usize {
+        let max = self.max_payload_bytes();
+        max.saturating_mul(2)
+            .max(max.saturating_add(64 * 1024))
+            .min(MQTT_MAX_PACKET)
+    }
+
+    /// The filters as subscribed (with the shared-subscription prefix).
+    pub fn subscriptions(&self) -> Vec<(String, Qos)> {
+        self.topics
+            .iter()
+            .map(|t| (self.subscription_filter(t), t.qos))
+            .collect()
+    }
+
     /// The filter to subscribe with: `$share/<group>/<filter>` with a shared group.
     pub fn subscription_filter(&self, topic: &TopicConfig) -> String {
         match &self.shared_group {
@@ -341,10 +476,6 @@ impl SourceTable for MqttTable {
 
     fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {
         vec![("", Self::KEYS), ("topic[].", TopicTable::KEYS)]
-    }
-
-    fn name(&self) -> Option<&str> {
-        self.name.as_deref()
     }
 
     fn validate(
@@ -446,7 +577,7 @@ fn validate_mqtt(
     let keep_alive = v.whole_seconds(
         &m.keep_alive,
         &sp.key("keep_alive"),
-        Duration::from_secs(60),
+        DEFAULT_KEEP_ALIVE,
         1,
         65535,
     );
@@ -460,7 +591,7 @@ fn validate_mqtt(
     let session_expiry = v.whole_seconds(
         &m.session_expiry,
         &sp.key("session_expiry"),
-        Duration::from_secs(86400),
+        DEFAULT_SESSION_EXPIRY,
         0,
         u64::from(u32::MAX),
     );
@@ -483,33 +614,36 @@ fn validate_mqtt(
     let max_payload_size = v.size_min(
         &m.max_payload_size,
         &sp.key("max_payload_size"),
-        ByteSize::mib(1),
+        DEFAULT_MAX_PAYLOAD,
         ByteSize(1),
     );
-    if max_payload_size.0 > 268_435_455 {
+    if max_payload_size.0 > MQTT_MAX_PACKET as u64 {
         v.err(
             &sp.key("max_payload_size"),
-            format!("{max_payload_size} is more than MQTT allows (268435455 bytes)"),
+            format!("{max_payload_size} is more than MQTT allows ({MQTT_MAX_PACKET} bytes)"),
         );
     }
-    let max_inflight = v.int(&m.max_inflight, &sp.key("max_inflight"), 1000, 1, 65535) as u16;
+    let max_inflight = v.int(
+        &m.max_inflight,
+        &sp.key("max_inflight"),
+        DEFAULT_MAX_INFLIGHT,
+        1,
+        65535,
+    ) as u16;
     let reconnect_max_backoff = v.positive_duration(
         &m.reconnect_max_backoff,
         &sp.key("reconnect_max_backoff"),
-        Duration::from_secs(30),
+        DEFAULT_RECONNECT_MAX_BACKOFF,
     );
-    let dead_letter_file = v.path_or(
+    let dead_letter_file = Some(v.path_or(
         &m.dead_letter_file,
         &sp.key("dead_letter_file"),
         data_dir.join("dead-letter").join(format!("{name}.jsonl")),
-    );
+    ));
     let mut topics: Vec<TopicConfig> = Vec::new();
-    match &m.topic {
-        None => v.err(
-            &sp.key("topic"),
-            "missing required key `topic`: add at least one [[pipeline.source.topic]] with a filter",
-        ),
-        Some(list) if list.is_empty() => v.err(&sp.key("topic"), "at least one topic is required"),
+    let need = "add at least one [[pipeline.source.topic]] with a filter";
+    match v.nonempty_list(&m.topic, sp, "topic", need) {
+        None => {}
         Some(list) => {
             for (k, t) in list.iter().enumerate() {
                 let tp = sp.key("topic").index(k);
@@ -531,7 +665,10 @@ fn validate_mqtt(
                     if topics.iter().any(|x| x.filter == topic.filter) {
                         v.err(
                             &tp.key("filter"),
-                            format!("filter \"{}\" is subscribed twice in this source", topic.filter),
+                            format!(
+                                "filter \"{}\" is subscribed twice in this source",
+                                topic.filter
+                            ),
                         );
                     }
                     topics.push(topic);
@@ -559,6 +696,10 @@ fn validate_mqtt(
         reconnect_max_backoff,
         dead_letter_file,
         topics,
+        runtime: MqttRuntime {
+            name: name.to_string(),
+            ..MqttRuntime::default()
+        },
     })
 }
 

@@ -28,7 +28,6 @@ mod client;
 pub mod config;
 mod dead_letter;
 mod metrics;
-mod options;
 mod parse;
 mod plugin;
 mod session;
@@ -36,14 +35,11 @@ mod source;
 mod tls;
 
 pub use config::{
-    BrokerAddress, MqttPayload, MqttProtocol, MqttSourceConfig, MqttTable, MqttTls, Qos,
-    TopicConfig, TopicTable,
+    BrokerAddress, MqttPayload, MqttProtocol, MqttRuntime, MqttSourceConfig, MqttTable, MqttTls,
+    Qos, TopicConfig, TopicTable, MQTT_MAX_PACKET,
 };
 pub use metrics::{CountingMetrics, MessageError, MqttMetrics, NoMetrics};
-pub use options::{
-    split_shared, topic_matches, MqttSourceOptions, PayloadFormat, TopicFilter,
-    DEFAULT_MAX_PAYLOAD, MQTT_MAX_PACKET,
-};
+pub use parse::{split_shared, topic_matches};
 pub use source::run;
 pub use tls::SYSTEM_CA_BUNDLE;
 

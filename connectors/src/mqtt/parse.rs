@@ -1,4 +1,4 @@
-//! Payload parsing per topic filter: each filter's [`PayloadFormat`] becomes a
+//! Payload parsing per topic filter: each filter's [`MqttPayload`] becomes a
 //! [`PayloadParser`] over the crate's parsers, and an incoming topic is routed to the first
 //! filter it matches.
 
@@ -8,8 +8,8 @@ use crate::model::{Batch, TimeUnit};
 use crate::path::DeviceTemplate;
 use crate::topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
 
+use super::config::{MqttPayload, MqttSourceConfig};
 use super::invalid;
-use super::options::{split_shared, topic_matches, MqttSourceOptions, PayloadFormat};
 use crate::Error;
 
 /// Turns one message into records. `now` is the arrival time in the stored unit (for
@@ -67,33 +67,29 @@ impl PayloadParser for TopicValue {
     }
 }
 
-/// Builds the parser of one format (also the validation of its settings).
+/// Builds the parser of one format. IoTDB JSON times and the `ts` of plain values are in
+/// milliseconds (IoTDB's unit).
 pub(crate) fn build_parser(
-    format: &PayloadFormat,
+    format: &MqttPayload,
     stored: TimeUnit,
 ) -> Result<Box<dyn PayloadParser>, String> {
     Ok(match format {
-        PayloadFormat::IotdbJson { time_unit } => Box::new(IotdbJson(JsonOptions {
-            input_unit: *time_unit,
+        MqttPayload::IotdbJson => Box::new(IotdbJson(JsonOptions {
+            input_unit: TimeUnit::Millis,
             stored_unit: stored,
         })),
-        PayloadFormat::LineProtocol {
-            precision,
-            path_prefix,
-            device_template,
-        } => Box::new(LineProtocol {
-            template: DeviceTemplate::with_prefix(path_prefix, device_template)
-                .map_err(|e| e.to_string())?,
-            precision: *precision,
+        MqttPayload::Line(lm) => Box::new(LineProtocol {
+            template: lm.device_template.clone(),
+            precision: lm.precision,
             stored,
         }),
-        PayloadFormat::TopicValue {
-            template,
+        MqttPayload::Value {
+            topic_template,
             path_prefix,
-            time_unit,
         } => Box::new(TopicValue {
-            template: TopicTemplate::parse(template, path_prefix).map_err(|e| e.to_string())?,
-            input_unit: *time_unit,
+            template: TopicTemplate::parse(topic_template.as_str(), path_prefix)
+                .map_err(|e| e.to_string())?,
+            input_unit: TimeUnit::Millis,
             stored,
         }),
     })
@@ -106,14 +102,14 @@ pub(crate) struct Parsers {
 
 impl Parsers {
     /// Builds one parser per filter.
-    pub fn build(opts: &MqttSourceOptions) -> Result<Parsers, Error> {
-        let mut routes = Vec::with_capacity(opts.filters.len());
-        for (i, f) in opts.filters.iter().enumerate() {
+    pub fn build(config: &MqttSourceConfig) -> Result<Parsers, Error> {
+        let mut routes = Vec::with_capacity(config.topics.len());
+        for (i, f) in config.topics.iter().enumerate() {
             let plain = split_shared(&f.filter)
                 .map(|(_, p)| p)
                 .unwrap_or(&f.filter)
                 .to_string();
-            let parser = build_parser(&f.format, opts.stored_unit)
+            let parser = build_parser(&f.payload, config.runtime.stored_unit)
                 .map_err(|m| invalid("topics", format!("topic {i} ({:?}): {m}", f.filter)))?;
             routes.push((plain, parser));
         }
@@ -129,6 +125,36 @@ impl Parsers {
     }
 }
 
+/// Splits `$share/<group>/<filter>` into group and filter.
+pub fn split_shared(filter: &str) -> Option<(&str, &str)> {
+    let rest = filter.strip_prefix("$share/")?;
+    let (group, f) = rest.split_once('/')?;
+    if group.is_empty() || group.contains(['+', '#']) || f.is_empty() {
+        return None;
+    }
+    Some((group, f))
+}
+
+/// Whether `topic` matches the (non-shared) `filter`, with MQTT's rules: `+` is one level,
+/// `#` any number of trailing levels (including none), and wildcards at the first level do not
+/// match topics starting with `$`.
+pub fn topic_matches(filter: &str, topic: &str) -> bool {
+    if topic.starts_with('$') && (filter.starts_with('+') || filter.starts_with('#')) {
+        return false;
+    }
+    let mut f = filter.split('/');
+    let mut t = topic.split('/');
+    loop {
+        match (f.next(), t.next()) {
+            (Some("#"), _) => return true,
+            (Some("+"), Some(_)) => {}
+            (Some(a), Some(b)) if a == b => {}
+            (None, None) => return true,
+            _ => return false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,23 +162,18 @@ mod tests {
     use crate::mqtt::Qos;
 
     fn parsers() -> Parsers {
-        let o = MqttSourceOptions::new("mqtt://h", "c")
-            .filter(
-                "json/#",
-                Qos::AtLeastOnce,
-                PayloadFormat::IotdbJson {
-                    time_unit: TimeUnit::Millis,
-                },
-            )
+        let o = MqttSourceConfig::new("mqtt://h", "c")
+            .unwrap()
+            .filter("json/#", Qos::AtLeastOnce, MqttPayload::IotdbJson)
             .filter(
                 "$share/g/lp/+",
                 Qos::AtLeastOnce,
-                PayloadFormat::line_protocol(TimeUnit::Nanos),
+                MqttPayload::line("root.lp", TimeUnit::Nanos).unwrap(),
             )
             .filter(
                 "plant/+/+/+",
                 Qos::AtMostOnce,
-                PayloadFormat::topic_value("plant/{device}/+/{measurement}", "root.plant"),
+                MqttPayload::value("plant/{device}/+/{measurement}", "root.plant").unwrap(),
             );
         Parsers::build(&o).unwrap()
     }
@@ -197,16 +218,32 @@ mod tests {
     #[test]
     fn bad_settings_are_reported() {
         let bad = [
-            PayloadFormat::topic_value("a/{device}", "root.a"),
-            PayloadFormat::topic_value("{device}/{measurement}", "plant"),
-            PayloadFormat::LineProtocol {
-                precision: TimeUnit::Nanos,
-                path_prefix: "root.lp".into(),
-                device_template: "{measurement}.{tags".into(),
-            },
+            MqttPayload::value("a/{device}", "root.a"),
+            MqttPayload::value("{device}/{measurement}", "plant"),
+            // A line-protocol device template is compiled when the payload is built.
+            DeviceTemplate::with_prefix("root.lp", "{measurement}.{tags")
+                .map_err(|e| e.to_string())
+                .map(|_| MqttPayload::IotdbJson),
         ];
         for f in bad {
-            assert!(build_parser(&f, TimeUnit::Millis).is_err(), "{f:?}");
+            let built = f.and_then(|f| build_parser(&f, TimeUnit::Millis).map(|_| ()));
+            assert!(built.is_err(), "{built:?}");
         }
+    }
+
+    #[test]
+    fn matching() {
+        assert!(topic_matches("a/b", "a/b"));
+        assert!(!topic_matches("a/b", "a/b/c"));
+        assert!(topic_matches("a/+/c", "a/x/c"));
+        assert!(!topic_matches("a/+/c", "a/x/y/c"));
+        assert!(topic_matches("a/#", "a"));
+        assert!(topic_matches("a/#", "a/b/c"));
+        assert!(topic_matches("#", "a/b"));
+        assert!(!topic_matches("#", "$SYS/x"));
+        assert!(!topic_matches("+/x", "$SYS/x"));
+        assert!(topic_matches("$SYS/#", "$SYS/x"));
+        assert!(topic_matches("+", ""));
+        assert!(!topic_matches("a/b", "a"));
     }
 }

@@ -1,32 +1,20 @@
 //! The `mqtt` source on the plugin API: effective configuration, machine checks, and the run
-//! (settings → [`MqttSourceOptions`], telemetry → the source's metrics handle and status).
+//! (the settings with the context's name, stored unit and state file; telemetry → the
+//! source's metrics handle and status).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use tsfiled_core::probe::{dir_writable, file_readable, CheckItem};
-use tsfiled_core::{format_duration, Human};
+use tsfiled_core::Human;
 
 use super::config::{MqttPayload, MqttProtocol, MqttSourceConfig, MqttTable, TopicTable};
 use super::metrics::{MessageError, MqttMetrics};
-use super::options::{MqttSourceOptions, PayloadFormat, TopicFilter};
-use crate::model::TimeUnit;
+use crate::source::written::{duration as d, path as p, text as t};
 use crate::source::{
     Counter, Gauge, Secret, SourceContext, SourceFuture, SourceMetrics, SourceSettings,
     StatusReporter,
 };
-
-fn p(path: &Path) -> Option<String> {
-    Some(path.to_string_lossy().into_owned())
-}
-
-fn d(v: std::time::Duration) -> Option<Human> {
-    Some(Human::Text(format_duration(v)))
-}
-
-fn t(v: &str) -> Option<String> {
-    Some(v.to_string())
-}
 
 impl SourceSettings for MqttSourceConfig {
     type Table = MqttTable;
@@ -63,7 +51,7 @@ impl SourceSettings for MqttSourceConfig {
             max_payload_size: Some(Human::Text(m.max_payload_size.to_string())),
             max_inflight: Some(i64::from(m.max_inflight)),
             reconnect_max_backoff: d(m.reconnect_max_backoff),
-            dead_letter_file: p(&m.dead_letter_file),
+            dead_letter_file: m.dead_letter_file.as_deref().and_then(p),
             topic: Some(
                 m.topics
                     .iter()
@@ -108,7 +96,9 @@ impl SourceSettings for MqttSourceConfig {
                 result("client_key_file", file_readable(k));
             }
         }
-        let dl = &self.dead_letter_file;
+        let Some(dl) = &self.dead_letter_file else {
+            return;
+        };
         let parent = dl
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -126,70 +116,22 @@ impl SourceSettings for MqttSourceConfig {
     }
 
     fn start(&self, cx: SourceContext) -> SourceFuture {
-        let options = self.options(&cx.name, cx.stored_unit, &cx.state_dir);
+        let mut config = self.clone();
+        config.runtime.name = cx.name.clone();
+        config.runtime.stored_unit = cx.stored_unit;
+        config.runtime.subscription_record = Some(
+            cx.state_dir
+                .join("mqtt")
+                .join(format!("{}.subscriptions.json", cx.name)),
+        );
         let metrics: Arc<dyn MqttMetrics> = Arc::new(HandleMetrics::new(
             cx.metrics.as_ref(),
             cx.metrics.clone(),
             cx.status,
         ));
-        tracing::info!(source = %format!("{}/{}", cx.pipeline, cx.name), url = %options.url, "MQTT source starting");
-        let run = super::run(options, cx.sink, cx.shutdown, metrics);
+        tracing::info!(source = %format!("{}/{}", cx.pipeline, cx.name), url = %config.url, "MQTT source starting");
+        let run = super::run(config, cx.sink, cx.shutdown, metrics);
         Box::pin(async move { run.await.map_err(|e| e.to_string()) })
-    }
-}
-
-impl MqttSourceConfig {
-    /// The connector's options for source `name`; `stored` is the pipeline's stored time unit;
-    /// the session's subscriptions are recorded in `state_dir/mqtt/<name>.subscriptions.json`.
-    pub fn options(&self, name: &str, stored: TimeUnit, state_dir: &Path) -> MqttSourceOptions {
-        let m = self;
-        let mut o = MqttSourceOptions::new(m.url.clone(), m.client_id.clone().unwrap_or_default());
-        o.name = name.to_string();
-        o.protocol = m.protocol;
-        o.username = m.username.clone();
-        o.password = m.password.clone();
-        o.tls = m.tls.clone();
-        o.keep_alive = m.keep_alive;
-        o.clean_session = m.clean_session;
-        o.session_expiry = m.session_expiry;
-        o.shared_group = m.shared_group.clone();
-        o.max_payload_bytes = usize::try_from(m.max_payload_size.0).unwrap_or(usize::MAX);
-        o.in_flight = usize::from(m.max_inflight.max(1));
-        o.reconnect_max_backoff = m.reconnect_max_backoff;
-        o.dead_letter = Some(m.dead_letter_file.clone());
-        o.subscription_record = Some(
-            state_dir
-                .join("mqtt")
-                .join(format!("{name}.subscriptions.json")),
-        );
-        o.stored_unit = stored;
-        o.filters = m
-            .topics
-            .iter()
-            .map(|t| TopicFilter {
-                filter: t.filter.clone(),
-                qos: t.qos,
-                format: match &t.payload {
-                    MqttPayload::IotdbJson => PayloadFormat::IotdbJson {
-                        time_unit: TimeUnit::Millis,
-                    },
-                    MqttPayload::Line(lp) => PayloadFormat::LineProtocol {
-                        precision: lp.precision,
-                        path_prefix: lp.path_prefix.clone(),
-                        device_template: lp.device_template.as_str().to_string(),
-                    },
-                    MqttPayload::Value {
-                        topic_template,
-                        path_prefix,
-                    } => PayloadFormat::TopicValue {
-                        template: topic_template.as_str().to_string(),
-                        path_prefix: path_prefix.clone(),
-                        time_unit: TimeUnit::Millis,
-                    },
-                },
-            })
-            .collect();
-        o
     }
 }
 

@@ -34,10 +34,10 @@ use crate::sink::{BatchSink, SinkError, SinkOutcome};
 
 use super::backoff::{seed, Backoff};
 use super::client::{self, Client, Conn, Event, Incoming};
+use super::config::MqttSourceConfig;
 use super::dead_letter::{DeadLetters, Letter};
 use super::invalid;
 use super::metrics::{MessageError, MqttMetrics};
-use super::options::MqttSourceOptions;
 use super::parse::Parsers;
 use super::session::SubscriptionRecord;
 use super::tls;
@@ -104,7 +104,7 @@ fn unix_now(unit: TimeUnit) -> i64 {
 
 /// Runs one MQTT source until `shutdown` is cancelled (or the sink closes).
 ///
-/// Validates `opts`, reads the password and TLS files, opens the dead-letter file, then
+/// Reads the password and TLS files, opens the dead-letter file, then
 /// connects and keeps reconnecting (exponential backoff with jitter, capped at
 /// `reconnect_max_backoff`) for as long as it runs; a broker outage is not an error. Each
 /// QoS 1/2 message is acknowledged only after the sink made its points durable, in arrival
@@ -114,13 +114,12 @@ fn unix_now(unit: TimeUnit) -> i64 {
 /// acknowledgements (up to `drain_timeout`), then disconnects. Returns
 /// [`Error::SinkClosed`] if the sink closed first, or a setup error.
 pub async fn run(
-    opts: MqttSourceOptions,
+    opts: MqttSourceConfig,
     sink: Arc<dyn BatchSink>,
     shutdown: CancellationToken,
     metrics: Arc<dyn MqttMetrics>,
 ) -> Result<(), Error> {
-    opts.validate()?;
-    let ep = opts.endpoint()?;
+    let ep = opts.broker.clone();
     let password = opts
         .password
         .as_ref()
@@ -134,18 +133,17 @@ pub async fn run(
     };
     let parsers = Arc::new(Parsers::build(&opts)?);
     let dead = DeadLetters::open(
-        &opts.name,
-        opts.dead_letter.as_deref(),
-        opts.max_payload_bytes,
+        &opts.runtime.name,
+        opts.dead_letter_file.as_deref(),
+        opts.max_payload_bytes(),
     )?;
-    let client_id = if opts.client_id.is_empty() {
+    let client_id = match &opts.client_id {
+        Some(id) => id.clone(),
         // Only reachable with QoS 0 and a clean session (validated).
-        format!("tsfiled-{}-{:08x}", std::process::id(), seed() as u32)
-    } else {
-        opts.client_id.clone()
+        None => format!("tsfiled-{}-{:08x}", std::process::id(), seed() as u32),
     };
-    let window = opts.in_flight;
-    let cap = window + opts.filters.len() + 16;
+    let window = usize::from(opts.max_inflight.max(1));
+    let cap = window + opts.topics.len() + 16;
     let (client, conn) = client::build(&opts, &ep, &client_id, password, tls, cap);
     let opts = Arc::new(opts);
 
@@ -227,7 +225,7 @@ fn start_poll(mut conn: Conn) -> PollFuture {
 }
 
 struct Poller {
-    opts: Arc<MqttSourceOptions>,
+    opts: Arc<MqttSourceConfig>,
     client: Client,
     gate: SharedGate,
     sem: Arc<Semaphore>,
@@ -241,10 +239,14 @@ impl Poller {
     async fn run(self, conn: Conn, tx: mpsc::UnboundedSender<Msg>) {
         let opts = &self.opts;
         let subs = opts.subscriptions();
-        let record = opts
-            .subscription_record
-            .as_deref()
-            .map(|p| SubscriptionRecord::new(opts.fs.clone(), p, &opts.url, &opts.client_id));
+        let record = opts.runtime.subscription_record.as_deref().map(|p| {
+            SubscriptionRecord::new(
+                opts.runtime.fs.clone(),
+                p,
+                &opts.url,
+                opts.client_id.as_deref().unwrap_or_default(),
+            )
+        });
         let current: Vec<String> = subs.iter().map(|(f, _)| f.clone()).collect();
         // Filters an earlier configuration left subscribed in the session.
         let mut stale = record
@@ -258,7 +260,7 @@ impl Poller {
                 match r.save(&current) {
                     Ok(()) => *recorded = true,
                     Err(e) => {
-                        tracing::warn!(source = %opts.name, error = %e, "cannot record the subscriptions")
+                        tracing::warn!(source = %opts.runtime.name, error = %e, "cannot record the subscriptions")
                     }
                 }
             }
@@ -271,7 +273,7 @@ impl Poller {
         let mut ever_connected = false;
         let mut connected_at: Option<Instant> = None;
         let mut backoff = Backoff::new(
-            opts.reconnect_initial_backoff,
+            opts.runtime.reconnect_initial_backoff,
             opts.reconnect_max_backoff,
             seed(),
         );
@@ -285,7 +287,7 @@ impl Poller {
             if drain_deadline.is_none() && self.stop.is_cancelled() {
                 // Stop forwarding; the worker finishes what it has and ends.
                 tx = None;
-                drain_deadline = Some(tokio::time::Instant::now() + opts.drain_timeout);
+                drain_deadline = Some(tokio::time::Instant::now() + opts.runtime.drain_timeout);
             }
             if let Some(deadline) = drain_deadline {
                 if connected_at.is_none() || tokio::time::Instant::now() >= deadline {
@@ -339,7 +341,7 @@ impl Poller {
             match result {
                 Ok(Event::ConnAck { session_present }) => {
                     tracing::info!(
-                        source = %opts.name,
+                        source = %opts.runtime.name,
                         session_present,
                         "connected to {}", opts.url
                     );
@@ -351,7 +353,7 @@ impl Poller {
                     self.metrics.connected(true);
                     if !session_present || !subscribed_once {
                         if let Err(e) = self.client.try_subscribe(&subs) {
-                            tracing::error!(source = %opts.name, "cannot queue SUBSCRIBE: {e}");
+                            tracing::error!(source = %opts.runtime.name, "cannot queue SUBSCRIBE: {e}");
                         }
                         subscribed_once = true;
                     }
@@ -359,11 +361,11 @@ impl Poller {
                         // A fresh session holds no earlier subscription.
                         stale.clear();
                     } else if !stale.is_empty() {
-                        tracing::info!(source = %opts.name, filters = ?stale, "unsubscribing filters no longer configured");
+                        tracing::info!(source = %opts.runtime.name, filters = ?stale, "unsubscribing filters no longer configured");
                         match self.client.try_unsubscribe(&stale) {
                             Ok(()) => unsubacks_due = stale.len(),
                             Err(e) => {
-                                tracing::error!(source = %opts.name, "cannot queue UNSUBSCRIBE: {e}")
+                                tracing::error!(source = %opts.runtime.name, "cannot queue UNSUBSCRIBE: {e}")
                             }
                         }
                     }
@@ -379,7 +381,7 @@ impl Poller {
                                 incoming,
                                 epoch,
                                 received: Instant::now(),
-                                now: unix_now(opts.stored_unit),
+                                now: unix_now(opts.runtime.stored_unit),
                             };
                             if tx.send(msg).is_err() {
                                 // The worker is gone (sink closed): stop.
@@ -393,14 +395,14 @@ impl Poller {
                 Ok(Event::SubAck { refused }) => {
                     if refused > 0 {
                         tracing::error!(
-                            source = %opts.name,
+                            source = %opts.runtime.name,
                             "the broker refused {refused} of {} subscriptions",
                             subs.len()
                         );
                         self.metrics
                             .message_error(MessageError::SubscribeFailed, refused as u64);
                     } else {
-                        tracing::debug!(source = %opts.name, "subscribed");
+                        tracing::debug!(source = %opts.runtime.name, "subscribed");
                         self.metrics.subscribed();
                         if stale.is_empty() && !recorded {
                             save_record(&mut recorded);
@@ -410,7 +412,7 @@ impl Poller {
                 Ok(Event::UnsubAck) => {
                     unsubacks_due = unsubacks_due.saturating_sub(1);
                     if unsubacks_due == 0 && !stale.is_empty() {
-                        tracing::info!(source = %opts.name, filters = ?stale, "unsubscribed");
+                        tracing::info!(source = %opts.runtime.name, filters = ?stale, "unsubscribed");
                         stale.clear();
                         save_record(&mut recorded);
                     }
@@ -438,9 +440,9 @@ impl Poller {
                         if t.elapsed() >= STABLE_CONNECTION {
                             backoff.reset();
                         }
-                        tracing::warn!(source = %opts.name, "connection lost: {e}");
+                        tracing::warn!(source = %opts.runtime.name, "connection lost: {e}");
                     } else {
-                        tracing::warn!(source = %opts.name, "cannot connect to {}: {e}", opts.url);
+                        tracing::warn!(source = %opts.runtime.name, "cannot connect to {}: {e}", opts.url);
                     }
                     if drain_deadline.is_some() || disconnecting {
                         break;
@@ -462,7 +464,7 @@ impl Poller {
 }
 
 struct Worker {
-    opts: Arc<MqttSourceOptions>,
+    opts: Arc<MqttSourceConfig>,
     ctx: Arc<UnitCtx>,
     client: Client,
     gate: SharedGate,
@@ -474,7 +476,7 @@ struct Worker {
 
 /// What a unit's task needs: parsing, dead-lettering and the sink.
 struct UnitCtx {
-    opts: Arc<MqttSourceOptions>,
+    opts: Arc<MqttSourceConfig>,
     sink: Arc<dyn BatchSink>,
     parsers: Arc<Parsers>,
     dead: Mutex<DeadLetters>,
@@ -513,7 +515,7 @@ impl Worker {
                         Some(UnitEnd::Cancelled) | None => self.release(unit.messages),
                     }
                 }
-                m = rx.recv(), if open && units.len() < self.opts.max_concurrent_submits => {
+                m = rx.recv(), if open && units.len() < self.opts.runtime.max_concurrent_submits => {
                     match m {
                         Some(first) => units.push_back(self.gather(first, &mut rx)),
                         None => open = false,
@@ -558,7 +560,7 @@ impl Worker {
     /// and starts its task (parse, dead-letter, submit) so that units parse in parallel.
     fn gather(&self, first: Msg, rx: &mut mpsc::UnboundedReceiver<Msg>) -> Unit {
         let mut msgs = vec![first];
-        while msgs.len() < self.opts.max_batch_messages {
+        while msgs.len() < self.opts.runtime.max_batch_messages {
             match rx.try_recv() {
                 Ok(m) => msgs.push(m),
                 Err(_) => break,
@@ -614,11 +616,11 @@ impl UnitCtx {
                 return None;
             }
         };
-        if payload.len() > self.opts.max_payload_bytes {
+        if payload.len() > self.opts.max_payload_bytes() {
             let msg = format!(
                 "payload of {} bytes exceeds max_payload_bytes = {}",
                 payload.len(),
-                self.opts.max_payload_bytes
+                self.opts.max_payload_bytes()
             );
             self.bad(&topic, qos, MessageError::TooLarge, &msg, &payload);
             return None;

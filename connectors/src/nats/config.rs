@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tsfiled_core::path::check_prefix;
-use tsfiled_core::{config_table, format_duration, ByteSize, FieldDoc, Human, KeyPath, Validator};
+use tsfiled_core::{config_table, ByteSize, Human, KeyPath, Validator};
 
 use super::parse::subject_as_topic;
 use crate::source::{line_mapping, LineProtocolMapping, Secret, SourceEnv, SourceTable};
@@ -215,14 +215,6 @@ impl SourceTable for NatsTable {
         "servers = [\"nats://127.0.0.1:4222\"]\nstream = \"SENSORS\"\nconsumer = \"tsfiled\"\n";
     type Settings = NatsSourceConfig;
 
-    fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {
-        vec![("", Self::KEYS)]
-    }
-
-    fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
-
     fn validate(
         &self,
         v: &mut Validator<'_>,
@@ -230,17 +222,11 @@ impl SourceTable for NatsTable {
         _env: &SourceEnv<'_>,
     ) -> Option<NatsSourceConfig> {
         let before = v.diags.len();
-        let servers = match &self.servers {
-            None => {
-                v.err(&at.key("servers"), "missing required key `servers`");
-                Vec::new()
-            }
-            Some(s) if s.is_empty() => {
-                v.err(&at.key("servers"), "at least one server is needed");
-                Vec::new()
-            }
-            Some(s) => s.clone(),
-        };
+        let need = "at least one server is needed";
+        let servers = v
+            .nonempty_list(&self.servers, at, "servers", need)
+            .unwrap_or_default()
+            .to_vec();
         for (i, s) in servers.iter().enumerate() {
             if let Err(e) = s.parse::<async_nats::ServerAddr>() {
                 v.err(&at.key("servers").index(i), format!("{s:?}: {e}"));
@@ -402,22 +388,12 @@ impl SourceTable for NatsTable {
             ByteSize::mib(1),
             ByteSize(1),
         );
-        let reconnect_initial_backoff = v.positive_duration(
-            &self.reconnect_initial_backoff,
-            &at.key("reconnect_initial_backoff"),
-            Duration::from_millis(500),
+        let (reconnect_initial_backoff, reconnect_max_backoff) = v.backoff(
+            (&self.reconnect_initial_backoff, &self.reconnect_max_backoff),
+            at,
+            ["reconnect_initial_backoff", "reconnect_max_backoff"],
+            [Duration::from_millis(500), Duration::from_secs(30)],
         );
-        let reconnect_max_backoff = v.positive_duration(
-            &self.reconnect_max_backoff,
-            &at.key("reconnect_max_backoff"),
-            Duration::from_secs(30),
-        );
-        if reconnect_max_backoff < reconnect_initial_backoff {
-            v.err(
-                &at.key("reconnect_max_backoff"),
-                "must be at least reconnect_initial_backoff",
-            );
-        }
         let drain_timeout = v.duration(
             &self.drain_timeout,
             &at.key("drain_timeout"),
@@ -446,7 +422,7 @@ impl SourceTable for NatsTable {
 impl NatsSourceConfig {
     /// The table with every default written out; `redact` hides inline secrets.
     pub(super) fn table(&self, name: &str, redact: &dyn Fn(&str) -> String) -> NatsTable {
-        let dur = |d: Duration| Some(Human::Text(format_duration(d)));
+        let dur = crate::source::written::duration;
         let mut t = NatsTable {
             name: Some(name.to_string()),
             servers: Some(self.servers.clone()),

@@ -22,6 +22,7 @@ mod context;
 mod secret;
 mod shared;
 mod testing;
+pub mod written;
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -33,7 +34,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tsfiled_core::probe::CheckItem;
-use tsfiled_core::{FieldDoc, KeyPath, Validator};
+use tsfiled_core::{ConfigTable, FieldDoc, KeyPath, Validator};
 
 pub use context::{Counter, Gauge, NoSourceMetrics, SourceContext, SourceMetrics, StatusReporter};
 pub use secret::Secret;
@@ -55,9 +56,19 @@ pub struct SourceEnv<'a> {
 
 /// The raw table of one source type, as written (stage one), and its validation (stage two).
 ///
-/// Implemented by a `config_table!` struct; the registry entry is [`Plugin<Self>`](Plugin).
+/// Implemented by a `config_table!` struct (which gives its keys and its `name`); the
+/// registry entry is [`Plugin<Self>`](Plugin).
 pub trait SourceTable:
-    Debug + Clone + Default + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static
+    ConfigTable
+    + Debug
+    + Clone
+    + Default
+    + PartialEq
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
 {
     /// The `type` value, e.g. `"mqtt"`.
     const TYPE: &'static str;
@@ -70,10 +81,9 @@ pub trait SourceTable:
     type Settings: SourceSettings;
 
     /// The documented keys: `("", Self::KEYS)` and any sub-tables (`("topic[].", …)`).
-    fn tables() -> Vec<(&'static str, &'static [FieldDoc])>;
-
-    /// The `name` key as written.
-    fn name(&self) -> Option<&str>;
+    fn tables() -> Vec<(&'static str, &'static [FieldDoc])> {
+        vec![("", <Self as ConfigTable>::KEYS)]
+    }
 
     /// Validates the table at `at`; reports every problem through `v` and returns `None` if
     /// there was one.
@@ -200,7 +210,7 @@ impl<T: SourceTable> RawSource for T {
         T::TYPE
     }
     fn name(&self) -> Option<&str> {
-        SourceTable::name(self)
+        ConfigTable::name(self)
     }
     fn validate(
         &self,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use rumqttc::{AsyncClient, Event, MqttOptions, Outgoing, Packet, QoS};
 use tokio_util::sync::CancellationToken;
-use tsfiled_connectors::mqtt::{run, CountingMetrics, MqttSourceOptions};
+use tsfiled_connectors::mqtt::{run, CountingMetrics, MqttSourceConfig};
 use tsfiled_connectors::sink::MemorySink;
 use tsfiled_connectors::Error;
 use tsfiled_connectors::{FieldValue, Record};
@@ -232,7 +232,7 @@ pub struct Connector {
 
 impl Connector {
     /// Starts `run(opts)` into `sink`.
-    pub fn start(opts: MqttSourceOptions, sink: Arc<MemorySink>) -> Connector {
+    pub fn start(opts: MqttSourceConfig, sink: Arc<MemorySink>) -> Connector {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
