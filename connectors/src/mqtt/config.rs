@@ -825,6 +825,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn packet_limit_has_room() {
+        let mut o = MqttSourceConfig::new("mqtt://127.0.0.1:1883", "gw1").unwrap();
+        assert_eq!(o.packet_limit(), 2 << 20);
+        o.max_payload_size = ByteSize(1000);
+        assert_eq!(o.packet_limit(), 1000 + 65536);
+        o.max_payload_size = ByteSize(MQTT_MAX_PACKET as u64);
+        assert_eq!(o.packet_limit(), MQTT_MAX_PACKET);
+    }
+
+    #[test]
+    fn subscriptions_carry_the_shared_group() {
+        let mut o = MqttSourceConfig::new("mqtt://h", "gw1").unwrap().filter(
+            "plant/#",
+            Qos::AtLeastOnce,
+            MqttPayload::IotdbJson,
+        );
+        assert_eq!(
+            o.subscriptions(),
+            vec![("plant/#".to_string(), Qos::AtLeastOnce)]
+        );
+        o.shared_group = Some("tsfiled".into());
+        assert_eq!(
+            o.subscriptions(),
+            vec![("$share/tsfiled/plant/#".to_string(), Qos::AtLeastOnce)]
+        );
+    }
+
+    #[test]
     fn broker_urls() {
         let b = BrokerAddress::parse("mqtt://broker.local").unwrap();
         assert_eq!(
