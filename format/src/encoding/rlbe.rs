@@ -198,12 +198,16 @@ impl Encoder for RlbeEncoder {
     }
 }
 
-fn decode_raw(
+/// Decodes `count` values into `out`, each bit pattern through `conv`; each block's
+/// values are reserved when its count has been read (at most [`BLOCK`]), so a page's
+/// claimed count allocates nothing ahead of the data.
+fn decode_raw<T>(
     stream: &'static str,
     kind: Kind,
     data: &[u8],
     count: usize,
-    mut push: impl FnMut(u64),
+    out: &mut Vec<T>,
+    conv: impl Fn(u64) -> T,
 ) -> Result<()> {
     let w = kind.width();
     let code_bits = if w == 32 { 6 } else { 7 };
@@ -221,6 +225,7 @@ fn decode_raw(
                 format_args!("a block of {n} values"),
             ));
         }
+        out.reserve(n);
         let mut got = 0usize;
         let mut prev = 0u64;
         while got < n {
@@ -271,7 +276,7 @@ fn decode_raw(
                 };
                 prev = v;
                 got += 1;
-                push(v);
+                out.push(conv(v));
                 done += 1;
                 if done == count {
                     return Ok(());
@@ -284,34 +289,35 @@ fn decode_raw(
 
 /// Decodes exactly `count` INT32 values.
 pub fn decode_i32(data: &[u8], count: usize, out: &mut Vec<i32>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
-    decode_raw("RLBE INT32 column", Kind::Int32, data, count, |b| {
-        out.push(b as u32 as i32)
+    decode_raw("RLBE INT32 column", Kind::Int32, data, count, out, |b| {
+        b as u32 as i32
     })
 }
 
 /// Decodes exactly `count` INT64 values.
 pub fn decode_i64(data: &[u8], count: usize, out: &mut Vec<i64>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
-    decode_raw("RLBE INT64 column", Kind::Int64, data, count, |b| {
-        out.push(b as i64)
+    decode_raw("RLBE INT64 column", Kind::Int64, data, count, out, |b| {
+        b as i64
     })
 }
 
 /// Decodes exactly `count` FLOAT values.
 pub fn decode_f32(data: &[u8], count: usize, out: &mut Vec<f32>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
-    decode_raw("RLBE FLOAT column", Kind::Float, data, count, |b| {
-        out.push(f32::from_bits(b as u32))
+    decode_raw("RLBE FLOAT column", Kind::Float, data, count, out, |b| {
+        f32::from_bits(b as u32)
     })
 }
 
 /// Decodes exactly `count` DOUBLE values.
 pub fn decode_f64(data: &[u8], count: usize, out: &mut Vec<f64>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
-    decode_raw("RLBE DOUBLE column", Kind::Double, data, count, |b| {
-        out.push(f64::from_bits(b))
-    })
+    decode_raw(
+        "RLBE DOUBLE column",
+        Kind::Double,
+        data,
+        count,
+        out,
+        f64::from_bits,
+    )
 }
 
 #[cfg(test)]
@@ -541,5 +547,63 @@ mod tests {
             assert!(d(&cut, 1).is_err());
         }
         assert!(d(&bytes(&format!("{:032b} 100000 11", 1))[..5], 1).is_err());
+        // a run longer than what is left of its block after an earlier segment: block
+        // of 2, 5 in a run of 1, then a run of 2 (`01`), found after bit 51: byte 6
+        let over = bytes(&format!("{:032b} 000011 11 101 000001 011 1 1", 2));
+        assert_eq!(decode_err_at(d(&over, 2)), 6);
+        assert_eq!(decode_err_at(d(&over, 3)), 6);
+        // the same with a run of 1 (`11`) is the block: 5, 5 + 1
+        let mut v = Vec::new();
+        decode_i32(
+            &bytes(&format!("{:032b} 000011 11 101 000001 11 1", 2)),
+            2,
+            &mut v,
+        )
+        .unwrap();
+        assert_eq!(v, [5, 6]);
+    }
+
+    /// Zero values read nothing: no block header is read, of an empty or a full stream.
+    #[test]
+    fn zero_values_read_nothing() {
+        let mut v = vec![9];
+        decode_i32(&[], 0, &mut v).unwrap();
+        let block = bytes(&format!("{:032b} 000011 11 101", 1));
+        decode_i32(&block, 0, &mut v).unwrap();
+        let mut l = Vec::new();
+        decode_i64(&bytes(&format!("{:032b} 0000011 11 101", 1)), 0, &mut l).unwrap();
+        let (mut f, mut g) = (Vec::new(), Vec::new());
+        decode_f32(&block, 0, &mut f).unwrap();
+        decode_f64(&[], 0, &mut g).unwrap();
+        assert_eq!((v, l.len(), f.len(), g.len()), (vec![9], 0, 0, 0));
+    }
+
+    /// FLOAT and DOUBLE go by their bit patterns: 1.0 (`0x3f800000`), then 1.5
+    /// (`0x3fc00000`, a difference of `0x400000`, 23 bits); DOUBLE 2.0
+    /// (`0x4000000000000000`, 63 bits) alone.
+    #[test]
+    fn floats_by_their_bit_patterns() {
+        let mut e = RlbeEncoder::float();
+        let mut out = Vec::new();
+        e.encode_f32(1.0, &mut out).unwrap();
+        e.encode_f32(1.5, &mut out).unwrap();
+        e.flush(&mut out).unwrap();
+        let want = bytes(&format!(
+            "{:032b} 011110 11 {:030b} 010111 11 {:023b}",
+            2, 0x3f80_0000, 0x40_0000
+        ));
+        assert_eq!(out, want);
+        let mut back = Vec::new();
+        decode_f32(&out, 2, &mut back).unwrap();
+        assert_eq!(back, [1.0, 1.5]);
+        let mut e = RlbeEncoder::double();
+        let mut out = Vec::new();
+        e.encode_f64(2.0, &mut out).unwrap();
+        e.flush(&mut out).unwrap();
+        let want = bytes(&format!("{:032b} 0111111 11 {:063b}", 1, 1u64 << 62));
+        assert_eq!(out, want);
+        let mut back = Vec::new();
+        decode_f64(&out, 1, &mut back).unwrap();
+        assert_eq!(back, [2.0]);
     }
 }

@@ -233,7 +233,7 @@ impl SprintzEncoder {
     fn write_short_block(&mut self, out: &mut Vec<u8>, last: bool) -> Result<()> {
         match self.kind {
             Kind::Int32 => {
-                out.push(0x80 | self.pending.len() as u8);
+                out.push(short_header(self.pending.len()));
                 let mut e = IntRleEncoder::new();
                 for v in &self.pending {
                     e.encode(*v as i32);
@@ -241,7 +241,7 @@ impl SprintzEncoder {
                 Encoder::flush(&mut e, out)?;
             }
             Kind::Int64 => {
-                out.push(0x80 | self.pending.len() as u8);
+                out.push(short_header(self.pending.len()));
                 let mut e = LongRleEncoder::new();
                 for v in &self.pending {
                     e.encode(*v);
@@ -251,7 +251,7 @@ impl SprintzEncoder {
             Kind::Float | Kind::Double if last => {
                 // nothing follows: the frame may end anywhere
                 let (f, _) = gorilla_frame(self.kind, &self.pending)?;
-                out.push(0x80 | self.pending.len() as u8);
+                out.push(short_header(self.pending.len()));
                 out.extend_from_slice(&f);
             }
             Kind::Float | Kind::Double => {
@@ -263,7 +263,7 @@ impl SprintzEncoder {
                     )
                 })?;
                 for (n, f) in frames {
-                    out.push(0x80 | n as u8);
+                    out.push(short_header(n));
                     out.extend_from_slice(&f);
                 }
             }
@@ -271,6 +271,11 @@ impl SprintzEncoder {
         self.pending.clear();
         Ok(())
     }
+}
+
+/// The header byte of a short block of `n` (1 to 9) values: `0x80 | n`.
+fn short_header(n: usize) -> u8 {
+    0x80 | n as u8
 }
 
 /// One GORILLA frame of `vals` (bit patterns) and whether its end marker ended on a byte
@@ -699,6 +704,44 @@ mod tests {
         let mut f = Vec::new();
         decode_f32(&last, 2, &mut f).unwrap();
         assert_eq!(f, [1.0, 2.0]);
+        // a short block read for fewer values gives only those: the first 3 values of
+        // blocks of 1 and 9
+        let mut v = Vec::new();
+        decode_i32(&[0x81, 3, 3, 0x02, 5, 0x89, 3, 3, 0x12, 6], 3, &mut v).unwrap();
+        assert_eq!(v, [5, 6, 6]);
+        let mut l = Vec::new();
+        decode_i64(&[0x89, 3, 3, 0x12, 6], 4, &mut l).unwrap();
+        assert_eq!(l, [6; 4]);
+    }
+
+    /// A FLOAT block that neither reader would read bit-packed (1.0 then -1.0: an error
+    /// of -2^31, packed as 0) in the middle of a page, whose 9 values in one GORILLA frame
+    /// would end on a byte boundary (format/docs/tsfile-v4.md, section 8: the C++ 2.5 reader would
+    /// then not consume the closing byte): written as a frame of the first 8 values and
+    /// one of the last. By hand, from the module docs of GORILLA: 1.0 `3f800000`; -1.0,
+    /// xor `80000000`: `11 00000 00000 1`; 1.5, xor `80400000`: `11 00000 01001
+    /// 1000000001`; 1.0, xor `00400000` in the stored window: `10 0000000001`; equal
+    /// values `0`; the NaN marker after 1.0, xor `40400000` in the window: `10
+    /// 0100000001`. Nine values: 32 + 13 + 22 + 12 + 5 + 12 = 96 bits, on a byte
+    /// boundary; the first eight: 95 bits, 12 bytes; 1.0 alone: 53 bits, 7 bytes.
+    #[test]
+    fn unreadable_float_block_never_ends_a_frame_on_a_byte_boundary() {
+        let vals = [1.0f32, -1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+        let mut e = SprintzEncoder::float();
+        let mut out = Vec::new();
+        for v in vals {
+            e.encode_f32(v, &mut out).unwrap();
+        }
+        let mut want = vec![
+            0x88, 0x3f, 0x80, 0, 0, 0xc0, 0x0e, 0x04, 0xc0, 0x30, 0x02, 0x12,
+        ];
+        want.extend_from_slice(&[0x02, 0x81, 0x3f, 0x80, 0, 0, 0xc2, 0x88, 0x08]);
+        assert_eq!(out, want);
+        e.flush(&mut out).unwrap();
+        assert_eq!(out.len(), want.len(), "nothing pending");
+        let mut back = Vec::new();
+        decode_f32(&out, 9, &mut back).unwrap();
+        assert_eq!(back, vals);
     }
 
     /// Bit widths: 1 to 32 for 32-bit values, to 64 for 64-bit ones; 0 and more are
