@@ -434,8 +434,9 @@ impl<R: Input> RecordReader<R> {
                 }
                 pos += window.len();
             }
-            // Need more input.
-            if pos > self.max_record {
+            // Need more input. The limit is on the record without its line break: `pos`
+            // bytes without a line end may still be the limit's bytes and a CR.
+            if pos > self.max_record + 1 {
                 return self.skip_long(offset, line, pos, state, slow, newlines);
             }
             if !self.fill()? {

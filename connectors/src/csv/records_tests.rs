@@ -582,3 +582,35 @@ fn quoted_record_across_reads() {
         ]
     );
 }
+
+/// A record of exactly `max_record` bytes without its line break (LF or RFC 4180's CR LF,
+/// quoted or not) is a record however the input is cut into reads; one byte more is
+/// `TooLarge`. Here every read delivers one byte, so the reader sees the record's last byte
+/// before its line break.
+#[test]
+fn records_of_exactly_the_limit_in_one_byte_reads() {
+    let one_byte = |data: &'static [u8]| Sized {
+        data,
+        sizes: vec![1; data.len()],
+    };
+    let mut r = RecordReader::new(one_byte(b"abcde\nfg\n"), b',', 5);
+    assert_eq!(
+        all(&mut r),
+        vec![
+            (Next::Record(span(0, 6, 1, 2)), f(&[b"abcde"])),
+            (Next::Record(span(6, 9, 2, 3)), f(&[b"fg"])),
+            (Next::End, vec![]),
+        ]
+    );
+    let mut r = RecordReader::new(one_byte(b"abcde\r\nabcdef\r\n\"b,d\"\r\nfg\r\n"), b',', 5);
+    assert_eq!(
+        all(&mut r),
+        vec![
+            (Next::Record(span(0, 7, 1, 2)), f(&[b"abcde"])),
+            (Next::TooLarge(span(7, 15, 2, 3)), vec![]),
+            (Next::Record(span(15, 22, 3, 4)), f(&[b"b,d"])),
+            (Next::Record(span(22, 26, 4, 5)), f(&[b"fg"])),
+            (Next::End, vec![]),
+        ]
+    );
+}
