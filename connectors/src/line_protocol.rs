@@ -327,13 +327,10 @@ impl<'a> Parser<'a, '_> {
     }
 
     /// Counts newlines in `input[from..to]` (inside string values) into the line number.
+    /// (`line_start` is set by the newline that ends the line: `run` takes a line's start
+    /// before parsing it, and `line_of` finds an error's line from there.)
     fn count_lines(&mut self, from: usize, to: usize) {
-        for i in from..to {
-            if self.input[i] == b'\n' {
-                self.line += 1;
-                self.line_start = i + 1;
-            }
-        }
+        self.line += self.input[from..to].iter().filter(|&&b| b == b'\n').count();
     }
 
     /// Parses one line starting at `self.pos`. Ok holds a record (or a non-syntax rejection of
