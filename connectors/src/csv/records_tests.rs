@@ -477,6 +477,23 @@ fn too_large_records_with_quotes() {
         Next::TooLarge(span(0, 5000, 1, 1))
     );
     assert_eq!(r.next_record().unwrap(), Next::End);
+
+    // Too long up to the end of the input, with a quoted line break and no line break after
+    // it: the input ends on the record's second line (line 3 of the input).
+    let mut e = b"1\n\"".to_vec();
+    e.extend(vec![b'x'; 5000]);
+    e.extend(b"\nyy\"");
+    let mut r = RecordReader::new(Sequential(&e[..]), b',', 100);
+    assert_eq!(
+        record_at(&mut r),
+        (Next::Record(span(0, 2, 1, 2)), b"1".to_vec())
+    );
+    assert_eq!(
+        r.next_record().unwrap(),
+        Next::TooLarge(span(2, 5007, 2, 3))
+    );
+    assert_eq!(r.next_record().unwrap(), Next::End);
+    assert_eq!((r.offset(), r.line()), (5007, 3));
 }
 
 /// The limit holds for records that fit the reader's buffer too: a record longer than
