@@ -191,7 +191,7 @@ static CLASS: [u8; 256] = {
 };
 
 /// Scans from `i` to the first unescaped byte of a class in `stops` (or a newline); returns
-/// its index.
+/// its index. `C_CR` in `stops` stops at a `\r` that ends the line (see [`is_eol`]).
 #[inline]
 fn scan(input: &[u8], mut i: usize, stops: u8) -> usize {
     let interesting = stops | C_NL | C_BS;
@@ -203,7 +203,7 @@ fn scan(input: &[u8], mut i: usize, stops: u8) -> usize {
                     i += 2;
                     continue;
                 }
-            } else {
+            } else if c != C_CR || is_eol(input, i) {
                 return i;
             }
         }
@@ -327,13 +327,10 @@ impl<'a> Parser<'a, '_> {
     }
 
     /// Counts newlines in `input[from..to]` (inside string values) into the line number.
+    /// (`line_start` is set by the newline that ends the line: `run` takes a line's start
+    /// before parsing it, and `line_of` finds an error's line from there.)
     fn count_lines(&mut self, from: usize, to: usize) {
-        for i in from..to {
-            if self.input[i] == b'\n' {
-                self.line += 1;
-                self.line_start = i + 1;
-            }
-        }
+        self.line += self.input[from..to].iter().filter(|&&b| b == b'\n').count();
     }
 
     /// Parses one line starting at `self.pos`. Ok holds a record (or a non-syntax rejection of
@@ -342,7 +339,7 @@ impl<'a> Parser<'a, '_> {
     fn parse_line(&mut self) -> Result<(u64, Result<Option<Record>, LineError>), (u64, LineError)> {
         let input = self.input;
         let key_start = self.pos;
-        let key_end = scan(input, key_start, C_SPACE);
+        let key_end = scan(input, key_start, C_SPACE | C_CR);
         if is_eol(input, key_end) {
             return Err((
                 0,
@@ -428,10 +425,8 @@ impl<'a> Parser<'a, '_> {
                 },
             ));
         }
+        // At the line's end: `run` steps over its `\r` and `\n`.
         self.pos = i;
-        while self.pos < input.len() && input[self.pos] != b'\n' {
-            self.pos += 1;
-        }
 
         let device = match device {
             Ok(d) => d,
@@ -582,15 +577,15 @@ impl<'a> Parser<'a, '_> {
     /// returns the index after the value.
     fn field(&mut self, i: usize, fields: &mut Vec<Field>) -> Result<usize, LineError> {
         let input = self.input;
-        let k_end = scan(input, i, C_COMMA | C_EQ | C_SPACE);
-        if input.get(k_end) != Some(&b'=') {
-            if k_end == i && is_eol(input, i) {
+        let k_end = scan(input, i, C_COMMA | C_EQ | C_SPACE | C_CR);
+        if k_end == i {
+            if is_eol(input, i) {
                 return err(i, "expected a field set");
             }
-            return err(k_end, "expected '=' after the field key");
-        }
-        if k_end == i {
             return err(i, "expected a field key");
+        }
+        if input.get(k_end) != Some(&b'=') {
+            return err(k_end, "expected '=' after the field key");
         }
         let raw_key = &input[i..k_end];
         let v_start = k_end + 1;

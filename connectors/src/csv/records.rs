@@ -122,18 +122,6 @@ pub struct Fields {
     quoted: bool,
 }
 
-impl Fields {
-    /// Number of fields.
-    pub fn len(&self) -> usize {
-        self.ranges.len()
-    }
-
-    /// Whether there is no field.
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
-    }
-}
-
 /// A view of the current record's fields.
 #[derive(Debug, Clone, Copy)]
 pub struct FieldsRef<'a> {
@@ -364,37 +352,10 @@ impl<R: Input> RecordReader<R> {
     /// Reads the next record.
     pub fn next_record(&mut self) -> io::Result<Next> {
         loop {
-            // Blank lines.
-            while self.start < self.end {
-                match self.buf[self.start] {
-                    b'\n' => {
-                        self.advance(1);
-                        self.line += 1;
-                    }
-                    b'\r' if self.start + 1 < self.end && self.buf[self.start + 1] == b'\n' => {
-                        self.advance(2);
-                        self.line += 1;
-                    }
-                    _ => break,
-                }
-            }
-            if self.start == self.end && !self.fill()? {
-                return Ok(Next::End);
-            }
-            if self.start == self.end {
-                continue;
-            }
-            if self.buf[self.start] == b'\r' && self.start + 1 == self.end && !self.eof {
-                // A CR at the buffer's end: look at what follows.
-                if self.fill()? {
-                    continue;
-                }
-            }
             let next = self.scan()?;
-            if let Next::Record(span) = &next {
+            if let Next::Record(_) = next {
                 if self.raw().iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
-                    // Whitespace-only line: skip.
-                    let _ = span;
+                    // A blank or whitespace-only line (its line break counted): skip.
                     continue;
                 }
                 self.split();
@@ -434,8 +395,9 @@ impl<R: Input> RecordReader<R> {
                 }
                 pos += window.len();
             }
-            // Need more input.
-            if pos > self.max_record {
+            // Need more input. The limit is on the record without its line break: `pos`
+            // bytes without a line end may still be the limit's bytes and a CR.
+            if pos > self.max_record + 1 {
                 return self.skip_long(offset, line, pos, state, slow, newlines);
             }
             if !self.fill()? {

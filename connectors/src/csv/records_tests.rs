@@ -6,7 +6,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 
-use super::records::{Fields, Input, Next, RecordReader, RecordSpan, Sequential};
+use super::records::{Input, Next, RecordReader, RecordSpan, Sequential};
 
 fn span(offset: u64, end: u64, line: u64, next_line: u64) -> RecordSpan {
     RecordSpan {
@@ -70,8 +70,6 @@ fn rfc4180_examples() {
 
 #[test]
 fn field_views() {
-    let none = Fields::default();
-    assert_eq!((none.len(), none.is_empty()), (0, true));
     // No record read yet: no field.
     let fresh = RecordReader::new(Sequential(&b"a\n"[..]), b',', 100);
     assert_eq!((fresh.fields().len(), fresh.fields().is_empty()), (0, true));
@@ -479,6 +477,23 @@ fn too_large_records_with_quotes() {
         Next::TooLarge(span(0, 5000, 1, 1))
     );
     assert_eq!(r.next_record().unwrap(), Next::End);
+
+    // Too long up to the end of the input, with a quoted line break and no line break after
+    // it: the input ends on the record's second line (line 3 of the input).
+    let mut e = b"1\n\"".to_vec();
+    e.extend(vec![b'x'; 5000]);
+    e.extend(b"\nyy\"");
+    let mut r = RecordReader::new(Sequential(&e[..]), b',', 100);
+    assert_eq!(
+        record_at(&mut r),
+        (Next::Record(span(0, 2, 1, 2)), b"1".to_vec())
+    );
+    assert_eq!(
+        r.next_record().unwrap(),
+        Next::TooLarge(span(2, 5007, 2, 3))
+    );
+    assert_eq!(r.next_record().unwrap(), Next::End);
+    assert_eq!((r.offset(), r.line()), (5007, 3));
 }
 
 /// The limit holds for records that fit the reader's buffer too: a record longer than
@@ -578,6 +593,38 @@ fn quoted_record_across_reads() {
         all(&mut r),
         vec![
             (Next::Record(span(6010, 6013, 4, 4)), f(&[b"3", b"4"])),
+            (Next::End, vec![]),
+        ]
+    );
+}
+
+/// A record of exactly `max_record` bytes without its line break (LF or RFC 4180's CR LF,
+/// quoted or not) is a record however the input is cut into reads; one byte more is
+/// `TooLarge`. Here every read delivers one byte, so the reader sees the record's last byte
+/// before its line break.
+#[test]
+fn records_of_exactly_the_limit_in_one_byte_reads() {
+    let one_byte = |data: &'static [u8]| Sized {
+        data,
+        sizes: vec![1; data.len()],
+    };
+    let mut r = RecordReader::new(one_byte(b"abcde\nfg\n"), b',', 5);
+    assert_eq!(
+        all(&mut r),
+        vec![
+            (Next::Record(span(0, 6, 1, 2)), f(&[b"abcde"])),
+            (Next::Record(span(6, 9, 2, 3)), f(&[b"fg"])),
+            (Next::End, vec![]),
+        ]
+    );
+    let mut r = RecordReader::new(one_byte(b"abcde\r\nabcdef\r\n\"b,d\"\r\nfg\r\n"), b',', 5);
+    assert_eq!(
+        all(&mut r),
+        vec![
+            (Next::Record(span(0, 7, 1, 2)), f(&[b"abcde"])),
+            (Next::TooLarge(span(7, 15, 2, 3)), vec![]),
+            (Next::Record(span(15, 22, 3, 4)), f(&[b"b,d"])),
+            (Next::Record(span(22, 26, 4, 5)), f(&[b"fg"])),
             (Next::End, vec![]),
         ]
     );

@@ -275,18 +275,28 @@ fn syntax_errors_name_line_and_column() {
         ("cpu f=1\t123", "line 2, column 7", "invalid field value"),
         // A `\r` not before `\n` ends no line, so it is part of the value's token.
         ("cpu f=1\rx", "line 2, column 7", "invalid field value"),
+        // An empty field key before `,` or a space, as before `=` (influxdata's corpus:
+        // "invalid character '=' found at start of field key", "expected field key but none
+        // found").
+        ("cpu ,f=1", "line 2, column 5", "expected a field key"),
+        ("cpu f=1,,g=2", "line 2, column 9", "expected a field key"),
+        ("cpu f=1, g=2", "line 2, column 9", "expected a field key"),
     ];
-    for (bad, loc, msg) in cases {
-        let text = format!("ok f=1 1\n{bad}\nok f=2 2\n");
-        let b = parse(&text);
-        assert_eq!(b.records.len(), 2, "{bad}: {:?}", b.rejections);
-        assert_eq!(b.records[1].fields[0].value, Float(2.0), "{bad}");
-        assert_eq!(b.rejections.len(), 1, "{bad}: {:?}", b.rejections);
-        let r = &b.rejections[0];
-        assert_eq!(r.location.to_string(), *loc, "{bad}: {r}");
-        assert_eq!(r.reason, RejectReason::Parse, "{bad}");
-        assert!(r.message.contains(msg), "{bad}: {r}");
-        assert!(r.points >= 1);
+    // `\r\n` ends a line as `\n` does (the module docs): the same error at the same column,
+    // the line's end being where the `\r` is.
+    for eol in ["\n", "\r\n"] {
+        for (bad, loc, msg) in cases {
+            let text = format!("ok f=1 1{eol}{bad}{eol}ok f=2 2{eol}");
+            let b = parse(&text);
+            assert_eq!(b.records.len(), 2, "{bad:?}: {:?}", b.rejections);
+            assert_eq!(b.records[1].fields[0].value, Float(2.0), "{bad:?}");
+            assert_eq!(b.rejections.len(), 1, "{bad:?}: {:?}", b.rejections);
+            let r = &b.rejections[0];
+            assert_eq!(r.location.to_string(), *loc, "{bad:?} {eol:?}: {r}");
+            assert_eq!(r.reason, RejectReason::Parse, "{bad:?}");
+            assert!(r.message.contains(msg), "{bad:?} {eol:?}: {r}");
+            assert!(r.points >= 1);
+        }
     }
     // Timestamp out of the i64 range is InvalidTime, not Parse.
     let b = parse("m f=1 99999999999999999999");
@@ -609,4 +619,10 @@ fn lone_carriage_return_is_part_of_the_name() {
     assert_eq!(b.rejections, vec![]);
     let got: Vec<(&str, i64)> = b.records.iter().map(|r| (&*r.device, r.time)).collect();
     assert_eq!(got, vec![("root.lp._m", 1), ("root.lp.m", 2)]);
+    // Before a space, a comma or `=` it is part of the measurement, the tag value and the
+    // field key.
+    let b = parse("m\r,t=a\r f\r=1i 3000000\r\n");
+    assert_eq!(b.rejections, vec![]);
+    assert_eq!(&*b.records[0].device, "root.lp.m_.a_");
+    assert_eq!(fields(&b, 0), vec![("f_", Int(1))]);
 }
