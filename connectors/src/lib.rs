@@ -37,6 +37,7 @@ pub use model::{
     Rejection, TimeUnit,
 };
 pub use path::{DeviceTemplate, PathError};
+pub use tsfiled_core::{LineProtocolModel, TableLine};
 pub use topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
 
 // The source types: one line each, `<folder>::<its SourceTable>`, in reference order.

@@ -119,7 +119,7 @@ impl SourceTable for ExecTable {
         &self,
         v: &mut Validator<'_>,
         at: &KeyPath,
-        _env: &SourceEnv<'_>,
+        env: &SourceEnv<'_>,
     ) -> Option<ExecSourceConfig> {
         let before = v.diags.len();
         let command = match &self.command {
@@ -150,6 +150,7 @@ impl SourceTable for ExecTable {
                 &self.precision,
                 at,
                 "root.exec",
+                env.line_protocol_model,
             ))
         } else {
             let why = "with format = \"iotdb-json\"";

@@ -30,6 +30,9 @@ pub enum PayloadFormat {
         /// Device template below the prefix (default `{measurement}.{tags}`; see
         /// [`DeviceTemplate`](crate::path::DeviceTemplate)).
         device_template: String,
+        /// The database of a pipeline storing line protocol in the table model
+        /// (`storage.line_protocol_model = "table"`); `None` in the tree model.
+        table_database: Option<String>,
     },
     /// A plain value (number, boolean, text, or `{"ts":..,"value":..}`); device and
     /// measurement come from the topic (see [`crate::topic_value`]).
@@ -50,6 +53,7 @@ impl PayloadFormat {
             precision,
             path_prefix: "root.lp".into(),
             device_template: "{measurement}.{tags}".into(),
+            table_database: None,
         }
     }
 

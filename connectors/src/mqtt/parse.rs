@@ -81,9 +81,13 @@ pub(crate) fn build_parser(
             precision,
             path_prefix,
             device_template,
+            table_database,
         } => Box::new(LineProtocol {
-            template: DeviceTemplate::with_prefix(path_prefix, device_template)
-                .map_err(|e| e.to_string())?,
+            template: match table_database {
+                Some(db) => DeviceTemplate::table(path_prefix, db),
+                None => DeviceTemplate::with_prefix(path_prefix, device_template)
+                    .map_err(|e| e.to_string())?,
+            },
             precision: *precision,
             stored,
         }),
@@ -203,6 +207,7 @@ mod tests {
                 precision: TimeUnit::Nanos,
                 path_prefix: "root.lp".into(),
                 device_template: "{measurement}.{tags".into(),
+                table_database: None,
             },
         ];
         for f in bad {

@@ -177,6 +177,7 @@ impl MqttSourceConfig {
                         precision: lp.precision,
                         path_prefix: lp.path_prefix.clone(),
                         device_template: lp.device_template.as_str().to_string(),
+                        table_database: lp.device_template.table_database().map(str::to_string),
                     },
                     MqttPayload::Value {
                         topic_template,

@@ -227,7 +227,7 @@ impl SourceTable for NatsTable {
         &self,
         v: &mut Validator<'_>,
         at: &KeyPath,
-        _env: &SourceEnv<'_>,
+        env: &SourceEnv<'_>,
     ) -> Option<NatsSourceConfig> {
         let before = v.diags.len();
         let servers = match &self.servers {
@@ -301,6 +301,7 @@ impl SourceTable for NatsTable {
                 &self.precision,
                 at,
                 "root.nats",
+                env.line_protocol_model,
             )),
             Kind::Value => {
                 let path_prefix = self

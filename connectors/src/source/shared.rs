@@ -1,7 +1,7 @@
 //! Settings several sources share: how line-protocol points map onto IoTDB paths.
 
 use tsfiled_core::path::check_prefix;
-use tsfiled_core::{DeviceTemplate, KeyPath, TimeUnit, Validator, PRECISIONS};
+use tsfiled_core::{DeviceTemplate, KeyPath, LineProtocolModel, TimeUnit, Validator, PRECISIONS};
 
 /// How line-protocol points map onto IoTDB paths (the `path_prefix`, `device_template` and
 /// `precision` keys of the http source and of MQTT topics with `payload = "line"`).
@@ -17,18 +17,24 @@ pub struct LineProtocolMapping {
 }
 
 impl LineProtocolMapping {
-    /// The three keys as written in the effective configuration.
+    /// The three keys as written in the effective configuration (no `device_template` in
+    /// table mode).
     pub fn keys(&self) -> (Option<String>, Option<String>, Option<String>) {
         (
             Some(self.path_prefix.clone()),
-            Some(self.device_template.as_str().to_string()),
+            self.device_template
+                .table_database()
+                .is_none()
+                .then(|| self.device_template.as_str().to_string()),
             Some(self.precision.as_str().to_string()),
         )
     }
 }
 
 /// Validates the line-protocol keys of the table at `at`; `default_prefix` applies when
-/// `path_prefix` is not written.
+/// `path_prefix` is not written. In a pipeline with `storage.line_protocol_model = "table"`
+/// (`model`), `path_prefix` names the database (`root.<database>`, stored lower case, as IoTDB
+/// 2.x stores database names) and `device_template` is not taken.
 pub fn line_mapping(
     v: &mut Validator<'_>,
     prefix: &Option<String>,
@@ -36,8 +42,37 @@ pub fn line_mapping(
     precision: &Option<String>,
     at: &KeyPath,
     default_prefix: &str,
+    model: LineProtocolModel,
 ) -> LineProtocolMapping {
     let path_prefix = prefix.clone().unwrap_or_else(|| default_prefix.to_string());
+    if model == LineProtocolModel::Table {
+        v.not_with(
+            template.is_some(),
+            &at.key("device_template"),
+            "with storage.line_protocol_model = \"table\" (a line's measurement is its table, \
+             its tags are the table's TAG columns)",
+        );
+        let db = match path_prefix.split_once('.') {
+            Some(("root", db)) if check_prefix(&path_prefix, true).is_ok() && !db.contains('.') => {
+                db.to_lowercase()
+            }
+            _ => {
+                v.err(
+                    &at.key("path_prefix"),
+                    format!(
+                        "\"{path_prefix}\": with storage.line_protocol_model = \"table\" the prefix \
+                         is `root.<database>` (one level below root: the IoTDB 2.x database)"
+                    ),
+                );
+                String::new()
+            }
+        };
+        return LineProtocolMapping {
+            device_template: DeviceTemplate::table(&path_prefix, &db),
+            path_prefix,
+            precision: v.choice(precision, &at.key("precision"), TimeUnit::Nanos, PRECISIONS),
+        };
+    }
     let tpl_text = template
         .clone()
         .unwrap_or_else(|| "{measurement}.{tags}".to_string());

@@ -17,6 +17,7 @@ mod memtable;
 mod retry;
 pub mod schema;
 mod sealer;
+pub mod table;
 mod status;
 #[cfg(test)]
 mod testing;
