@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tsfiled_connectors::source::{DynSettings, SourceSettings};
-use tsfiled_core::{ByteSize, Compression, DataType, Encoding, PathPattern, TimeUnit};
 pub use tsfiled_core::LineProtocolModel;
+use tsfiled_core::{ByteSize, Compression, DataType, Encoding, PathPattern, TimeUnit};
 
 use crate::raw::RawConfig;
 

@@ -37,8 +37,8 @@ pub use model::{
     Rejection, TimeUnit,
 };
 pub use path::{DeviceTemplate, PathError};
-pub use tsfiled_core::{LineProtocolModel, TableLine};
 pub use topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
+pub use tsfiled_core::{LineProtocolModel, TableLine};
 
 // The source types: one line each, `<folder>::<its SourceTable>`, in reference order.
 sources! {

@@ -52,7 +52,12 @@ fn line(i: i64, rack_from: i64) -> Line {
         table = "mem";
         written_table = "mem";
         tags.push(("Host".into(), format!("gw{}", i % 3)));
-        fields.push(("free", format!("{}i", i * 1000), DataType::INT64, Value::Int64(i * 1000)));
+        fields.push((
+            "free",
+            format!("{}i", i * 1000),
+            DataType::INT64,
+            Value::Int64(i * 1000),
+        ));
         if i % 2 == 0 {
             let d = i as f64 * 0.5;
             fields.push(("used", format!("{d:?}"), DataType::DOUBLE, Value::Double(d)));
@@ -76,25 +81,48 @@ fn line(i: i64, rack_from: i64) -> Line {
             }
         }
         let u = (i % 400) as f64 * 0.25 - 20.0;
-        fields.push(("usage", format!("{u:?}"), DataType::DOUBLE, Value::Double(u)));
+        fields.push((
+            "usage",
+            format!("{u:?}"),
+            DataType::DOUBLE,
+            Value::Double(u),
+        ));
         if i % 2 == 1 {
-            fields.push(("procs", format!("{}i", -i), DataType::INT64, Value::Int64(-i)));
+            fields.push((
+                "procs",
+                format!("{}i", -i),
+                DataType::INT64,
+                Value::Int64(-i),
+            ));
         }
         if i % 3 != 1 {
             let s = format!("st {i} \"q\" é");
             let lp = s.replace('"', "\\\"");
-            fields.push(("state", format!("\"{lp}\""), DataType::TEXT, Value::Text(s.into_bytes())));
+            fields.push((
+                "state",
+                format!("\"{lp}\""),
+                DataType::TEXT,
+                Value::Text(s.into_bytes()),
+            ));
         }
         if i % 4 == 0 {
             let b = i % 8 == 0;
-            fields.push(("ok", if b { "t" } else { "false" }.into(), DataType::BOOLEAN, Value::Boolean(b)));
+            fields.push((
+                "ok",
+                if b { "t" } else { "false" }.into(),
+                DataType::BOOLEAN,
+                Value::Boolean(b),
+            ));
         }
     }
     let mut text = written_table.to_string();
     for (k, v) in &tags {
         text.push_str(&format!(",{k}={v}"));
     }
-    let fs: Vec<String> = fields.iter().map(|(k, lp, _, _)| format!("{k}={lp}")).collect();
+    let fs: Vec<String> = fields
+        .iter()
+        .map(|(k, lp, _, _)| format!("{k}={lp}"))
+        .collect();
     text.push_str(&format!(" {} {time}\n", fs.join(",")));
     Line {
         text,
@@ -121,8 +149,8 @@ type Schemas = BTreeMap<String, (Vec<String>, BTreeMap<String, String>)>;
 /// Every row of `files` as `read_table_with_pytsfile.py` prints them, with each file's
 /// table schemas. Fails (never skips) when python3 or the library is missing.
 fn library_rows(files: &[PathBuf]) -> (Vec<Row>, Vec<Schemas>) {
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../format/tests/v4/read_table_with_pytsfile.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../format/tests/v4/read_table_with_pytsfile.py");
     let mut rows = Vec::new();
     let mut schemas = Vec::new();
     for f in files {
@@ -247,10 +275,19 @@ fn line_protocol_tables_survive_a_crash_and_read_back_in_the_library() {
     // Small memtables and files, quick idle sealing: files are sealed mid-stream, and the
     // kill lands while some are open.
     let args = |extra: &[&'static str]| -> Vec<String> {
-        let mut a: Vec<String> = ["--config", &conf, "--memtable-bytes", "60000", "--file-max-bytes", "30000", "--seal-idle-ms", "200"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut a: Vec<String> = [
+            "--config",
+            &conf,
+            "--memtable-bytes",
+            "60000",
+            "--file-max-bytes",
+            "30000",
+            "--seal-idle-ms",
+            "200",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         a.extend(extra.iter().map(|s| s.to_string()));
         a
     };
@@ -268,13 +305,16 @@ fn line_protocol_tables_survive_a_crash_and_read_back_in_the_library() {
         let (lines, acked, killing, addr) = (lines.clone(), acked.clone(), killing.clone(), d.addr);
         std::thread::spawn(move || push(addr, &lines[..3000], 25, &acked, &killing, 20, 1500))
     };
-    until("some lines acknowledged", 60, || acked.lock().unwrap().len() >= 1000);
+    until("some lines acknowledged", 60, || {
+        acked.lock().unwrap().len() >= 1000
+    });
     killing.store(true, Ordering::SeqCst);
     d.kill();
     pusher.join().expect("the first pusher failed");
     let first_run = acked.lock().unwrap().len();
     assert!(
-        (1000..=1500).contains(&first_run) && *acked.lock().unwrap() == (0..first_run).collect::<Vec<_>>(),
+        (1000..=1500).contains(&first_run)
+            && *acked.lock().unwrap() == (0..first_run).collect::<Vec<_>>(),
         "the first run acknowledged lines 0..{first_run} in order"
     );
 
@@ -284,7 +324,15 @@ fn line_protocol_tables_survive_a_crash_and_read_back_in_the_library() {
     let resume = first_run + 25;
     let never = AtomicBool::new(false);
     let second: Mutex<Vec<usize>> = Mutex::default();
-    push(d.addr, &lines[resume..], 40, &second, &never, 25, usize::MAX);
+    push(
+        d.addr,
+        &lines[resume..],
+        40,
+        &second,
+        &never,
+        25,
+        usize::MAX,
+    );
     acked
         .lock()
         .unwrap()
@@ -308,10 +356,7 @@ fn line_protocol_tables_survive_a_crash_and_read_back_in_the_library() {
 
     // Every file's tables: TAG columns in first-seen order (a prefix of it: files sealed
     // before `rack` appeared lack it), FIELD columns typed as IoTDB types the values.
-    let tag_order = BTreeMap::from([
-        ("cpu", vec!["host", "core", "rack"]),
-        ("mem", vec!["host"]),
-    ]);
+    let tag_order = BTreeMap::from([("cpu", vec!["host", "core", "rack"]), ("mem", vec!["host"])]);
     let types = BTreeMap::from([
         ("usage", "DOUBLE"),
         ("procs", "INT64"),
@@ -369,7 +414,11 @@ fn line_protocol_tables_survive_a_crash_and_read_back_in_the_library() {
         files.len(),
         missing.len()
     );
-    assert!(missing.is_empty(), "acknowledged lines missing: {:?}", &missing[..missing.len().min(20)]);
+    assert!(
+        missing.is_empty(),
+        "acknowledged lines missing: {:?}",
+        &missing[..missing.len().min(20)]
+    );
     assert_eq!(dup_acked, 0, "acknowledged lines written twice");
 }
 
@@ -385,7 +434,8 @@ fn the_table_model_needs_format_version_4() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let err =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     let line = text
         .lines()
         .position(|l| l.starts_with("line_protocol_model"))

@@ -3,7 +3,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tsfiled_core::{format_duration, ByteSize, LineProtocolModel, TimeUnit, Validator as V, PRECISIONS};
+use tsfiled_core::{
+    format_duration, ByteSize, LineProtocolModel, TimeUnit, Validator as V, PRECISIONS,
+};
 
 use crate::error::KeyPath;
 use crate::model::{FormatVersion, HttpConfig, StorageConfig};

@@ -1,7 +1,7 @@
 //! The configuration of an `mqtt` source: its `[[pipeline.source]]` table with
 //! `[[pipeline.source.topic]]` sub-tables, validation, and the validated settings.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use tsfiled_core::path::check_prefix;

@@ -142,8 +142,10 @@ fn write_table_group(
     registered: &mut HashSet<SeriesKey>,
 ) -> Result<(), Fail> {
     let bad = |why: String| (FaultKind::Io, why);
-    let owner = super::table::owner(device).ok_or_else(|| bad(format!("{device:?}: not a table device")))?;
-    let (_, id) = super::table::device_id(device).ok_or_else(|| bad(format!("{device:?}: not a table device")))?;
+    let owner = super::table::owner(device)
+        .ok_or_else(|| bad(format!("{device:?}: not a table device")))?;
+    let (_, id) = super::table::device_id(device)
+        .ok_or_else(|| bad(format!("{device:?}: not a table device")))?;
     let table = id.table().to_string();
     let mut cols: Vec<(Arc<str>, bool, Option<SeriesType>)> =
         tables.get(owner).cloned().unwrap_or_default();
@@ -806,7 +808,10 @@ mod tests {
             ]
         };
         let warnings = |log: &str| log.lines().filter(|l| l.contains("WARN")).count();
-        let first = logs(|| w.write_flush(&flush(1), &mut registered, 2).unwrap());
+        let first = logs(|| {
+            w.write_flush(&flush(1), &mut registered, 2, &Default::default())
+                .unwrap()
+        });
         assert_eq!(warnings(&first), 1, "{first}");
         assert!(
             first.contains("root.sg.d1.f")
@@ -815,8 +820,10 @@ mod tests {
             "{first}"
         );
         let later = logs(|| {
-            w.write_flush(&flush(2), &mut registered, 3).unwrap();
-            w.write_flush(&flush(3), &mut registered, 4).unwrap();
+            w.write_flush(&flush(2), &mut registered, 3, &Default::default())
+                .unwrap();
+            w.write_flush(&flush(3), &mut registered, 4, &Default::default())
+                .unwrap();
         });
         assert_eq!(warnings(&later), 0, "{later}");
     }
@@ -957,7 +964,8 @@ mod refused_tests {
             ),
         ];
         let mut registered = HashSet::new();
-        w.write_flush(&series, &mut registered, 1).unwrap();
+        w.write_flush(&series, &mut registered, 1, &Default::default())
+            .unwrap();
         // A later flush of the same series is encoded as configured again.
         let later: Vec<FlushSeries> = vec![(
             key("g"),
@@ -965,7 +973,8 @@ mod refused_tests {
             vec![4],
             Column::Double(vec![3.5]),
         )];
-        w.write_flush(&later, &mut registered, 2).unwrap();
+        w.write_flush(&later, &mut registered, 2, &Default::default())
+            .unwrap();
         let (mut out, _) = w.close().unwrap();
         std::io::Write::flush(&mut out).unwrap();
         drop(out);

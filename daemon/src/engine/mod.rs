@@ -17,8 +17,8 @@ mod memtable;
 mod retry;
 pub mod schema;
 mod sealer;
-pub mod table;
 mod status;
+pub mod table;
 #[cfg(test)]
 mod testing;
 

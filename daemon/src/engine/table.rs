@@ -126,11 +126,7 @@ pub fn map_line(reg: &mut Registry, line: &TableLine<'_>) -> Result<Arc<str>, St
         .table_columns(&owner)
         .iter()
         .filter(|(_, tag)| *tag)
-        .map(|(c, _)| {
-            tags.iter()
-                .find(|(k, _)| **k == **c)
-                .and_then(|(_, v)| *v)
-        })
+        .map(|(c, _)| tags.iter().find(|(k, _)| **k == **c).and_then(|(_, v)| *v))
         .collect();
     let id = DeviceId::from_table(&table, &values);
     Ok(Arc::from(format!("{}{}", line.database, id.key())))
@@ -171,10 +167,7 @@ mod tests {
             .collect();
         assert_eq!(names, vec![("host", true), ("core", true), ("rack", true)]);
         assert_eq!(owner(&k), Some("lp\u{1f}cpu"));
-        assert_eq!(
-            owner("lp\u{1f}cpu\u{1d}\u{1e}x"),
-            Some("lp\u{1f}cpu")
-        );
+        assert_eq!(owner("lp\u{1f}cpu\u{1d}\u{1e}x"), Some("lp\u{1f}cpu"));
         let (db, id) = device_id("lp\u{1f}cpu\u{1d}\u{1e}x").unwrap();
         assert_eq!(db, "lp");
         assert_eq!(id, DeviceId::from_table("cpu", &[None, Some("x")]));

@@ -20,8 +20,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tsfile::basic::Column;
-use tsfiled_connectors::{Batch, Location, PointAt, RejectReason, Rejection};
 use tsfiled_connectors::TableLine;
+use tsfiled_connectors::{Batch, Location, PointAt, RejectReason, Rejection};
 
 use crate::engine::batch::{SeriesData, WriteBatch};
 use crate::engine::schema::{self, Registry, SchemaRule, SeriesType, TypeDefaults};
@@ -445,7 +445,9 @@ impl Pipeline {
                         };
                         let tag_column = slot.table
                             && table::owner(&device).is_some_and(|o| {
-                                reg.table_columns(o).iter().any(|(c, tag)| *tag && *c == name)
+                                reg.table_columns(o)
+                                    .iter()
+                                    .any(|(c, tag)| *tag && *c == name)
                             });
                         let info = match reg.get(&device, &name) {
                             Some(i) => Some((i.device, i.measurement, i.ty, false)),
@@ -456,17 +458,14 @@ impl Pipeline {
                                         point: None,
                                     },
                                     reason: RejectReason::InvalidPath,
-                                    message: format!(
-                                        "field {name:?} is a TAG column of its table"
-                                    ),
+                                    message: format!("field {name:?} is a TAG column of its table"),
                                     points: 1,
                                 });
                                 None
                             }
                             None => match schema::validate_measurement(&name) {
                                 Ok(()) => {
-                                    let ty =
-                                        reg.type_for_new(&device, &name, &f.value, declared);
+                                    let ty = reg.type_for_new(&device, &name, &f.value, declared);
                                     Some((device.clone(), name.clone(), ty, true))
                                 }
                                 Err(msg) => {
