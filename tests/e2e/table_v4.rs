@@ -146,14 +146,14 @@ fn line(i: i64, rack_from: i64) -> Line {
 /// in order and its FIELD columns with their types.
 type Schemas = BTreeMap<String, (Vec<String>, BTreeMap<String, String>)>;
 
-/// Every row of `files` as `read_table_with_pytsfile.py` prints them, with each file's
-/// table schemas. Fails (never skips) when python3 or the library is missing.
-fn library_rows(files: &[PathBuf]) -> (Vec<Row>, Vec<Schemas>) {
+/// Per file of `files`, its rows as `read_table_with_pytsfile.py` prints them and its table
+/// schemas. Fails (never skips) when python3 or the library is missing.
+fn library_rows(files: &[PathBuf]) -> Vec<(Vec<Row>, Schemas)> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../format/tests/v4/read_table_with_pytsfile.py");
-    let mut rows = Vec::new();
-    let mut schemas = Vec::new();
+    let mut per_file = Vec::new();
     for f in files {
+        let mut rows = Vec::new();
         let out = Command::new("python3")
             .arg(&script)
             .arg(f)
@@ -211,9 +211,100 @@ fn library_rows(files: &[PathBuf]) -> (Vec<Row>, Vec<Schemas>) {
             }
             rows.push(row);
         }
-        schemas.push(file_schemas);
+        per_file.push((rows, file_schemas));
     }
-    (rows, schemas)
+    per_file
+}
+
+/// A device id as a `.resource` stores it (segments, `None` a null) with its time range.
+type ResourceDevice = (Vec<Option<String>>, i64, i64);
+
+/// Reads a v4 `.resource` in IoTDB 2.x's layout (`TsFileResource.serializeTo`,
+/// `ArrayDeviceTimeIndex.serialize`, device ids as `StringArrayDeviceID.serialize`: var-int
+/// segment count, each segment a zigzag var-int length, -1 for a null, and UTF-8).
+fn resource_devices(b: &[u8]) -> Vec<ResourceDevice> {
+    let mut p = 0usize;
+    let take = |p: &mut usize, n: usize| {
+        let s = &b[*p..*p + n];
+        *p += n;
+        s
+    };
+    let varint = |p: &mut usize| {
+        let (mut v, mut shift) = (0u64, 0);
+        loop {
+            let x = take(p, 1)[0];
+            v |= u64::from(x & 0x7f) << shift;
+            if x < 0x80 {
+                return v;
+            }
+            shift += 7;
+        }
+    };
+    assert_eq!(
+        take(&mut p, 2),
+        [1, 3],
+        "resource version 1, array device time index"
+    );
+    let n = i32::from_be_bytes(take(&mut p, 4).try_into().unwrap()) as usize;
+    let times: Vec<(i64, i64)> = (0..n)
+        .map(|_| {
+            let s = i64::from_be_bytes(take(&mut p, 8).try_into().unwrap());
+            let e = i64::from_be_bytes(take(&mut p, 8).try_into().unwrap());
+            (s, e)
+        })
+        .collect();
+    let mut out = vec![None; n];
+    for _ in 0..n {
+        let segs = varint(&mut p) as usize;
+        let id: Vec<Option<String>> = (0..segs)
+            .map(|_| {
+                let z = varint(&mut p) as i64;
+                let len = (z >> 1) ^ -(z & 1);
+                (len >= 0).then(|| String::from_utf8(take(&mut p, len as usize).to_vec()).unwrap())
+            })
+            .collect();
+        let i = i32::from_be_bytes(take(&mut p, 4).try_into().unwrap()) as usize;
+        assert!(out[i].is_none(), "index {i} twice");
+        out[i] = Some((id, times[i].0, times[i].1));
+    }
+    assert_eq!(
+        i64::from_be_bytes(take(&mut p, 8).try_into().unwrap()),
+        i64::MIN
+    );
+    assert_eq!(
+        i64::from_be_bytes(take(&mut p, 8).try_into().unwrap()),
+        i64::MAX
+    );
+    assert_eq!(take(&mut p, 4), [0xff; 4], "no modification file");
+    assert_eq!(take(&mut p, 1), [0], "an empty block");
+    assert_eq!(p, b.len(), "resource length");
+    let mut out: Vec<ResourceDevice> = out.into_iter().map(Option::unwrap).collect();
+    out.sort();
+    out
+}
+
+/// The devices of a file's rows as IoTDB 2.x identifies them (table name, then the tag values
+/// in the file's TAG column order, trailing nulls dropped) with their time ranges.
+fn row_devices(rows: &[Row], schemas: &Schemas) -> Vec<ResourceDevice> {
+    let mut m: BTreeMap<Vec<Option<String>>, (i64, i64)> = BTreeMap::new();
+    for r in rows {
+        let mut id = vec![Some(r.table.clone())];
+        id.extend(schemas[&r.table].0.iter().map(|t| r.tags.get(t).cloned()));
+        while id.last() == Some(&None) {
+            id.pop();
+        }
+        let e = m.entry(id).or_insert((r.time, r.time));
+        e.0 = e.0.min(r.time);
+        e.1 = e.1.max(r.time);
+    }
+    m.into_iter().map(|(id, (s, e))| (id, s, e)).collect()
+}
+
+/// The `.resource` beside a TsFile.
+fn tsfile_resource(f: &Path) -> PathBuf {
+    let mut p = f.as_os_str().to_owned();
+    p.push(".resource");
+    PathBuf::from(p)
 }
 
 /// The embedded default in v4 with line protocol stored as tables (database `lp`, the
@@ -352,7 +443,22 @@ fn line_protocol_tables_survive_a_crash_and_read_back_in_the_library() {
             f.display()
         );
     }
-    let (rows, schemas) = library_rows(&files);
+    let per_file = library_rows(&files);
+    // Each `.resource` lists exactly the devices of its file's rows, as IoTDB 2.x ids.
+    for (f, (rows, s)) in files.iter().zip(&per_file) {
+        let res = std::fs::read(tsfile_resource(f)).unwrap();
+        assert_eq!(
+            resource_devices(&res),
+            row_devices(rows, s),
+            "{}",
+            f.display()
+        );
+    }
+    let rows: Vec<Row> = per_file
+        .iter()
+        .flat_map(|(r, _)| r.iter().cloned())
+        .collect();
+    let schemas: Vec<&Schemas> = per_file.iter().map(|(_, s)| s).collect();
 
     // Every file's tables: TAG columns in first-seen order (a prefix of it: files sealed
     // before `rack` appeared lack it), FIELD columns typed as IoTDB types the values.
@@ -366,7 +472,7 @@ fn line_protocol_tables_survive_a_crash_and_read_back_in_the_library() {
         ("used", "DOUBLE"),
     ]);
     let mut saw_rack = false;
-    for (f, s) in files.iter().zip(&schemas) {
+    for (f, s) in files.iter().zip(schemas) {
         for (table, (tags, fields)) in s {
             let want = &tag_order[table.as_str()];
             assert!(

@@ -449,7 +449,12 @@ impl Pipeline {
                                     .iter()
                                     .any(|(c, tag)| *tag && *c == name)
                             });
+                        // A column this batch already has under another case.
+                        let same = (slot.table && *name != *f.measurement)
+                            .then(|| slot.series.get(&name).copied())
+                            .flatten();
                         let info = match reg.get(&device, &name) {
+                            _ if same.is_some() => None,
                             Some(i) => Some((i.device, i.measurement, i.ty, false)),
                             None if tag_column => {
                                 rejections.push(Rejection {
@@ -482,17 +487,23 @@ impl Pipeline {
                                 }
                             },
                         };
-                        let t = info.map(|(device, measurement, ty, new)| {
-                            series.push(SeriesData {
-                                device,
-                                measurement,
-                                ty,
-                                times: Vec::new(),
-                                values: Column::new(ty.data_type),
-                            });
-                            fresh.push(new);
-                            series.len() - 1
-                        });
+                        let t = match same {
+                            Some(t) => t,
+                            None => info.map(|(device, measurement, ty, new)| {
+                                series.push(SeriesData {
+                                    device,
+                                    measurement,
+                                    ty,
+                                    times: Vec::new(),
+                                    values: Column::new(ty.data_type),
+                                });
+                                fresh.push(new);
+                                series.len() - 1
+                            }),
+                        };
+                        if slot.table && same.is_none() && *name != *f.measurement {
+                            slot.series.insert(name.clone(), t);
+                        }
                         slot.series.insert(f.measurement.clone(), t);
                         remember(&mut slot.recent, k, &f.measurement, t);
                         match t {
