@@ -98,3 +98,37 @@ pub fn line_mapping(
         precision: v.choice(precision, &at.key("precision"), TimeUnit::Nanos, PRECISIONS),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::line_protocol::{parse_line_protocol, LineProtocolOptions};
+    use crate::model::{FieldValue, TimeUnit};
+    use tsfiled_core::{DeviceTemplate, TableLine};
+
+    /// A table-mode template hands each line over as its database, measurement and tags in
+    /// line order (escapes removed); field values and declared types are the parser's.
+    #[test]
+    fn a_table_template_keeps_measurement_and_tags() {
+        let t = DeviceTemplate::table("root.lp", "lp");
+        let b = parse_line_protocol(
+            b"CPU,host=gw\\ 1,a=x.y usage=1.5,n=2i 7\nm,bad=\x1e v=1 8\nm v=t 9\n",
+            &LineProtocolOptions {
+                device_template: &t,
+                precision: TimeUnit::Millis,
+                stored_unit: TimeUnit::Millis,
+                now: 0,
+            },
+        );
+        assert_eq!(b.records.len(), 2, "{:?}", b.rejections);
+        assert_eq!(b.rejections.len(), 1, "the reserved character is refused");
+        let l = TableLine::decode(&b.records[0].device).unwrap();
+        assert_eq!(
+            (l.database, l.table, l.tags),
+            ("lp", "CPU", vec![("host", "gw 1"), ("a", "x.y")])
+        );
+        assert_eq!(b.records[0].fields[0].value, FieldValue::Float(1.5));
+        assert_eq!(b.records[0].time, 7);
+        let l = TableLine::decode(&b.records[1].device).unwrap();
+        assert_eq!((l.table, l.tags.len()), ("m", 0));
+    }
+}
