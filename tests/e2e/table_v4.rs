@@ -554,3 +554,87 @@ fn the_table_model_needs_format_version_4() {
         "{err}"
     );
 }
+
+/// MQTT messages with `payload = "line"` in a table pipeline: each line a row of its table in
+/// the database the topic's `path_prefix` names, read back by the library.
+#[test]
+fn mqtt_line_payloads_are_stored_as_tables() {
+    use crate::mqtt::{publish, Broker};
+    let broker = Broker::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let file = tmp.path().join("tsfiled.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+data_dir = "{}"
+[http]
+listen = "127.0.0.1:0"
+[[pipeline]]
+name = "main"
+[pipeline.storage]
+format_version = 4
+line_protocol_model = "table"
+[[pipeline.source]]
+type = "mqtt"
+name = "broker"
+url = "mqtt://127.0.0.1:{}"
+client_id = "e2e-table-{}"
+[[pipeline.source.topic]]
+filter = "plant/#"
+qos = 1
+payload = "line"
+path_prefix = "root.Plant"
+precision = "ms"
+"#,
+            data.display(),
+            broker.port,
+            std::process::id()
+        ),
+    )
+    .unwrap();
+    let d = DaemonProc::start_with(&["run", "--config", file.to_str().unwrap()]);
+    let src = "{pipeline=\"main\",source=\"broker\"}";
+    until("the MQTT source connects", 30, || {
+        metric(
+            &get(d.addr, "/metrics").body,
+            &format!("tsfiled_mqtt_connected{src}"),
+        ) == Some(1.0)
+    });
+    let n = 600;
+    let lines: Vec<Line> = (0..n).map(|i| line(i, 300)).collect();
+    let texts: Vec<String> = lines
+        .iter()
+        .map(|l| l.text.trim_end().to_string())
+        .collect();
+    publish(broker.port, "plant/line1", &texts);
+    until("every message is durable", 60, || {
+        let m = get(d.addr, "/metrics").body;
+        metric(&m, &format!("tsfiled_mqtt_messages_total{src}")) == Some(n as f64)
+            && metric(&m, &format!("tsfiled_mqtt_inflight_messages{src}")) == Some(0.0)
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let files = sealed_files(&data);
+    assert!(!files.is_empty());
+    for f in &files {
+        assert!(
+            f.components().any(|c| c.as_os_str() == "plant"),
+            "{} is not under the database plant (lower case)",
+            f.display()
+        );
+    }
+    let mut rows: Vec<Row> = library_rows(&files)
+        .into_iter()
+        .flat_map(|(r, _)| r)
+        .collect();
+    rows.sort();
+    let mut want: Vec<Row> = lines.into_iter().map(|l| l.row).collect();
+    want.sort();
+    assert_eq!(rows.len(), want.len());
+    assert!(
+        rows == want,
+        "the library's rows differ from the published lines"
+    );
+}

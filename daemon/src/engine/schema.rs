@@ -775,3 +775,55 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    /// A table's columns (TAG and FIELD, first-seen order) and FIELD types survive a reopen of
+    /// the journal and a rewrite of it from memory.
+    #[test]
+    fn table_columns_are_journaled_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("schema.tsv");
+        let owner = "lp\u{1f}cpu";
+        let device = "lp\u{1f}cpu\u{1e}gw1";
+        let want = vec![
+            ("host", true),
+            ("usage", false),
+            ("core", true),
+            ("state", false),
+        ];
+        let check = |r: &Registry| {
+            let got: Vec<(&str, bool)> = r
+                .table_columns(owner)
+                .iter()
+                .map(|(c, t)| (&**c, *t))
+                .collect();
+            assert_eq!(got, want);
+            assert_eq!(
+                r.get(device, "usage").unwrap().ty.data_type,
+                DataType::DOUBLE
+            );
+            assert_eq!(r.get(device, "state").unwrap().ty.data_type, DataType::TEXT);
+            assert_eq!(&*r.get(device, "state").unwrap().device, device);
+            assert_eq!(r.len(), 2, "TAG columns are not series");
+        };
+        {
+            let mut r = Registry::open(tsfiled_fsio::std_fs(), &path, vec![]).unwrap();
+            r.define_tags(owner, &["host"]).unwrap();
+            r.define(device, "usage", SeriesType::default_for(DataType::DOUBLE));
+            r.define_tags(owner, &["core", "host"]).unwrap();
+            r.define(device, "state", SeriesType::default_for(DataType::TEXT));
+            r.sync().unwrap();
+            check(&r);
+        }
+        let mut r = Registry::open(tsfiled_fsio::std_fs(), &path, vec![]).unwrap();
+        check(&r);
+        r.broken = true;
+        r.dirty = true;
+        r.sync().unwrap();
+        let r = Registry::open(tsfiled_fsio::std_fs(), &path, vec![]).unwrap();
+        check(&r);
+    }
+}
