@@ -120,6 +120,7 @@ fn pipeline_raw(pl: &PipelineConfig, secret: &dyn Fn(&str) -> String) -> RawPipe
             max_index_degree: Some(i64::from(st.max_index_degree)),
             bloom_filter_error_rate: Some(st.bloom_filter_error_rate),
             format_version: Some(st.format_version.number()),
+            line_protocol_model: Some(st.line_protocol_model.as_str().to_string()),
         }),
         schema: (!pl.schema.rules.is_empty()).then(|| {
             pl.schema

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tsfiled_connectors::source::{DynSettings, SourceSettings};
+pub use tsfiled_core::LineProtocolModel;
 use tsfiled_core::{ByteSize, Compression, DataType, Encoding, PathPattern, TimeUnit};
 
 use crate::raw::RawConfig;
@@ -292,6 +293,8 @@ pub struct StorageConfig {
     pub bloom_filter_error_rate: f64,
     /// TsFile format of sealed files.
     pub format_version: FormatVersion,
+    /// How line protocol is stored (tree or table model).
+    pub line_protocol_model: LineProtocolModel,
 }
 
 /// `storage.format_version`: the TsFile format the daemon seals files in.

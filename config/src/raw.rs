@@ -234,6 +234,18 @@ config_table! {
         /// `schema_defaults` (RLE, not written in v4) becomes PLAIN when not written.
         #[key("format_version", "2 | 4", "2")]
         format_version: Option<i64>,
+        /// How line protocol (every source's line-protocol input) is stored: `"tree"` (a
+        /// device path per line from the source's `path_prefix` and `device_template`, fields
+        /// as measurements) or `"table"` (IoTDB 2.x's table model, as IoTDB 2.x's MQTT line
+        /// format stores it: the source's `path_prefix` `root.<database>` names the database,
+        /// a line's measurement is a table, its tags TAG columns (STRING; the TAG order is the
+        /// order tags were first seen, kept across restarts; a missing tag is null; a tag value
+        /// `null` is null), its fields FIELD columns (`"..."` TEXT, `t`/`false`... BOOLEAN,
+        /// `1i`/`1u` INT64, other numbers `schema_defaults.float_type`); table and column
+        /// names are stored lower case. Needs `format_version = 4`; the source's
+        /// `device_template` is not taken. See the README, "Loading into IoTDB 2.x".
+        #[key("line_protocol_model", "\"tree\" | \"table\"", "\"tree\"")]
+        line_protocol_model: Option<String>,
     }
 }
 

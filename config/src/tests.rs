@@ -1678,3 +1678,49 @@ fn user_file_grammar() {
         Err((1, "a password must not be empty".to_string()))
     );
 }
+
+/// `storage.line_protocol_model`: "tree" by default, "table" only with TsFile v4; in a table
+/// pipeline a line-protocol source's `path_prefix` is `root.<database>` and its
+/// `device_template` is refused; the effective configuration keeps the model.
+#[test]
+fn line_protocol_model_table_needs_v4_and_a_database_prefix() {
+    use tsfiled_core::LineProtocolModel;
+    let st = |storage: &str, source: &str| {
+        format!("[[pipeline]]\nname = \"p\"\n[pipeline.storage]\n{storage}\n[[pipeline.source]]\ntype = \"http\"\n{source}\n")
+    };
+    assert_eq!(
+        ok(MIN).pipelines[0].storage.line_protocol_model,
+        LineProtocolModel::Tree
+    );
+    err1(
+        &st("line_protocol_model = \"table\"", ""),
+        "t.toml:4:23: pipeline[0].storage.line_protocol_model: the table model is written in TsFile v4 only: set format_version = 4",
+    );
+    err1(
+        &st("format_version = 4\nline_protocol_model = \"Table\"", ""),
+        "t.toml:5:23: pipeline[0].storage.line_protocol_model: unknown value \"Table\"; expected \"tree\" or \"table\"",
+    );
+    let table = "format_version = 4\nline_protocol_model = \"table\"";
+    let c = ok(&st(table, ""));
+    assert_eq!(
+        c.pipelines[0].storage.line_protocol_model,
+        LineProtocolModel::Table
+    );
+    let again = ok(&c.to_toml(Secrets::Show).unwrap());
+    assert_eq!(
+        again.pipelines[0].storage.line_protocol_model,
+        LineProtocolModel::Table
+    );
+    err1(
+        &st(table, "device_template = \"{measurement}\""),
+        "t.toml:8:1: pipeline[0].source[0].device_template: not used with storage.line_protocol_model = \"table\"",
+    );
+    err1(
+        &st(table, "path_prefix = \"root.a.b\""),
+        "t.toml:8:15: pipeline[0].source[0].path_prefix: \"root.a.b\": with storage.line_protocol_model = \"table\" the prefix is `root.<database>`",
+    );
+    err1(
+        &st(table, "path_prefix = \"root\""),
+        "t.toml:8:15: pipeline[0].source[0].path_prefix: \"root\": with storage.line_protocol_model = \"table\"",
+    );
+}

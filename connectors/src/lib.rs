@@ -38,6 +38,7 @@ pub use model::{
 };
 pub use path::DeviceTemplate;
 pub use topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
+pub use tsfiled_core::{LineProtocolModel, TableLine};
 
 // The source folders, one `pub mod` each.
 pub mod csv;

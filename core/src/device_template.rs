@@ -49,11 +49,16 @@ pub struct DeviceTemplate {
     template: String,
     nodes: Vec<Node>,
     named_tags: Vec<String>,
+    /// Table mode ([`DeviceTemplate::table`]): the database lines are stored in.
+    table_database: Option<String>,
 }
 
 impl fmt::Display for DeviceTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.prefix, self.template)
+        match &self.table_database {
+            Some(db) => write!(f, "tables of database {db}"),
+            None => write!(f, "{}.{}", self.prefix, self.template),
+        }
     }
 }
 
@@ -92,6 +97,7 @@ impl DeviceTemplate {
             template: template.to_owned(),
             nodes,
             named_tags,
+            table_database: None,
         })
     }
 
@@ -131,7 +137,27 @@ impl DeviceTemplate {
             template: below.to_owned(),
             nodes,
             named_tags,
+            table_database: None,
         })
+    }
+
+    /// The table-model template of database `database` (see
+    /// [`LineProtocolModel::Table`](crate::LineProtocolModel::Table)): it renders each line as a
+    /// [`TableLine`](crate::TableLine) key (database, measurement and tags), not as a path.
+    /// `prefix` is the `path_prefix` it was given as (`root.<database>`).
+    pub fn table(prefix: &str, database: &str) -> DeviceTemplate {
+        DeviceTemplate {
+            prefix: prefix.to_owned(),
+            template: String::new(),
+            nodes: Vec::new(),
+            named_tags: Vec::new(),
+            table_database: Some(database.to_owned()),
+        }
+    }
+
+    /// The database of a table-model template; `None` for a device-path template.
+    pub fn table_database(&self) -> Option<&str> {
+        self.table_database.as_deref()
     }
 
     /// The template below the prefix, as written.
@@ -163,7 +189,9 @@ impl DeviceTemplate {
 
     /// Whether the template uses tags at all (`{tag:KEY}` or `{tags}`).
     pub fn uses_tags(&self) -> bool {
-        !self.named_tags.is_empty() || self.nodes.contains(&Node::Tags)
+        self.table_database.is_some()
+            || !self.named_tags.is_empty()
+            || self.nodes.contains(&Node::Tags)
     }
 
     /// Renders the device path for `measurement` and `tags` (key, value; any order, keys
@@ -185,6 +213,9 @@ impl DeviceTemplate {
         tags: &[(K, V)],
         out: &mut String,
     ) -> Result<(), String> {
+        if let Some(db) = &self.table_database {
+            return crate::TableLine::encode(db, measurement, tags, out);
+        }
         out.clear();
         out.reserve(
             self.prefix.len()

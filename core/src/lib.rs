@@ -17,6 +17,7 @@ mod patterns;
 pub mod probe;
 mod raw;
 pub mod schema;
+pub mod table_line;
 mod time;
 pub mod units;
 mod validate;
@@ -34,6 +35,7 @@ pub use schema::{
     declared_type, encoding_supported, encoding_supported_v4, encodings_for, encodings_for_v4,
     Compression, ConfigName, DataType, Encoding, EncodingName, Named, PathPattern, PatternNode,
 };
+pub use table_line::{LineProtocolModel, TableLine};
 pub use time::TimeUnit;
 pub use units::{format_duration, parse_duration, parse_size, ByteSize};
 pub use validate::{choices_text, same_path, Validator, PRECISIONS};

@@ -34,7 +34,8 @@ pub const TSFILE_SUFFIX: &str = ".tsfile";
 /// One device's time range inside a TsFile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceTimeRange {
-    /// Device id, e.g. `root.sg1.d1`.
+    /// Device id, e.g. `root.sg1.d1`; in a v4 `.resource` a table-model device is written
+    /// and read as its [`DeviceId::key`](crate::file::v4::DeviceId::key).
     pub device: String,
     /// Smallest timestamp of the device in the file.
     pub start_time: i64,
@@ -367,7 +368,7 @@ impl ResourceV4 {
             io::put_i64(out, d.end_time);
         }
         for (i, d) in self.devices.iter().enumerate() {
-            crate::file::v4::DeviceId::from_path(&d.device).serialize(out);
+            crate::file::v4::DeviceId::from_key(&d.device).serialize(out);
             io::put_i32(out, i as i32);
         }
         io::put_i64(out, self.max_plan_index);
@@ -417,7 +418,7 @@ impl ResourceV4 {
                 ));
             }
             devices[slot] = Some(DeviceTimeRange {
-                device: id.path(),
+                device: id.key(),
                 start_time: times[slot].0,
                 end_time: times[slot].1,
             });

@@ -21,4 +21,5 @@ mod reload;
 mod rest;
 mod status_page;
 mod systemd;
+mod table_v4;
 mod watchdog_stall;

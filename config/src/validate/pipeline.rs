@@ -103,6 +103,7 @@ fn validate_source(
     let env = SourceEnv {
         name: &name,
         data_dir: &storage.data_dir,
+        line_protocol_model: storage.line_protocol_model,
     };
     let settings = s.0.validate(v, sp, &env)?;
     name_ok.then_some(SourceConfig { name, settings })

@@ -3,7 +3,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tsfiled_core::{format_duration, ByteSize, TimeUnit, Validator as V, PRECISIONS};
+use tsfiled_core::{
+    format_duration, ByteSize, LineProtocolModel, TimeUnit, Validator as V, PRECISIONS,
+};
 
 use crate::error::KeyPath;
 use crate::model::{FormatVersion, HttpConfig, StorageConfig};
@@ -172,7 +174,20 @@ pub(super) fn validate_storage(
             FormatVersion::V2
         }),
     };
+    let line_protocol_model = v.choice(
+        &rs.line_protocol_model,
+        &sp.key("line_protocol_model"),
+        LineProtocolModel::Tree,
+        LineProtocolModel::CHOICES,
+    );
+    if line_protocol_model == LineProtocolModel::Table && format_version != FormatVersion::V4 {
+        v.err(
+            &sp.key("line_protocol_model"),
+            "the table model is written in TsFile v4 only: set format_version = 4 (IoTDB 2.x)",
+        );
+    }
     StorageConfig {
+        line_protocol_model,
         format_version,
         data_dir,
         storage_group_level,

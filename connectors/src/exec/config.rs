@@ -111,7 +111,7 @@ impl SourceTable for ExecTable {
         &self,
         v: &mut Validator<'_>,
         at: &KeyPath,
-        _env: &SourceEnv<'_>,
+        env: &SourceEnv<'_>,
     ) -> Option<ExecSourceConfig> {
         let before = v.diags.len();
         let command = match v.present(&self.command, at, "command") {
@@ -139,6 +139,7 @@ impl SourceTable for ExecTable {
                 &self.precision,
                 at,
                 "root.exec",
+                env.line_protocol_model,
             ))
         } else {
             let why = "with format = \"iotdb-json\"";

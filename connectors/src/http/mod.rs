@@ -117,9 +117,9 @@ impl SourceTable for HttpTable {
         &self,
         v: &mut Validator<'_>,
         at: &KeyPath,
-        _env: &SourceEnv<'_>,
+        env: &SourceEnv<'_>,
     ) -> Option<HttpSourceConfig> {
-        validate_http_source(v, self, at)
+        validate_http_source(v, self, at, env.line_protocol_model)
     }
 }
 
@@ -164,6 +164,7 @@ fn validate_http_source(
     v: &mut Validator<'_>,
     h: &HttpTable,
     sp: &KeyPath,
+    model: tsfiled_core::LineProtocolModel,
 ) -> Option<HttpSourceConfig> {
     let before = v.diags.len();
     let base_path = h.base_path.clone().unwrap_or_default();
@@ -215,6 +216,7 @@ fn validate_http_source(
         &h.precision,
         sp,
         "root.lp",
+        model,
     );
     (v.diags.len() == before).then_some(HttpSourceConfig {
         base_path,

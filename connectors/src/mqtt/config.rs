@@ -1,7 +1,7 @@
 //! The configuration of an `mqtt` source: its `[[pipeline.source]]` table with
 //! `[[pipeline.source.topic]]` sub-tables, validation, and the validated settings.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use tsfiled_core::path::check_prefix;
@@ -484,7 +484,7 @@ impl SourceTable for MqttTable {
         at: &KeyPath,
         env: &SourceEnv<'_>,
     ) -> Option<MqttSourceConfig> {
-        validate_mqtt(v, self, at, env.name, env.data_dir)
+        validate_mqtt(v, self, at, env)
     }
 }
 
@@ -492,9 +492,9 @@ fn validate_mqtt(
     v: &mut Validator<'_>,
     m: &MqttTable,
     sp: &KeyPath,
-    name: &str,
-    data_dir: &Path,
+    env: &SourceEnv<'_>,
 ) -> Option<MqttSourceConfig> {
+    let (name, data_dir) = (env.name, env.data_dir);
     let before = v.diags.len();
     let url = v.required(&m.url, sp, "url").map(str::to_string);
     let broker = url.as_deref().and_then(|u| {
@@ -647,7 +647,7 @@ fn validate_mqtt(
         Some(list) => {
             for (k, t) in list.iter().enumerate() {
                 let tp = sp.key("topic").index(k);
-                if let Some(topic) = validate_topic(v, t, &tp) {
+                if let Some(topic) = validate_topic(v, t, &tp, env.line_protocol_model) {
                     if topic.qos > Qos::AtMostOnce {
                         let q = topic.qos.level();
                         if clean_session {
@@ -703,7 +703,12 @@ fn validate_mqtt(
     })
 }
 
-fn validate_topic(v: &mut Validator<'_>, t: &TopicTable, tp: &KeyPath) -> Option<TopicConfig> {
+fn validate_topic(
+    v: &mut Validator<'_>,
+    t: &TopicTable,
+    tp: &KeyPath,
+    model: tsfiled_core::LineProtocolModel,
+) -> Option<TopicConfig> {
     let before = v.diags.len();
     let filter = v.required(&t.filter, tp, "filter").map(str::to_string);
     if let Some(f) = &filter {
@@ -765,6 +770,7 @@ fn validate_topic(v: &mut Validator<'_>, t: &TopicTable, tp: &KeyPath) -> Option
             &t.precision,
             tp,
             "root.mqtt",
+            model,
         )),
         P::Value => {
             let path_prefix = t.path_prefix.clone().unwrap_or_else(|| "root.mqtt".into());

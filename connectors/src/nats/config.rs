@@ -219,7 +219,7 @@ impl SourceTable for NatsTable {
         &self,
         v: &mut Validator<'_>,
         at: &KeyPath,
-        _env: &SourceEnv<'_>,
+        env: &SourceEnv<'_>,
     ) -> Option<NatsSourceConfig> {
         let before = v.diags.len();
         let need = "at least one server is needed";
@@ -287,6 +287,7 @@ impl SourceTable for NatsTable {
                 &self.precision,
                 at,
                 "root.nats",
+                env.line_protocol_model,
             )),
             Kind::Value => {
                 let path_prefix = self

@@ -52,6 +52,8 @@ pub struct SourceEnv<'a> {
     pub name: &'a str,
     /// The pipeline's `storage.data_dir` (for defaults such as dead-letter files).
     pub data_dir: &'a Path,
+    /// The pipeline's `storage.line_protocol_model` (how line protocol is mapped).
+    pub line_protocol_model: tsfiled_core::LineProtocolModel,
 }
 
 /// The raw table of one source type, as written (stage one), and its validation (stage two).

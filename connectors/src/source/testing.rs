@@ -47,6 +47,7 @@ pub fn validate_table<T: SourceTable>(text: &str) -> Result<T::Settings, Vec<Str
     let env = SourceEnv {
         name: &name,
         data_dir: Path::new("data"),
+        line_protocol_model: Default::default(),
     };
     match table.validate(&mut v, &KeyPath::root(), &env) {
         Some(s) if v.diags.is_empty() => Ok(s),

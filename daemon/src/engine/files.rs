@@ -86,13 +86,14 @@ pub fn format_of_name(file_name: &str) -> FormatVersion {
 }
 
 /// Serializes the `.resource` of a v4 file as IoTDB 2.x does ([`ResourceV4::serialize`]):
-/// the device time ranges, no plan index, no modification file, an empty block.
+/// the device time ranges, no plan index, no modification file, an empty block. A table
+/// device (engine key, see [`table`](super::table)) is written as its table-model device id.
 pub fn resource_bytes_v4(devices: &[DeviceTimeRange]) -> Vec<u8> {
     let mut out = Vec::with_capacity(32 + devices.len() * 48);
     let ranges = devices
         .iter()
         .map(|d| ResourceRange {
-            device: d.device.clone(),
+            device: super::table::resource_key(&d.device).to_string(),
             start_time: d.start_time,
             end_time: d.end_time,
         })
@@ -101,8 +102,9 @@ pub fn resource_bytes_v4(devices: &[DeviceTimeRange]) -> Vec<u8> {
     out
 }
 
-/// Parses a v4 file's `.resource`: its device ranges. Only what [`resource_bytes_v4`] writes
-/// is taken (a truncated or extended file, a plan index or a modification file is an error).
+/// Parses a v4 file's `.resource`: its device ranges (a table device as its device id's key,
+/// without the database). Only what [`resource_bytes_v4`] writes is taken (a truncated or
+/// extended file, a plan index or a modification file is an error).
 pub fn parse_resource_v4(data: &[u8]) -> Result<Vec<DeviceTimeRange>, String> {
     let res = ResourceV4::deserialize(data).map_err(|e| e.to_string())?;
     let devices: Vec<DeviceTimeRange> = res
@@ -395,7 +397,8 @@ pub fn scan_data_dir(fs: &dyn Fs, data: &Path) -> io::Result<DataDirState> {
                                 let m =
                                     st.latest_flushed.entry((sg_name.clone(), pid)).or_default();
                                 for d in devs {
-                                    let e = m.entry(d.device).or_insert(d.end_time);
+                                    let key = super::table::from_resource_key(&sg_name, d.device);
+                                    let e = m.entry(key).or_insert(d.end_time);
                                     *e = (*e).max(d.end_time);
                                 }
                             }

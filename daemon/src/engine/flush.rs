@@ -9,9 +9,9 @@ use std::time::Instant;
 
 use tsfile::basic::Column;
 use tsfile::file::properties::{MeasurementSchema, WriterProperties};
-use tsfile::file::v4::{SeriesChunk, TsFileWriterV4};
+use tsfile::file::v4::{AlignedColumn, SeriesChunk, TableColumn, TableSchema, TsFileWriterV4};
 use tsfile::file::writer::{DeviceTimeRange, TsFileWriter};
-use tsfile::{Compression, Encoding};
+use tsfile::{Compression, Encoding, Value};
 use tsfiled_fsio::{Fs, FsFile};
 
 use super::files::{self, FormatVersion, Space};
@@ -25,6 +25,10 @@ pub(super) type FileOut = BufWriter<Box<dyn FsFile>>;
 
 /// One series of a flush: its key, type, strictly increasing times and values.
 pub(super) type FlushSeries = (SeriesKey, SeriesType, Vec<i64>, Column);
+
+/// The columns of the tables a flush writes, by owner key (see [`table`](super::table)):
+/// name, whether a TAG column, and a FIELD column's type, in the table's column order.
+pub(super) type FlushTables = HashMap<String, Vec<(Arc<str>, bool, Option<SeriesType>)>>;
 
 /// The writer of an open file, in the pipeline's format.
 pub(super) enum FileWriter {
@@ -113,6 +117,127 @@ fn warn_refit(
     }
 }
 
+/// Notes the time range of a device's series in `ranges`.
+fn record_ranges(
+    ranges: &mut BTreeMap<Arc<str>, (i64, i64)>,
+    device: &Arc<str>,
+    group: &[FlushSeries],
+) {
+    for (_, _, times, _) in group {
+        if let (Some(&first), Some(&last)) = (times.first(), times.last()) {
+            let r = ranges.entry(device.clone()).or_insert((first, last));
+            r.0 = r.0.min(first);
+            r.1 = r.1.max(last);
+        }
+    }
+}
+
+/// Writes the series of one table device (engine key `device`) as one aligned chunk group of
+/// its table, declaring the table's schema (all its columns known so far, in order) first.
+fn write_table_group(
+    writer: &mut TsFileWriterV4<FileOut>,
+    device: &Arc<str>,
+    group: &[FlushSeries],
+    tables: &FlushTables,
+    registered: &mut HashSet<SeriesKey>,
+) -> Result<(), Fail> {
+    let bad = |why: String| (FaultKind::Io, why);
+    let owner = super::table::owner(device)
+        .ok_or_else(|| bad(format!("{device:?}: not a table device")))?;
+    let (_, id) = super::table::device_id(device)
+        .ok_or_else(|| bad(format!("{device:?}: not a table device")))?;
+    let table = id.table().to_string();
+    let mut cols: Vec<(Arc<str>, bool, Option<SeriesType>)> =
+        tables.get(owner).cloned().unwrap_or_default();
+    for ((_, m), ty, _, _) in group {
+        if !cols.iter().any(|(c, _, _)| c == m) {
+            cols.push((m.clone(), false, Some(*ty)));
+        }
+    }
+    let mut columns = Vec::with_capacity(cols.len());
+    for (c, tag, ty) in &cols {
+        if *tag {
+            columns.push(TableColumn::tag(c));
+        } else if let Some(ty) = ty {
+            let (e, z) = fit_to_format(ty, FormatVersion::V4);
+            columns.push(TableColumn::field(MeasurementSchema::new(
+                &**c,
+                ty.data_type,
+                e,
+                z,
+            )));
+        }
+    }
+    let schema = TableSchema::new(&table, columns).map_err(ts_fail)?;
+    let n_tags = schema.tags().count();
+    writer.add_table(schema).map_err(ts_fail)?;
+    // The rows: every time of any of the device's series; a series' value or null.
+    let mut times: Vec<i64> = group.iter().flat_map(|s| s.2.iter().copied()).collect();
+    times.sort_unstable();
+    times.dedup();
+    let values: Vec<Vec<Option<Value>>> = group
+        .iter()
+        .map(|(_, _, ts, vs)| {
+            let mut out = vec![None; times.len()];
+            let mut j = 0;
+            for (k, t) in ts.iter().enumerate() {
+                while times[j] < *t {
+                    j += 1;
+                }
+                out[j] = vs.get(k);
+            }
+            out
+        })
+        .collect();
+    let schemas: Vec<MeasurementSchema> = group
+        .iter()
+        .map(|((d, m), ty, _, _)| {
+            let (e, z) = fit_to_format(ty, FormatVersion::V4);
+            let key = (d.clone(), m.clone());
+            if !registered.contains(&key) {
+                warn_refit(d, m, ty, (e, z), FormatVersion::V4);
+                registered.insert(key);
+            }
+            MeasurementSchema::new(&**m, ty.data_type, e, z)
+        })
+        .collect();
+    let tags = id.tags(n_tags);
+    let write = |writer: &mut TsFileWriterV4<FileOut>, schemas: &[MeasurementSchema]| {
+        let columns: Vec<AlignedColumn<'_>> = schemas
+            .iter()
+            .zip(&values)
+            .map(|(schema, values)| AlignedColumn { schema, values })
+            .collect();
+        writer.write_table_chunk_group(&table, &tags, &times, &columns)
+    };
+    match write(writer, &schemas) {
+        Ok(()) => Ok(()),
+        Err(tsfile::Error::InvalidInput(why)) => {
+            // As for tree devices: an encoder refused the values; those columns go PLAIN.
+            tracing::warn!(
+                device = %id.path(),
+                "{why}; this chunk group's GORILLA, CHIMP and SPRINTZ columns are written PLAIN"
+            );
+            let plain: Vec<MeasurementSchema> = schemas
+                .iter()
+                .map(|m| match m.encoding {
+                    Encoding::GORILLA_V2 | Encoding::CHIMP | Encoding::SPRINTZ => {
+                        MeasurementSchema::new(
+                            &*m.measurement,
+                            m.data_type,
+                            Encoding::PLAIN,
+                            m.compression,
+                        )
+                    }
+                    _ => m.clone(),
+                })
+                .collect();
+            write(writer, &plain).map_err(ts_fail)
+        }
+        Err(e) => Err(ts_fail(e)),
+    }
+}
+
 impl FileWriter {
     pub(super) fn new(
         out: FileOut,
@@ -146,6 +271,7 @@ impl FileWriter {
         series: &[FlushSeries],
         registered: &mut HashSet<SeriesKey>,
         version: i64,
+        tables: &FlushTables,
     ) -> Result<(), Fail> {
         match self {
             FileWriter::V2(w) => {
@@ -173,6 +299,11 @@ impl FileWriter {
                     let n = series[i..].iter().take_while(|s| &s.0 .0 == device).count();
                     let group = &series[i..i + n];
                     i += n;
+                    if super::table::is_table_key(device) {
+                        write_table_group(writer, device, group, tables, registered)?;
+                        record_ranges(ranges, device, group);
+                        continue;
+                    }
                     let schemas: Vec<MeasurementSchema> = group
                         .iter()
                         .map(|((_, m), ty, _, _)| {
@@ -232,13 +363,7 @@ impl FileWriter {
                         }
                         Err(e) => return Err(ts_fail(e)),
                     }
-                    for (_, _, times, _) in group {
-                        if let (Some(&first), Some(&last)) = (times.first(), times.last()) {
-                            let r = ranges.entry(device.clone()).or_insert((first, last));
-                            r.0 = r.0.min(first);
-                            r.1 = r.1.max(last);
-                        }
-                    }
+                    record_ranges(ranges, device, group);
                 }
                 Ok(())
             }
@@ -295,6 +420,30 @@ impl OpenFile {
 }
 
 impl Engine {
+    /// The columns of the tables whose devices are in `mem` (read from the schema registry).
+    fn flush_tables(&self, mem: &HashMap<SeriesKey, SeriesBuf>) -> FlushTables {
+        let mut tables = FlushTables::new();
+        for (device, _) in mem.keys() {
+            let Some(owner) = super::table::owner(device) else {
+                continue;
+            };
+            if tables.contains_key(owner) {
+                continue;
+            }
+            let reg = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+            let cols = reg
+                .table_columns(owner)
+                .iter()
+                .map(|(c, tag)| {
+                    let ty = (!tag).then(|| reg.get(owner, c).map(|s| s.ty)).flatten();
+                    (c.clone(), *tag, ty)
+                })
+                .collect();
+            tables.insert(owner.to_string(), cols);
+        }
+        tables
+    }
+
     pub(super) fn flush_seq_and_check_size(&mut self, key: &(Arc<str>, i64)) {
         self.flush(key, Space::Sequence);
         // Seal at the size limit, and also when the open file's in-memory metadata
@@ -355,6 +504,7 @@ impl Engine {
             (None, 0)
         };
         let flush_version = self.next_version(&sg);
+        let tables = self.flush_tables(&mem);
         let data_dir = self.opts.data_dir.clone();
         let props = self.opts.writer.clone();
         let format = self.opts.format;
@@ -391,7 +541,7 @@ impl Engine {
                 flushed.push((key, buf.ty, times, values));
             }
             file.writer
-                .write_flush(&flushed, &mut file.registered, flush_version)?;
+                .write_flush(&flushed, &mut file.registered, flush_version, &tables)?;
             file.chunks += flushed.len() as u64;
             file.points += points;
             if space == Space::Sequence {
@@ -658,7 +808,10 @@ mod tests {
             ]
         };
         let warnings = |log: &str| log.lines().filter(|l| l.contains("WARN")).count();
-        let first = logs(|| w.write_flush(&flush(1), &mut registered, 2).unwrap());
+        let first = logs(|| {
+            w.write_flush(&flush(1), &mut registered, 2, &Default::default())
+                .unwrap()
+        });
         assert_eq!(warnings(&first), 1, "{first}");
         assert!(
             first.contains("root.sg.d1.f")
@@ -667,8 +820,10 @@ mod tests {
             "{first}"
         );
         let later = logs(|| {
-            w.write_flush(&flush(2), &mut registered, 3).unwrap();
-            w.write_flush(&flush(3), &mut registered, 4).unwrap();
+            w.write_flush(&flush(2), &mut registered, 3, &Default::default())
+                .unwrap();
+            w.write_flush(&flush(3), &mut registered, 4, &Default::default())
+                .unwrap();
         });
         assert_eq!(warnings(&later), 0, "{later}");
     }
@@ -809,7 +964,8 @@ mod refused_tests {
             ),
         ];
         let mut registered = HashSet::new();
-        w.write_flush(&series, &mut registered, 1).unwrap();
+        w.write_flush(&series, &mut registered, 1, &Default::default())
+            .unwrap();
         // A later flush of the same series is encoded as configured again.
         let later: Vec<FlushSeries> = vec![(
             key("g"),
@@ -817,7 +973,8 @@ mod refused_tests {
             vec![4],
             Column::Double(vec![3.5]),
         )];
-        w.write_flush(&later, &mut registered, 2).unwrap();
+        w.write_flush(&later, &mut registered, 2, &Default::default())
+            .unwrap();
         let (mut out, _) = w.close().unwrap();
         std::io::Write::flush(&mut out).unwrap();
         drop(out);

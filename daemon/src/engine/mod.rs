@@ -18,6 +18,7 @@ mod retry;
 pub mod schema;
 mod sealer;
 mod status;
+pub mod table;
 #[cfg(test)]
 mod testing;
 

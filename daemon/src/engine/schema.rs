@@ -3,7 +3,10 @@
 //!
 //! The registry is journaled to `schema.tsv` (one `device\tmeasurement\tTYPE\tENCODING\tCOMPRESSION`
 //! line per series, in the order the series appeared) so types survive restarts after
-//! the write-ahead log has been trimmed.
+//! the write-ahead log has been trimmed. A table of the table model (see
+//! [`table`](super::table)) is a device named by its owner key: its FIELD columns are its
+//! series, its TAG columns lines whose measurement is U+001E and the tag key (`STRING PLAIN
+//! UNCOMPRESSED`); the lines' order is the table's column order.
 
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
@@ -149,8 +152,12 @@ pub fn validate_measurement(m: &str) -> Result<(), String> {
     tsfiled_connectors::path::validate_measurement(m).map_err(|e| format!("measurement {m:?} {e}"))
 }
 
-/// The storage group of a valid device: `root` plus `level` nodes.
+/// The storage group of a valid device: `root` plus `level` nodes; a table device's is its
+/// database.
 pub fn storage_group(device: &str, level: usize) -> &str {
+    if let Some(db) = super::table::database(device) {
+        return db;
+    }
     let mut end = 0;
     for (i, (pos, _)) in device.match_indices('.').enumerate() {
         if i == level {
@@ -230,9 +237,14 @@ struct DeviceEntry {
     series: HashMap<Box<str>, (Arc<str>, SeriesType)>,
 }
 
+/// Marks a TAG column's line in the journal (before the tag key).
+const TAG_LINE: char = '\u{1e}';
+
 /// All series of a pipeline with their frozen types, plus the rules for new ones.
 pub struct Registry {
     devices: HashMap<Box<str>, DeviceEntry>,
+    /// Per table owner, its columns (name, is a TAG) in first-seen order.
+    tables: HashMap<Box<str>, Vec<(Arc<str>, bool)>>,
     rules: Vec<SchemaRule>,
     defaults: TypeDefaults,
     journal: Option<BufWriter<Box<dyn FsFile>>>,
@@ -249,6 +261,7 @@ impl Registry {
     pub fn in_memory(rules: Vec<SchemaRule>) -> Registry {
         Registry {
             devices: HashMap::new(),
+            tables: HashMap::new(),
             rules,
             defaults: TypeDefaults::default(),
             journal: None,
@@ -330,6 +343,23 @@ impl Registry {
     }
 
     fn insert(&mut self, device: &str, measurement: &str, ty: SeriesType) -> SeriesInfo {
+        if super::table::is_table_key(device) {
+            let cols = self.tables.entry(device.into()).or_default();
+            let (name, tag) = match measurement.strip_prefix(TAG_LINE) {
+                Some(k) => (k, true),
+                None => (measurement, false),
+            };
+            if !cols.iter().any(|(c, _)| &**c == name) {
+                cols.push((Arc::from(name), tag));
+            }
+            if tag {
+                return SeriesInfo {
+                    device: Arc::from(device),
+                    measurement: Arc::from(name),
+                    ty,
+                };
+            }
+        }
         let entry = self
             .devices
             .entry(device.into())
@@ -360,6 +390,14 @@ impl Registry {
 
     /// The known series, if any.
     pub fn get(&self, device: &str, measurement: &str) -> Option<SeriesInfo> {
+        if let Some(owner) = super::table::owner(device).filter(|o| o.len() < device.len()) {
+            // A FIELD column of a table device: the table's type, the device's key.
+            let s = self.get(owner, measurement)?;
+            return Some(SeriesInfo {
+                device: Arc::from(device),
+                ..s
+            });
+        }
         let e = self.devices.get(device)?;
         let (m, ty) = e.series.get(measurement)?;
         Some(SeriesInfo {
@@ -367,6 +405,31 @@ impl Registry {
             measurement: m.clone(),
             ty: *ty,
         })
+    }
+
+    /// The columns of a table (by owner key, see [`table`](super::table)): name and whether
+    /// it is a TAG column, in first-seen order; empty for an unknown table.
+    pub fn table_columns(&self, owner: &str) -> &[(Arc<str>, bool)] {
+        self.tables.get(owner).map_or(&[], Vec::as_slice)
+    }
+
+    /// Appends TAG columns to a table (by owner key) and makes the journal durable at once: a
+    /// device key depends on the TAG order, so it is on disk before any record using it.
+    pub fn define_tags(&mut self, owner: &str, keys: &[&str]) -> io::Result<()> {
+        let ty = SeriesType {
+            data_type: DataType::STRING,
+            encoding: Encoding::PLAIN,
+            compression: Compression::UNCOMPRESSED,
+        };
+        for k in keys {
+            if self.table_columns(owner).iter().any(|(c, _)| &**c == *k) {
+                continue;
+            }
+            let m = format!("{TAG_LINE}{k}");
+            self.insert(owner, &m, ty);
+            self.journal_line(owner, &m, ty);
+        }
+        self.sync()
     }
 
     /// The type a new series gets: the type a matching rule pins, else the type its first point
@@ -379,6 +442,8 @@ impl Registry {
         first: &FieldValue,
         declared: Option<DataType>,
     ) -> SeriesType {
+        let rule_path = super::table::owner(device).and_then(super::table::rule_device);
+        let device = rule_path.as_deref().unwrap_or(device);
         let rule = self
             .rules
             .iter()
@@ -417,7 +482,21 @@ impl Registry {
         if let Some(s) = self.get(device, measurement) {
             return s;
         }
+        if let Some(owner) = super::table::owner(device).filter(|o| o.len() < device.len()) {
+            // A FIELD column of a table device is the table's.
+            let owner = owner.to_string();
+            let s = self.define(&owner, measurement, ty);
+            return SeriesInfo {
+                device: Arc::from(device),
+                ..s
+            };
+        }
         let info = self.insert(device, measurement, ty);
+        self.journal_line(device, measurement, ty);
+        info
+    }
+
+    fn journal_line(&mut self, device: &str, measurement: &str, ty: SeriesType) {
         if let Some(j) = self.journal.as_mut() {
             let line = format!(
                 "{device}\t{measurement}\t{}\t{}\t{}\n",
@@ -429,7 +508,6 @@ impl Registry {
             }
             self.dirty = true;
         }
-        info
     }
 
     /// Makes the journal durable (before the write-ahead log is trimmed).
@@ -463,7 +541,34 @@ impl Registry {
             let _ = j.into_parts();
         }
         let mut body = String::new();
+        // Tables first, their columns in order (the order is the table's).
+        for (owner, cols) in &self.tables {
+            for (c, tag) in cols {
+                let (m, ty) = if *tag {
+                    (
+                        format!("{TAG_LINE}{c}"),
+                        SeriesType {
+                            data_type: DataType::STRING,
+                            encoding: Encoding::PLAIN,
+                            compression: Compression::UNCOMPRESSED,
+                        },
+                    )
+                } else {
+                    match self.devices.get(&**owner).and_then(|d| d.series.get(&**c)) {
+                        Some((_, ty)) => (c.to_string(), *ty),
+                        None => continue,
+                    }
+                };
+                body.push_str(&format!(
+                    "{owner}\t{m}\t{}\t{}\t{}\n",
+                    ty.data_type, ty.encoding, ty.compression
+                ));
+            }
+        }
         for d in self.devices.values() {
+            if self.tables.contains_key(&*d.device) {
+                continue;
+            }
             for (m, ty) in d.series.values() {
                 body.push_str(&format!(
                     "{}\t{m}\t{}\t{}\t{}\n",
@@ -668,5 +773,57 @@ mod tests {
             r.get("root.sg.d3", "c").unwrap().ty.data_type,
             DataType::BOOLEAN
         );
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    /// A table's columns (TAG and FIELD, first-seen order) and FIELD types survive a reopen of
+    /// the journal and a rewrite of it from memory.
+    #[test]
+    fn table_columns_are_journaled_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("schema.tsv");
+        let owner = "lp\u{1f}cpu";
+        let device = "lp\u{1f}cpu\u{1e}gw1";
+        let want = vec![
+            ("host", true),
+            ("usage", false),
+            ("core", true),
+            ("state", false),
+        ];
+        let check = |r: &Registry| {
+            let got: Vec<(&str, bool)> = r
+                .table_columns(owner)
+                .iter()
+                .map(|(c, t)| (&**c, *t))
+                .collect();
+            assert_eq!(got, want);
+            assert_eq!(
+                r.get(device, "usage").unwrap().ty.data_type,
+                DataType::DOUBLE
+            );
+            assert_eq!(r.get(device, "state").unwrap().ty.data_type, DataType::TEXT);
+            assert_eq!(&*r.get(device, "state").unwrap().device, device);
+            assert_eq!(r.len(), 2, "TAG columns are not series");
+        };
+        {
+            let mut r = Registry::open(tsfiled_fsio::std_fs(), &path, vec![]).unwrap();
+            r.define_tags(owner, &["host"]).unwrap();
+            r.define(device, "usage", SeriesType::default_for(DataType::DOUBLE));
+            r.define_tags(owner, &["core", "host"]).unwrap();
+            r.define(device, "state", SeriesType::default_for(DataType::TEXT));
+            r.sync().unwrap();
+            check(&r);
+        }
+        let mut r = Registry::open(tsfiled_fsio::std_fs(), &path, vec![]).unwrap();
+        check(&r);
+        r.broken = true;
+        r.dirty = true;
+        r.sync().unwrap();
+        let r = Registry::open(tsfiled_fsio::std_fs(), &path, vec![]).unwrap();
+        check(&r);
     }
 }

@@ -20,10 +20,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tsfile::basic::Column;
+use tsfiled_connectors::TableLine;
 use tsfiled_connectors::{Batch, Location, PointAt, RejectReason, Rejection};
 
 use crate::engine::batch::{SeriesData, WriteBatch};
 use crate::engine::schema::{self, Registry, SchemaRule, SeriesType, TypeDefaults};
+use crate::engine::table;
 use crate::engine::{Engine, EngineMsg, EngineOptions, SealReason, WalControl};
 use crate::health::StorageHealth;
 use crate::metrics::Metrics;
@@ -99,6 +101,11 @@ type WalItem = (WriteBatch, Instant);
 
 struct DevSlot {
     device: Arc<str>,
+    /// The device the points are stored under: `device`, or a table-model line's table device
+    /// (see [`crate::engine::table`]).
+    key: Arc<str>,
+    /// Whether `key` is a table device (names are lower case).
+    table: bool,
     invalid: Option<String>,
     series: HashMap<Arc<str>, Option<usize>, FxBuild>,
     /// The last record's fields of this device by position: name and target. The rows of a
@@ -119,6 +126,15 @@ fn remember(
         recent[k] = entry;
     } else if k == recent.len() {
         recent.push(entry);
+    }
+}
+
+/// A device as a rejection names it: a tree device's path, a table device's database, table
+/// and tag values joined with `.` (a null tag as `null`).
+fn shown(device: &Arc<str>) -> Arc<str> {
+    match table::device_id(device) {
+        Some((db, id)) => Arc::from(format!("{db}.{}", id.path())),
+        None => device.clone(),
     }
 }
 
@@ -363,13 +379,24 @@ impl Pipeline {
                     Some(&i) => i,
                     None => {
                         let reg = reg.get_or_insert_with(lock);
-                        let invalid = if reg.knows_device(&rec.device) {
-                            None
-                        } else {
-                            schema::validate_device(&rec.device, self.sg_level).err()
+                        let (key, table, invalid) = match TableLine::decode(&rec.device) {
+                            Some(line) => match table::map_line(reg, &line) {
+                                Ok(key) => (key, true, None),
+                                Err(e) => (rec.device.clone(), true, Some(e)),
+                            },
+                            None if reg.knows_device(&rec.device) => {
+                                (rec.device.clone(), false, None)
+                            }
+                            None => (
+                                rec.device.clone(),
+                                false,
+                                schema::validate_device(&rec.device, self.sg_level).err(),
+                            ),
                         };
                         slots.push(DevSlot {
                             device: rec.device.clone(),
+                            key,
+                            table,
                             invalid,
                             series: HashMap::default(),
                             recent: Vec::new(),
@@ -381,6 +408,7 @@ impl Pipeline {
             };
             last = Some(slot_i);
             let slot = &mut slots[slot_i];
+            let device = slot.key.clone();
             if let Some(msg) = &slot.invalid {
                 rejections.push(Rejection {
                     location: Location::Record {
@@ -409,17 +437,41 @@ impl Pipeline {
                     }
                     None => {
                         let reg = reg.get_or_insert_with(lock);
-                        let info = match reg.get(&rec.device, &f.measurement) {
+                        // A table's column names are lower case (IoTDB's table model).
+                        let name: Arc<str> = if slot.table {
+                            Arc::from(f.measurement.to_lowercase())
+                        } else {
+                            f.measurement.clone()
+                        };
+                        let tag_column = slot.table
+                            && table::owner(&device).is_some_and(|o| {
+                                reg.table_columns(o)
+                                    .iter()
+                                    .any(|(c, tag)| *tag && *c == name)
+                            });
+                        // A column this batch already has under another case.
+                        let same = (slot.table && *name != *f.measurement)
+                            .then(|| slot.series.get(&name).copied())
+                            .flatten();
+                        let info = match reg.get(&device, &name) {
+                            _ if same.is_some() => None,
                             Some(i) => Some((i.device, i.measurement, i.ty, false)),
-                            None => match schema::validate_measurement(&f.measurement) {
+                            None if tag_column => {
+                                rejections.push(Rejection {
+                                    location: Location::Record {
+                                        index: ri,
+                                        point: None,
+                                    },
+                                    reason: RejectReason::InvalidPath,
+                                    message: format!("field {name:?} is a TAG column of its table"),
+                                    points: 1,
+                                });
+                                None
+                            }
+                            None => match schema::validate_measurement(&name) {
                                 Ok(()) => {
-                                    let ty = reg.type_for_new(
-                                        &rec.device,
-                                        &f.measurement,
-                                        &f.value,
-                                        declared,
-                                    );
-                                    Some((rec.device.clone(), f.measurement.clone(), ty, true))
+                                    let ty = reg.type_for_new(&device, &name, &f.value, declared);
+                                    Some((device.clone(), name.clone(), ty, true))
                                 }
                                 Err(msg) => {
                                     rejections.push(Rejection {
@@ -435,17 +487,23 @@ impl Pipeline {
                                 }
                             },
                         };
-                        let t = info.map(|(device, measurement, ty, new)| {
-                            series.push(SeriesData {
-                                device,
-                                measurement,
-                                ty,
-                                times: Vec::new(),
-                                values: Column::new(ty.data_type),
-                            });
-                            fresh.push(new);
-                            series.len() - 1
-                        });
+                        let t = match same {
+                            Some(t) => t,
+                            None => info.map(|(device, measurement, ty, new)| {
+                                series.push(SeriesData {
+                                    device,
+                                    measurement,
+                                    ty,
+                                    times: Vec::new(),
+                                    values: Column::new(ty.data_type),
+                                });
+                                fresh.push(new);
+                                series.len() - 1
+                            }),
+                        };
+                        if slot.table && same.is_none() && *name != *f.measurement {
+                            slot.series.insert(name.clone(), t);
+                        }
                         slot.series.insert(f.measurement.clone(), t);
                         remember(&mut slot.recent, k, &f.measurement, t);
                         match t {
@@ -472,7 +530,7 @@ impl Pipeline {
                         location: Location::Record {
                             index: ri,
                             point: Some(PointAt {
-                                device: rec.device.clone(),
+                                device: shown(&device),
                                 measurement: f.measurement.clone(),
                                 time: rec.time,
                             }),
@@ -506,7 +564,7 @@ impl Pipeline {
                         location: Location::Record {
                             index: ri,
                             point: Some(PointAt {
-                                device: rec.device.clone(),
+                                device: shown(&device),
                                 measurement: f.measurement.clone(),
                                 time: rec.time,
                             }),

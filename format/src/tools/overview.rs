@@ -186,7 +186,16 @@ where
         }
         let read = fs::read(path).map_err(Error::from).and_then(|b| {
             if ResourceV4::is_v4(&b) {
-                ResourceV4::deserialize(&b).map(|r| r.devices)
+                // A table-model device id is shown as its segments joined with `.`.
+                ResourceV4::deserialize(&b).map(|r| {
+                    r.devices
+                        .into_iter()
+                        .map(|mut d| {
+                            d.device = crate::file::v4::DeviceId::from_key(&d.device).path();
+                            d
+                        })
+                        .collect::<Vec<_>>()
+                })
             } else {
                 TsFileResource::deserialize(&b).map(|r| r.devices)
             }

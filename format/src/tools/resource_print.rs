@@ -112,10 +112,12 @@ where
         writeln!(out, "(IoTDB 2.x .resource, TsFile format v4)")?;
         writeln!(out)?;
         for d in &r.devices {
+            // A table-model device id is shown as its segments joined with `.`.
+            let device = crate::file::v4::DeviceId::from_key(&d.device).path();
             writeln!(
                 out,
                 "{}",
-                device_line(&d.device, d.start_time, d.end_time, tz)
+                device_line(&device, d.start_time, d.end_time, tz)
             )?;
         }
         if let Some((m, off)) = &r.mod_file {

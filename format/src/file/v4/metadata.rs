@@ -11,6 +11,13 @@ use std::cmp::Ordering;
 /// Path levels folded into a tree-model device id's first segment (the "table name").
 pub const SEGMENTS_FOR_TABLE_NAME: usize = 3;
 
+/// First character of a table-model device's [`DeviceId::key`].
+pub const TABLE_KEY_MARK: char = '\u{1f}';
+/// Precedes a tag value in a table-model device's [`DeviceId::key`].
+pub const TAG_MARK: char = '\u{1e}';
+/// Stands for a null tag in a table-model device's [`DeviceId::key`].
+pub const NULL_TAG_MARK: char = '\u{1d}';
+
 /// A device id as v4 stores it (`StringArrayDeviceID`): segments, the first being the
 /// table name. A tree-model path `root.sg.d1` is `["root.sg", "d1"]`; a path of more
 /// levels keeps its first three levels in the first segment (`root.a.b`, `c`, `d`).
@@ -51,6 +58,51 @@ impl DeviceId {
         let mut segments = Vec::with_capacity(1 + keep);
         segments.push(Some(table.to_string()));
         segments.extend(tags[..keep].iter().map(|t| t.map(str::to_string)));
+        DeviceId { segments }
+    }
+
+    /// A string naming the device, tree or table model alike, from which [`DeviceId::from_key`]
+    /// rebuilds it: a tree-model id (first segment `root` or `root.…`) is its path; a
+    /// table-model id is [`TABLE_KEY_MARK`], the table name, then per tag segment
+    /// [`TAG_MARK`] and the value, or [`NULL_TAG_MARK`] for a null (table names and tag values
+    /// holding these three characters have no key).
+    pub fn key(&self) -> String {
+        let first = self.segments[0].as_deref().unwrap_or("");
+        if first == "root" || first.starts_with("root.") {
+            return self.path();
+        }
+        let mut k = String::with_capacity(1 + first.len() + 8 * self.segments.len());
+        k.push(TABLE_KEY_MARK);
+        k.push_str(first);
+        for s in &self.segments[1..] {
+            match s {
+                Some(v) => {
+                    k.push(TAG_MARK);
+                    k.push_str(v);
+                }
+                None => k.push(NULL_TAG_MARK),
+            }
+        }
+        k
+    }
+
+    /// The device id of a [`DeviceId::key`]; a key not starting with [`TABLE_KEY_MARK`] is a
+    /// tree-model path ([`DeviceId::from_path`]).
+    pub fn from_key(key: &str) -> Self {
+        let Some(rest) = key.strip_prefix(TABLE_KEY_MARK) else {
+            return DeviceId::from_path(key);
+        };
+        let mut segments = Vec::new();
+        let mut start = 0;
+        let mut null = false;
+        for (i, c) in rest.char_indices() {
+            if c == TAG_MARK || c == NULL_TAG_MARK {
+                segments.push((!null).then(|| rest[start..i].to_string()));
+                start = i + c.len_utf8();
+                null = c == NULL_TAG_MARK;
+            }
+        }
+        segments.push((!null).then(|| rest[start..].to_string()));
         DeviceId { segments }
     }
 
@@ -496,5 +548,36 @@ impl FileMetadataV4 {
             bloom,
             properties,
         })
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::DeviceId;
+
+    /// Keys name tree and table devices alike and give the same id back; a table id's
+    /// nulls (inner ones: trailing ones are dropped) survive.
+    #[test]
+    fn keys_round_trip() {
+        let ids = [
+            DeviceId::from_path("root.sg.d1"),
+            DeviceId::from_path("root.a.b.c.d"),
+            DeviceId::from_path("root"),
+            DeviceId::from_table("cpu", &[]),
+            DeviceId::from_table("cpu", &[Some("gw1"), None, Some(""), None]),
+            DeviceId::from_table("t", &[None, Some("x.y")]),
+        ];
+        for id in ids {
+            assert_eq!(DeviceId::from_key(&id.key()), id, "{:?}", id.key());
+        }
+        assert_eq!(DeviceId::from_path("root.sg.d1").key(), "root.sg.d1");
+        assert_eq!(
+            DeviceId::from_table("cpu", &[None, Some("a")]).key(),
+            "\u{1f}cpu\u{1d}\u{1e}a"
+        );
+        assert_eq!(
+            DeviceId::from_key("\u{1f}cpu\u{1d}\u{1e}a").segments,
+            vec![Some("cpu".to_string()), None, Some("a".to_string())]
+        );
     }
 }
