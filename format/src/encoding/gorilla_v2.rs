@@ -137,6 +137,14 @@ enum Kind {
 }
 
 impl Kind {
+    /// The values' bit width: 32 for INT32 and FLOAT, 64 for INT64 and DOUBLE.
+    fn width(self) -> u32 {
+        match self {
+            Kind::Int32 | Kind::Float => 32,
+            Kind::Int64 | Kind::Double => 64,
+        }
+    }
+
     fn marker(self) -> u64 {
         match self {
             Kind::Int32 => i32::MIN as u32 as u64,
@@ -150,11 +158,7 @@ impl Kind {
 impl GorillaV2Encoder {
     fn new(kind: Kind) -> Self {
         GorillaV2Encoder {
-            width: if matches!(kind, Kind::Int32 | Kind::Float) {
-                32
-            } else {
-                64
-            },
+            width: kind.width(),
             kind,
             bits: Bits::default(),
             first: true,
@@ -293,21 +297,28 @@ impl Encoder for GorillaV2Encoder {
     }
 }
 
-/// Decodes `count` values of `width` bits; `marker` ends the page early (an error
-/// when fewer than `count` values precede it).
+/// Decodes `count` values of `kind`; its end marker ends the page early (an error when
+/// fewer than `count` values precede it).
 ///
 /// With `frame`, the end marker must follow the values, and the frame's length in bytes
 /// is returned: through the marker's last bit, plus one byte (the readers fetch the next
 /// byte as soon as one is used up, which is why [`Bits::close_always`] writes one).
-fn decode_raw(
+///
+/// Each value goes into `out` through `conv`. Every value after the first takes at least
+/// one bit, so from 9 bytes on `data` can hold at least `data.len()` values: `out`
+/// reserves `count.min(data.len())` (no arithmetic), never more than the data can hold
+/// nor the untrusted `count` alone; pages of values under 8 bits each grow past it.
+fn decode_raw<T>(
     stream: &'static str,
     data: &[u8],
     count: usize,
-    width: u32,
-    marker: u64,
+    kind: Kind,
     frame: bool,
-    mut push: impl FnMut(u64),
+    out: &mut Vec<T>,
+    conv: impl Fn(u64) -> T,
 ) -> Result<usize> {
+    out.reserve(count.min(data.len()));
+    let (width, marker) = (kind.width(), kind.marker());
     let mut r = BitReader::new(stream, data);
     let field = if width == 32 { 5 } else { 6 };
     let (mut lead, mut trail) = (0u32, 0u32);
@@ -356,7 +367,7 @@ fn decode_raw(
                 format_args!("the end-of-page marker after {i} of {count} values"),
             ));
         }
-        push(stored);
+        out.push(conv(stored));
     }
     Ok(0)
 }
@@ -368,10 +379,10 @@ pub(crate) fn decode_frame_f32(data: &[u8], count: usize, out: &mut Vec<f32>) ->
         "GORILLA FLOAT frame",
         data,
         count,
-        32,
-        Kind::Float.marker(),
+        Kind::Float,
         true,
-        |b| out.push(f32::from_bits(b as u32)),
+        out,
+        |b| f32::from_bits(b as u32),
     )
 }
 
@@ -381,69 +392,65 @@ pub(crate) fn decode_frame_f64(data: &[u8], count: usize, out: &mut Vec<f64>) ->
         "GORILLA DOUBLE frame",
         data,
         count,
-        64,
-        Kind::Double.marker(),
+        Kind::Double,
         true,
-        |b| out.push(f64::from_bits(b)),
+        out,
+        f64::from_bits,
     )
 }
 
 /// Decodes exactly `count` INT32 values.
 pub fn decode_i32(data: &[u8], count: usize, out: &mut Vec<i32>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
     decode_raw(
         "GORILLA INT32 column",
         data,
         count,
-        32,
-        Kind::Int32.marker(),
+        Kind::Int32,
         false,
-        |b| out.push(b as u32 as i32),
+        out,
+        |b| b as u32 as i32,
     )
     .map(|_| ())
 }
 
 /// Decodes exactly `count` INT64 values.
 pub fn decode_i64(data: &[u8], count: usize, out: &mut Vec<i64>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
     decode_raw(
         "GORILLA INT64 column",
         data,
         count,
-        64,
-        Kind::Int64.marker(),
+        Kind::Int64,
         false,
-        |b| out.push(b as i64),
+        out,
+        |b| b as i64,
     )
     .map(|_| ())
 }
 
 /// Decodes exactly `count` FLOAT values.
 pub fn decode_f32(data: &[u8], count: usize, out: &mut Vec<f32>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
     decode_raw(
         "GORILLA FLOAT column",
         data,
         count,
-        32,
-        Kind::Float.marker(),
+        Kind::Float,
         false,
-        |b| out.push(f32::from_bits(b as u32)),
+        out,
+        |b| f32::from_bits(b as u32),
     )
     .map(|_| ())
 }
 
 /// Decodes exactly `count` DOUBLE values.
 pub fn decode_f64(data: &[u8], count: usize, out: &mut Vec<f64>) -> Result<()> {
-    out.reserve(count.min(data.len() * 8));
     decode_raw(
         "GORILLA DOUBLE column",
         data,
         count,
-        64,
-        Kind::Double.marker(),
+        Kind::Double,
         false,
-        |b| out.push(f64::from_bits(b)),
+        out,
+        f64::from_bits,
     )
     .map(|_| ())
 }
@@ -675,6 +682,19 @@ mod tests {
         assert_eq!(l, [0, 2]);
         let bad = bytes(&format!("{first} 11 111111 000001 10"));
         assert!(decode_i64(&bad, 2, &mut Vec::new()).is_err());
+    }
+
+    /// A hostile count allocates nothing ahead of the data: `usize::MAX` INT64 values
+    /// claimed of 10 bytes (1; `11` lead 63, 1 meaningful bit `1`: 0; `0`: 0 again) read
+    /// 3 values and fail at byte 10, with room reserved for no more than 10 values.
+    #[test]
+    fn hostile_count_reserves_no_more_than_the_data() {
+        let data = bytes(&format!("{:064b} 11 111111 000000 1 0", 1));
+        assert_eq!(data.len(), 10);
+        let mut v = Vec::new();
+        assert_eq!(decode_err_at(decode_i64(&data, usize::MAX, &mut v)), 10);
+        assert_eq!(v, [1, 0, 0]);
+        assert!(v.capacity() <= 10, "capacity {}", v.capacity());
     }
 
     /// A stream cut short: the error names the byte where the missing bits start.
