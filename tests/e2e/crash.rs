@@ -2,9 +2,7 @@
 //! after restart, no sealed file is ever corrupt, and no acknowledged point appears twice.
 //!
 //! `TSFILED_CRASH_CYCLES` sets the number of kill/restart cycles (default 4; the
-//! acceptance run uses 20). The same test runs in TsFile v4 with half as many cycles (at
-//! least 2), to keep CI time down: the recovery path (open files are temporaries, dropped
-//! and rebuilt from the write-ahead log) is the same code in both formats.
+//! acceptance run uses 20). The same test runs in TsFile v4 with as many cycles.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,7 +86,7 @@ fn sigkill_during_ingest_loses_no_acknowledged_point() {
 
 #[test]
 fn sigkill_during_ingest_loses_no_acknowledged_point_v4() {
-    sigkill_during_ingest(Fmt::V4, (cycles() / 2).max(2));
+    sigkill_during_ingest(Fmt::V4, cycles());
 }
 
 fn sigkill_during_ingest(fmt: Fmt, cycles: usize) {
