@@ -1013,3 +1013,162 @@ mod refused_tests {
         );
     }
 }
+
+/// The table-model flush ([`write_table_group`], [`Engine::flush_tables`]) read back with the
+/// format crate's table reader. The input is the oracle: each line-protocol line is a row of
+/// the table its measurement names, its tags the TAG values, its fields the FIELD values; a
+/// table's columns are in first-seen order (IoTDB 2.x's table model, see
+/// [`table`](super::table)).
+#[cfg(test)]
+mod table_tests {
+    use std::path::{Path, PathBuf};
+    use std::time::Instant;
+
+    use tsfile::file::v4::{ColumnCategory, DeviceId, TableRow, TsFileReaderV4};
+    use tsfile::resource::ResourceV4;
+    use tsfile::{DataType, Value};
+    use tsfiled_connectors::model::TimeUnit;
+    use tsfiled_connectors::{parse_line_protocol, Batch, DeviceTemplate, LineProtocolOptions};
+
+    use super::*;
+    use crate::metrics::Metrics;
+    use crate::pipeline::{Pipeline, PipelineOptions};
+
+    /// The lines of `text` as a table-model source hands them over (database `lp`, ms).
+    fn lines(text: &str) -> Batch {
+        let t = DeviceTemplate::table("root.lp", "lp");
+        let b = parse_line_protocol(
+            text.as_bytes(),
+            &LineProtocolOptions {
+                device_template: &t,
+                precision: TimeUnit::Millis,
+                stored_unit: TimeUnit::Millis,
+                now: 0,
+            },
+        );
+        assert!(b.rejections.is_empty(), "{:?}", b.rejections);
+        b
+    }
+
+    fn sealed(dir: &Path) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "tsfile") {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    fn row(tags: &[Option<&str>], time: i64, fields: Vec<Option<Value>>) -> TableRow {
+        TableRow {
+            tags: tags.iter().map(|t| t.map(str::to_string)).collect(),
+            time,
+            fields,
+        }
+    }
+
+    /// The columns of a table in a file: name, whether TAG, type.
+    fn columns(r: &TsFileReaderV4, table: &str) -> Vec<(String, bool, DataType)> {
+        let s = r.table_schemas().iter().find(|s| s.name == table).unwrap();
+        s.columns
+            .iter()
+            .map(|c| {
+                (
+                    c.schema.measurement.to_string(),
+                    c.category == ColumnCategory::Tag,
+                    c.schema.data_type,
+                )
+            })
+            .collect()
+    }
+
+    /// Two flushes into one file: device `gw1`'s series have different time sets (rows are
+    /// the union of their times, a series' missing time null); the second flush brings a new
+    /// FIELD column, which the file's schema has after the earlier ones; a table without tags
+    /// and with a single FIELD column; every row reads back as put in, and the `.resource`
+    /// lists each device id (table name, tag values) with its time range.
+    #[test]
+    fn table_rows_of_two_flushes_read_back_as_put_in() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = PipelineOptions::new("t", tmp.path());
+        opts.engine.format = FormatVersion::V4;
+        opts.engine.memtable_bytes = 1; // flush after every batch
+        let p = Pipeline::open(opts, Metrics::new()).unwrap();
+        let first = "cpu,host=gw1 usage=1.5,n=2i 10\n\
+                     cpu,host=gw1 usage=2.5 11\n\
+                     cpu,host=gw1 n=3i 12\n\
+                     cpu,host=gw2 usage=0.5 10\n\
+                     solo v=4.5 9\n";
+        let second = "cpu,host=gw1 usage=3.5,temp=20i 13\n\
+                      cpu,host=gw1 temp=21i 14\n\
+                      cpu,host=gw2 n=7i 15\n";
+        for (text, points) in [(first, 6), (second, 4)] {
+            let out = p
+                .submit_blocking("test", lines(text), Instant::now())
+                .unwrap();
+            assert_eq!(out.accepted, points);
+        }
+        p.shutdown_blocking();
+        let files = sealed(&tmp.path().join("sequence"));
+        assert_eq!(files.len(), 1, "{files:?}");
+        let r = TsFileReaderV4::open_path(&files[0]).unwrap();
+        assert_eq!(
+            columns(&r, "cpu"),
+            vec![
+                ("host".to_string(), true, DataType::STRING),
+                ("usage".to_string(), false, DataType::DOUBLE),
+                ("n".to_string(), false, DataType::INT64),
+                ("temp".to_string(), false, DataType::INT64),
+            ]
+        );
+        assert_eq!(
+            columns(&r, "solo"),
+            vec![("v".to_string(), false, DataType::DOUBLE)]
+        );
+        let (d, i) = (|x| Some(Value::Double(x)), |x| Some(Value::Int64(x)));
+        let mut got = r.table_rows("cpu").unwrap();
+        got.sort_by(|a, b| (&a.tags, a.time).cmp(&(&b.tags, b.time)));
+        let gw1 = [Some("gw1")];
+        let gw2 = [Some("gw2")];
+        assert_eq!(
+            got,
+            vec![
+                row(&gw1, 10, vec![d(1.5), i(2), None]),
+                row(&gw1, 11, vec![d(2.5), None, None]),
+                row(&gw1, 12, vec![None, i(3), None]),
+                row(&gw1, 13, vec![d(3.5), None, i(20)]),
+                row(&gw1, 14, vec![None, None, i(21)]),
+                row(&gw2, 10, vec![d(0.5), None, None]),
+                row(&gw2, 15, vec![None, i(7), None]),
+            ]
+        );
+        assert_eq!(
+            r.table_rows("solo").unwrap(),
+            vec![row(&[], 9, vec![d(4.5)])]
+        );
+        let res = std::fs::read(files::with_suffix(&files[0], ".resource")).unwrap();
+        let mut devices: Vec<(String, i64, i64)> = ResourceV4::deserialize(&res)
+            .unwrap()
+            .devices
+            .into_iter()
+            .map(|d| (d.device, d.start_time, d.end_time))
+            .collect();
+        devices.sort();
+        let id = |table: &str, tags: &[Option<&str>]| DeviceId::from_table(table, tags).key();
+        let mut want = vec![
+            (id("cpu", &gw1), 10, 14),
+            (id("cpu", &gw2), 10, 15),
+            (id("solo", &[]), 9, 9),
+        ];
+        want.sort();
+        assert_eq!(devices, want);
+    }
+}
