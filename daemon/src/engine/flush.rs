@@ -1171,4 +1171,105 @@ mod table_tests {
         want.sort();
         assert_eq!(devices, want);
     }
+
+    /// A table device's chunk group a v4 encoder refuses (NaN under GORILLA, as an older
+    /// write-ahead log may hold) is written with that column PLAIN and reads back whole; a
+    /// later flush of the column is GORILLA again. A column typed with format 000002's
+    /// GORILLA is noted as written with TsFile 2.x's GORILLA once per file (one warning, the
+    /// file counts the series once), as for tree devices.
+    #[test]
+    fn a_table_chunk_group_an_encoder_refuses_is_written_plain() {
+        use crate::engine::testing::logs;
+
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f.tsfile");
+        let out = BufWriter::new(tsfiled_fsio::std_fs().create(&path).unwrap());
+        let mut w = FileWriter::new(out, WriterProperties::default(), FormatVersion::V4).unwrap();
+        let device: Arc<str> = Arc::from("lp\u{1f}cpu\u{1e}gw1");
+        let key = |m: &str| -> SeriesKey { (device.clone(), Arc::from(m)) };
+        let ty = |e| SeriesType {
+            data_type: DataType::DOUBLE,
+            encoding: e,
+            compression: Compression::SNAPPY,
+        };
+        let tables: FlushTables = HashMap::from([(
+            "lp\u{1f}cpu".to_string(),
+            vec![
+                (Arc::from("host"), true, None),
+                (Arc::from("g"), false, Some(ty(Encoding::GORILLA))),
+                (Arc::from("p"), false, Some(ty(Encoding::TS_2DIFF))),
+            ],
+        )]);
+        let series: Vec<FlushSeries> = vec![
+            (
+                key("g"),
+                ty(Encoding::GORILLA),
+                vec![1, 2, 3],
+                Column::Double(vec![1.5, f64::NAN, 2.5]),
+            ),
+            (
+                key("p"),
+                ty(Encoding::TS_2DIFF),
+                vec![1, 3],
+                Column::Double(vec![0.25, 0.75]),
+            ),
+        ];
+        let mut registered = HashSet::new();
+        let log = logs(|| w.write_flush(&series, &mut registered, 1, &tables).unwrap());
+        let refits = |log: &str| log.matches("is not written in TsFile v4").count();
+        assert_eq!(refits(&log), 1, "{log}");
+        assert!(log.contains("lp\u{1f}cpu\u{1e}gw1.g"), "{log}");
+        assert_eq!(registered, HashSet::from([key("g"), key("p")]));
+        let later: Vec<FlushSeries> = vec![(
+            key("g"),
+            ty(Encoding::GORILLA),
+            vec![4],
+            Column::Double(vec![3.5]),
+        )];
+        let log = logs(|| w.write_flush(&later, &mut registered, 2, &tables).unwrap());
+        assert_eq!(refits(&log), 0, "{log}");
+        assert_eq!(registered.len(), 2);
+        let (mut out, ranges) = w.close().unwrap();
+        std::io::Write::flush(&mut out).unwrap();
+        drop(out);
+        let ranges: Vec<(String, i64, i64)> = ranges
+            .into_iter()
+            .map(|d| (d.device, d.start_time, d.end_time))
+            .collect();
+        assert_eq!(ranges, vec![(device.to_string(), 1, 4)]);
+        let r = TsFileReaderV4::open_path(&path).unwrap();
+        // NaN is not equal to itself: the rows as text.
+        let rows: Vec<String> = r
+            .table_rows("cpu")
+            .unwrap()
+            .into_iter()
+            .map(|row| format!("{:?} {} {:?}", row.tags, row.time, row.fields))
+            .collect();
+        let gw1 = r#"[Some("gw1")]"#;
+        assert_eq!(
+            rows,
+            vec![
+                format!("{gw1} 1 [Some(Double(1.5)), Some(Double(0.25))]"),
+                format!("{gw1} 2 [Some(Double(NaN)), None]"),
+                format!("{gw1} 3 [Some(Double(2.5)), Some(Double(0.75))]"),
+                format!("{gw1} 4 [Some(Double(3.5)), None]"),
+            ]
+        );
+        // The chunk headers' encodings (TsFile 2.x codes: PLAIN 0, TS_2DIFF 4, GORILLA 8).
+        let mut encodings = Vec::new();
+        for d in r.devices().unwrap() {
+            for ts in d.series.iter().filter(|s| !s.measurement.is_empty()) {
+                let codes: Vec<u8> = ts
+                    .chunks
+                    .iter()
+                    .map(|(o, _)| r.chunk_header(*o).unwrap().0.encoding)
+                    .collect();
+                encodings.push((ts.measurement.clone(), codes));
+            }
+        }
+        assert_eq!(
+            encodings,
+            vec![("g".to_string(), vec![0, 8]), ("p".to_string(), vec![4])]
+        );
+    }
 }
