@@ -117,6 +117,20 @@ fn warn_refit(
     }
 }
 
+/// `schemas` with the encodings whose encoder can refuse values (GORILLA, CHIMP, SPRINTZ in
+/// v4) replaced by PLAIN: how a chunk group those encoders refused is written again.
+fn plain_fallback(schemas: &[MeasurementSchema]) -> Vec<MeasurementSchema> {
+    schemas
+        .iter()
+        .map(|m| match m.encoding {
+            Encoding::GORILLA_V2 | Encoding::CHIMP | Encoding::SPRINTZ => {
+                MeasurementSchema::new(&*m.measurement, m.data_type, Encoding::PLAIN, m.compression)
+            }
+            _ => m.clone(),
+        })
+        .collect()
+}
+
 /// Notes the time range of a device's series in `ranges`.
 fn record_ranges(
     ranges: &mut BTreeMap<Arc<str>, (i64, i64)>,
@@ -218,21 +232,7 @@ fn write_table_group(
                 device = %id.path(),
                 "{why}; this chunk group's GORILLA, CHIMP and SPRINTZ columns are written PLAIN"
             );
-            let plain: Vec<MeasurementSchema> = schemas
-                .iter()
-                .map(|m| match m.encoding {
-                    Encoding::GORILLA_V2 | Encoding::CHIMP | Encoding::SPRINTZ => {
-                        MeasurementSchema::new(
-                            &*m.measurement,
-                            m.data_type,
-                            Encoding::PLAIN,
-                            m.compression,
-                        )
-                    }
-                    _ => m.clone(),
-                })
-                .collect();
-            write(writer, &plain).map_err(ts_fail)
+            write(writer, &plain_fallback(&schemas)).map_err(ts_fail)
         }
         Err(e) => Err(ts_fail(e)),
     }
@@ -336,20 +336,7 @@ impl FileWriter {
                                 device = %device,
                                 "{why}; this chunk group's GORILLA, CHIMP and SPRINTZ series are written PLAIN"
                             );
-                            let plain: Vec<MeasurementSchema> = schemas
-                                .iter()
-                                .map(|m| match m.encoding {
-                                    Encoding::GORILLA_V2 | Encoding::CHIMP | Encoding::SPRINTZ => {
-                                        MeasurementSchema::new(
-                                            &*m.measurement,
-                                            m.data_type,
-                                            Encoding::PLAIN,
-                                            m.compression,
-                                        )
-                                    }
-                                    _ => m.clone(),
-                                })
-                                .collect();
+                            let plain = plain_fallback(&schemas);
                             let chunks: Vec<SeriesChunk<'_>> = group
                                 .iter()
                                 .zip(&plain)
