@@ -338,6 +338,7 @@ pub fn decode_f64(data: &[u8], count: usize, out: &mut Vec<f64>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encoding::test_bits::{bytes, decode_err_at};
 
     #[test]
     fn repeated_value_is_case_00_with_its_index() {
@@ -394,24 +395,6 @@ mod tests {
         let mut back = Vec::new();
         decode_f32(&out, f.len(), &mut back).unwrap();
         assert_eq!(back, f);
-    }
-
-    /// Bytes of an MSB-first bit string (spaces ignored), the last byte padded with zeros.
-    fn bytes(bits: &str) -> Vec<u8> {
-        let mut b: String = bits.chars().filter(|c| !c.is_whitespace()).collect();
-        while !b.len().is_multiple_of(8) {
-            b.push('0');
-        }
-        (0..b.len() / 8)
-            .map(|i| u8::from_str_radix(&b[8 * i..8 * i + 8], 2).unwrap())
-            .collect()
-    }
-
-    fn decode_err_at(r: Result<()>) -> usize {
-        match r {
-            Err(Error::Decode { at, .. }) => at,
-            other => panic!("expected a decode error, got {other:?}"),
-        }
     }
 
     /// Each encoder takes only its own type, and refuses its end marker (the C++

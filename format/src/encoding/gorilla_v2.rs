@@ -458,6 +458,7 @@ pub fn decode_f64(data: &[u8], count: usize, out: &mut Vec<f64>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encoding::test_bits::{bytes, decode_err_at};
 
     #[test]
     fn hand_computed_int32_page() {
@@ -512,25 +513,6 @@ mod tests {
             vals.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
         );
         assert!(e.encode_f64(f64::NAN, &mut out).is_err());
-    }
-
-    /// Bytes of an MSB-first bit string (spaces ignored), the last byte padded with zeros.
-    fn bytes(bits: &str) -> Vec<u8> {
-        let mut b: String = bits.chars().filter(|c| !c.is_whitespace()).collect();
-        while !b.len().is_multiple_of(8) {
-            b.push('0');
-        }
-        (0..b.len() / 8)
-            .map(|i| u8::from_str_radix(&b[8 * i..8 * i + 8], 2).unwrap())
-            .collect()
-    }
-
-    fn decode_err_at<T>(r: Result<T>) -> usize {
-        match r {
-            Err(Error::Decode { at, .. }) => at,
-            Err(e) => panic!("expected a decode error, got {e}"),
-            Ok(_) => panic!("expected a decode error"),
-        }
     }
 
     /// Each encoder takes only its own type and refuses its end marker (C++

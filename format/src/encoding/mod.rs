@@ -987,3 +987,29 @@ mod golden_v4 {
         }
     }
 }
+
+/// Helpers the encodings' unit tests share: hand-written bit strings and decode error offsets.
+#[cfg(test)]
+pub(crate) mod test_bits {
+    use crate::errors::{Error, Result};
+
+    /// Bytes of an MSB-first bit string (spaces ignored), the last byte padded with zeros.
+    pub(crate) fn bytes(bits: &str) -> Vec<u8> {
+        let mut b: String = bits.chars().filter(|c| !c.is_whitespace()).collect();
+        while !b.len().is_multiple_of(8) {
+            b.push('0');
+        }
+        (0..b.len() / 8)
+            .map(|i| u8::from_str_radix(&b[8 * i..8 * i + 8], 2).unwrap())
+            .collect()
+    }
+
+    /// The byte offset a decode error names; panics on any other outcome.
+    pub(crate) fn decode_err_at<T>(r: Result<T>) -> usize {
+        match r {
+            Err(Error::Decode { at, .. }) => at,
+            Err(e) => panic!("expected a decode error, got {e}"),
+            Ok(_) => panic!("expected a decode error"),
+        }
+    }
+}

@@ -553,6 +553,7 @@ pub fn decode_f64(data: &[u8], count: usize, out: &mut Vec<f64>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encoding::test_bits::decode_err_at;
 
     #[test]
     fn hand_computed_block_of_a_ramp() {
@@ -601,13 +602,6 @@ mod tests {
         let mut back = Vec::new();
         decode_f64(&out, f.len(), &mut back).unwrap();
         assert_eq!(back, f);
-    }
-
-    fn decode_err_at(r: Result<()>) -> usize {
-        match r {
-            Err(Error::Decode { at, .. }) => at,
-            other => panic!("expected a decode error, got {other:?}"),
-        }
     }
 
     /// Each encoder takes only its own type (the C++ encoders answer
