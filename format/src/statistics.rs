@@ -85,7 +85,67 @@ macro_rules! num_update {
     }};
 }
 
+/// Adds a run of values to numeric stats (same rules as [`num_update!`], in order).
+macro_rules! num_update_run {
+    ($s:expr, $vs:expr, $first:expr) => {{
+        let s = $s;
+        let mut vs = $vs;
+        if $first {
+            if let Some((&v, rest)) = vs.split_first() {
+                *s = NumStats {
+                    min: v,
+                    max: v,
+                    first: v,
+                    last: v,
+                    sum: v as f64,
+                };
+                vs = rest;
+            }
+        }
+        if let Some(&last) = vs.last() {
+            let (mut min, mut max, mut sum) = (s.min, s.max, s.sum);
+            for &v in vs {
+                if v < min {
+                    min = v;
+                }
+                if v > max {
+                    max = v;
+                }
+                sum += v as f64;
+            }
+            *s = NumStats {
+                min,
+                max,
+                first: s.first,
+                last,
+                sum,
+            };
+        }
+    }};
+}
+
+/// Defines a run update of a numeric type.
+macro_rules! num_run_fn {
+    ($name:ident, $one:ident, $t:ty, $variant:ident) => {
+        /// Adds a run of points (`ts` and `vs` of the same length), as one
+        #[doc = concat!("[`Statistics::", stringify!($one), "`]")]
+        /// call per point would.
+        #[inline]
+        pub fn $name(&mut self, ts: &[i64], vs: &[$t]) {
+            let first = self.update_times(ts);
+            if let ValueStats::$variant(s) = &mut self.values {
+                num_update_run!(s, vs, first);
+            }
+        }
+    };
+}
+
 impl Statistics {
+    num_run_fn!(update_i32s, update_i32, i32, Int32);
+    num_run_fn!(update_i64s, update_i64, i64, Int64);
+    num_run_fn!(update_f32s, update_f32, f32, Float);
+    num_run_fn!(update_f64s, update_f64, f64, Double);
+
     /// Empty statistics for `data_type`.
     pub fn new(data_type: DataType) -> Self {
         let values = match data_type.storage_type() {
@@ -222,6 +282,41 @@ impl Statistics {
             }
             last.clear();
             last.extend_from_slice(v);
+        }
+    }
+
+    /// Adds the times of a run of points; true if there were none before.
+    #[inline]
+    fn update_times(&mut self, ts: &[i64]) -> bool {
+        let first = self.count == 0;
+        let (mut lo, mut hi) = (self.start_time, self.end_time);
+        for &t in ts {
+            lo = lo.min(t);
+            hi = hi.max(t);
+        }
+        self.start_time = lo;
+        self.end_time = hi;
+        self.count = self.count.wrapping_add(ts.len() as i64);
+        first
+    }
+
+    /// Adds a run of BOOLEAN points (`ts` and `vs` of the same length), as one
+    /// [`Statistics::update_bool`] call per point would.
+    pub fn update_bools(&mut self, ts: &[i64], vs: &[bool]) {
+        let first = self.update_times(ts);
+        if let (ValueStats::Boolean { first: f, last }, Some(&l)) = (&mut self.values, vs.last())
+        {
+            if first {
+                *f = vs[0];
+            }
+            *last = l;
+        }
+    }
+
+    /// Adds a run of TEXT points, as one [`Statistics::update_text`] call per point would.
+    pub fn update_texts(&mut self, ts: &[i64], vs: &[Vec<u8>]) {
+        for (t, v) in ts.iter().zip(vs) {
+            self.update_text(*t, v);
         }
     }
 

@@ -134,10 +134,9 @@ impl BitWriter {
         self.acc = (self.acc << w) | v as u128;
         self.nbits += w;
         if self.nbits >= 64 {
-            let rest = self.nbits - 64;
-            out.extend_from_slice(&((self.acc >> rest) as u64).to_be_bytes());
-            self.nbits = rest;
-            self.acc &= (1u128 << rest) - 1;
+            // The 64 oldest pending bits; bits above `nbits` are stale and never read.
+            self.nbits -= 64;
+            out.extend_from_slice(&((self.acc >> self.nbits) as u64).to_be_bytes());
         }
     }
 
@@ -150,6 +149,44 @@ impl BitWriter {
             out.extend_from_slice(&v.to_be_bytes()[8 - nbytes as usize..]);
         }
     }
+}
+
+/// Appends `field(x)` for each `x` of `src` as `w`-bit fields (`w <= 64`, every field
+/// fitting in `w` bits), MSB-first, the last byte zero-padded: the same bytes as
+/// [`BitWriter::push`] for each field, then [`BitWriter::finish`].
+pub(crate) fn pack<T: Copy>(src: &[T], w: u32, field: impl Fn(T) -> u64, out: &mut Vec<u8>) {
+    if w == 0 {
+        return;
+    }
+    let mut rest = src;
+    if w <= 16 {
+        // Eight fields are exactly `w` bytes: pack them in one register.
+        out.reserve(packed_len(src.len(), w) + 16);
+        let mut groups = src.chunks_exact(8);
+        for g in &mut groups {
+            let len = out.len();
+            if w <= 8 {
+                let mut acc = 0u64;
+                for &x in g {
+                    acc = (acc << w) | field(x);
+                }
+                out.extend_from_slice(&(acc << (64 - 8 * w)).to_be_bytes());
+            } else {
+                let mut acc = 0u128;
+                for &x in g {
+                    acc = (acc << w) | field(x) as u128;
+                }
+                out.extend_from_slice(&(acc << (128 - 8 * w)).to_be_bytes());
+            }
+            out.truncate(len + w as usize);
+        }
+        rest = groups.remainder();
+    }
+    let mut bw = BitWriter::new();
+    for &x in rest {
+        bw.push(field(x), w, out);
+    }
+    bw.finish(out);
 }
 
 /// Number of bytes `n` fields of `w` bits occupy.

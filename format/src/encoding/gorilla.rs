@@ -29,8 +29,9 @@
 //! end marker is only recognised after a `10`/`11` code (a NaN first value, or a `0`
 //! code repeating a NaN, does not end the stream), as in Java.
 
-use super::Encoder;
+use super::{BatchResult, Encoder};
 use crate::errors::{Error, Result};
+#[cfg(test)]
 use crate::util::io::{java_double_bits, java_float_bits};
 
 /// Parameters of the single (`W = 32`) and double (`W = 64`) precision variants.
@@ -43,6 +44,8 @@ trait Variant {
     /// Java's canonical NaN bits.
     const NAN: u64;
     const NAME: &'static str;
+    /// The data type's name.
+    const TYPE: &'static str;
     fn is_nan(bits: u64) -> bool;
     fn lz(bits: u64) -> u32;
     fn tz(bits: u64) -> u32;
@@ -57,6 +60,7 @@ impl Variant for Single {
     const LEN_BITS: u32 = 6;
     const NAN: u64 = 0x7fc0_0000;
     const NAME: &'static str = "GORILLA FLOAT column";
+    const TYPE: &'static str = "FLOAT";
     #[inline]
     fn is_nan(bits: u64) -> bool {
         f32::from_bits(bits as u32).is_nan()
@@ -77,6 +81,7 @@ impl Variant for Double {
     const LEN_BITS: u32 = 7;
     const NAN: u64 = 0x7ff8_0000_0000_0000;
     const NAME: &'static str = "GORILLA DOUBLE column";
+    const TYPE: &'static str = "DOUBLE";
     #[inline]
     fn is_nan(bits: u64) -> bool {
         f64::from_bits(bits).is_nan()
@@ -95,13 +100,99 @@ impl Variant for Double {
 #[derive(Debug, Clone)]
 pub struct GorillaEncoder {
     double: bool,
+    st: State,
+}
+
+/// The encoder's state, copied into locals for a run of values.
+#[derive(Debug, Clone, Copy, Default)]
+struct State {
     started: bool,
     prev: u64,
     lead: u32,
     trail: u32,
-    /// Pending bits (fewer than 8 between calls), right-aligned.
+    /// Pending bits, right-aligned (bits above `nbits` are stale and ignored). Fewer
+    /// than 64 inside a run, fewer than 8 between runs.
     acc: u128,
     nbits: u32,
+}
+
+impl State {
+    /// Appends the low `n <= 64` bits of `code` (the bits above must be zero), writing
+    /// 8 bytes whenever 64 bits are complete.
+    #[inline(always)]
+    fn put(&mut self, code: u64, n: u32, out: &mut Vec<u8>) {
+        self.acc = (self.acc << n) | code as u128;
+        self.nbits += n;
+        if self.nbits >= 64 {
+            self.nbits -= 64;
+            out.extend_from_slice(&((self.acc >> self.nbits) as u64).to_be_bytes());
+        }
+    }
+
+    /// Writes every completed byte, keeping fewer than 8 pending bits (Java's
+    /// `writeBit` writes each byte as soon as it is full).
+    #[inline]
+    fn settle(&mut self, out: &mut Vec<u8>) {
+        let full = (self.nbits / 8) as usize;
+        if full > 0 {
+            let len = out.len();
+            // Fixed-size copy, then cut back to the completed bytes.
+            out.extend_from_slice(&((self.acc << (64 - self.nbits)) as u64).to_be_bytes());
+            out.truncate(len + full);
+            self.nbits %= 8;
+        }
+    }
+
+    /// Encodes one value's bits (no NaN check).
+    #[inline(always)]
+    fn value<V: Variant>(&mut self, bits: u64, out: &mut Vec<u8>) {
+        if !self.started {
+            self.started = true;
+            self.set_prev::<V>(bits);
+            out.extend_from_slice(&bits.to_le_bytes()[..(V::W / 8) as usize]);
+            return;
+        }
+        let x = bits ^ self.prev;
+        if x == 0 {
+            self.put(0, 1, out);
+        } else {
+            let l = V::lz(x);
+            let t = V::tz(x);
+            if l >= self.lead && t >= self.trail {
+                // `10`, then bits W-1-lead ..= trail of x (at least one bit: x != 0).
+                let m = V::W - self.lead - self.trail;
+                let body = x >> self.trail;
+                if m <= 62 {
+                    self.put((0b10 << m) | body, 2 + m, out);
+                } else {
+                    self.put(0b10, 2, out);
+                    self.put(body, m, out);
+                }
+            } else {
+                // `11`, nlz(x), the length, then the meaningful bits of x.
+                let m = V::W - l - t;
+                let head_bits = 2 + V::LEAD_BITS + V::LEN_BITS;
+                let head = (0b11 << (V::LEAD_BITS + V::LEN_BITS))
+                    | ((l as u64) << V::LEN_BITS)
+                    | m as u64;
+                let body = x >> t;
+                if head_bits + m <= 64 {
+                    self.put((head << m) | body, head_bits + m, out);
+                } else {
+                    self.put(head, head_bits, out);
+                    self.put(body, m, out);
+                }
+            }
+        }
+        self.set_prev::<V>(bits);
+    }
+
+    #[inline(always)]
+    fn set_prev<V: Variant>(&mut self, bits: u64) {
+        self.prev = bits;
+        self.lead = V::lz(bits);
+        self.trail = V::tz(bits);
+    }
 }
 
 impl GorillaEncoder {
@@ -118,88 +209,60 @@ impl GorillaEncoder {
     fn new(double: bool) -> Self {
         GorillaEncoder {
             double,
-            started: false,
-            prev: 0,
-            lead: 0,
-            trail: 0,
-            acc: 0,
-            nbits: 0,
+            st: State::default(),
         }
     }
 
-    /// Appends an `n`-bit code and writes every completed byte, keeping fewer than 8
-    /// pending bits (as Java's `writeBit` writes each byte as soon as it is full).
+    /// Encodes `vals` (their raw bits by `bits`), refusing the first NaN: the values
+    /// before it stay encoded, the state is that after them.
     #[inline]
-    fn emit(&mut self, code: u128, n: u32, out: &mut Vec<u8>) {
-        let total = self.nbits + n;
-        let len = out.len();
-        if total < 64 {
-            // Common case: everything fits a u64 (n < 64 here).
-            let acc = ((self.acc as u64) << n) | code as u64;
-            let full = (total / 8) as usize;
-            // Fixed-size copy, then cut back to the completed bytes.
-            out.extend_from_slice(&(acc << (64 - total)).to_be_bytes());
-            out.truncate(len + full);
-            self.nbits = total % 8;
-            self.acc = (acc & ((1u64 << self.nbits) - 1)) as u128;
-        } else {
-            let acc = (self.acc << n) | code;
-            let full = (total / 8) as usize;
-            out.extend_from_slice(&(acc << (128 - total)).to_be_bytes());
-            out.truncate(len + full);
-            self.nbits = total % 8;
-            self.acc = acc & ((1u128 << self.nbits) - 1);
-        }
-    }
-
-    #[inline]
-    fn encode_bits<V: Variant>(&mut self, bits: u64, out: &mut Vec<u8>) {
-        if !self.started {
-            self.started = true;
-            self.set_prev::<V>(bits);
-            out.extend_from_slice(&bits.to_le_bytes()[..(V::W / 8) as usize]);
-            return;
-        }
-        let x = bits ^ self.prev;
-        // The whole code as one bit string (at most 2 + 6 + 7 + 64 = 79 bits).
-        let (code, n): (u128, u32) = if x == 0 {
-            (0, 1)
-        } else {
-            let l = V::lz(x);
-            let t = V::tz(x);
-            if l >= self.lead && t >= self.trail {
-                let m = V::W - self.lead - self.trail;
-                ((0b10u128 << m) | (x >> self.trail) as u128, 2 + m)
-            } else {
-                let m = V::W - l - t;
-                let head = (0b11u128 << (V::LEAD_BITS + V::LEN_BITS))
-                    | ((l as u128) << V::LEN_BITS)
-                    | m as u128;
-                (
-                    (head << m) | (x >> t) as u128,
-                    2 + V::LEAD_BITS + V::LEN_BITS + m,
-                )
+    fn run<V: Variant, T: Copy>(
+        &mut self,
+        vals: &[T],
+        bits: impl Fn(T) -> u64,
+        out: &mut Vec<u8>,
+    ) -> BatchResult {
+        // At most 2 + LEAD + LEN + W bits (< W/8 + 2 bytes) per value.
+        out.reserve(vals.len() * (V::W / 8 + 2) as usize + 8);
+        let mut st = self.st;
+        let mut res = Ok(());
+        for (k, v) in vals.iter().enumerate() {
+            let b = bits(*v);
+            if V::is_nan(b) {
+                res = Err((k, nan_refused(V::TYPE)));
+                break;
             }
-        };
-        self.emit(code, n, out);
-        self.set_prev::<V>(bits);
-    }
-
-    #[inline]
-    fn set_prev<V: Variant>(&mut self, bits: u64) {
-        self.prev = bits;
-        self.lead = V::lz(bits);
-        self.trail = V::tz(bits);
-    }
-
-    fn finish<V: Variant>(&mut self, out: &mut Vec<u8>) {
-        self.encode_bits::<V>(V::NAN, out);
-        if self.nbits > 0 {
-            out.push((self.acc << (8 - self.nbits)) as u8);
+            st.value::<V>(b, out);
         }
-        self.started = false;
-        self.acc = 0;
-        self.nbits = 0;
+        st.settle(out);
+        self.st = st;
+        res
+    }
+
+    /// Encodes raw bits as Java does, NaN included (test helper).
+    #[cfg(test)]
+    fn encode_bits<V: Variant>(&mut self, bits: u64, out: &mut Vec<u8>) {
+        self.st.value::<V>(bits, out);
+        self.st.settle(out);
+    }
+
+    /// Ends the page: the end marker, then the last byte zero-padded.
+    fn finish<V: Variant>(&mut self, out: &mut Vec<u8>) {
+        let st = &mut self.st;
+        st.value::<V>(V::NAN, out);
+        st.settle(out);
+        if st.nbits > 0 {
+            out.push((st.acc << (8 - st.nbits)) as u8);
+        }
+        self.st = State::default();
+    }
+
+    fn wrong_width(&self) -> Error {
+        Error::unsupported(if self.double {
+            "this GORILLA encoder takes DOUBLE values, not FLOAT"
+        } else {
+            "this GORILLA encoder takes FLOAT values, not DOUBLE"
+        })
     }
 }
 
@@ -212,29 +275,31 @@ fn nan_refused(t: &str) -> Error {
 
 impl Encoder for GorillaEncoder {
     fn encode_f32(&mut self, v: f32, out: &mut Vec<u8>) -> Result<()> {
-        if self.double {
-            return Err(Error::unsupported(
-                "this GORILLA encoder takes DOUBLE values, not FLOAT",
-            ));
-        }
-        if v.is_nan() {
-            return Err(nan_refused("FLOAT"));
-        }
-        self.encode_bits::<Single>(java_float_bits(v) as u64, out);
-        Ok(())
+        self.encode_f32s(&[v], out).map_err(|(_, e)| e)
     }
 
     fn encode_f64(&mut self, v: f64, out: &mut Vec<u8>) -> Result<()> {
+        self.encode_f64s(&[v], out).map_err(|(_, e)| e)
+    }
+
+    fn encode_f32s(&mut self, v: &[f32], out: &mut Vec<u8>) -> BatchResult {
+        if self.double {
+            return match v.is_empty() {
+                true => Ok(()),
+                false => Err((0, self.wrong_width())),
+            };
+        }
+        self.run::<Single, f32>(v, |x| x.to_bits() as u64, out)
+    }
+
+    fn encode_f64s(&mut self, v: &[f64], out: &mut Vec<u8>) -> BatchResult {
         if !self.double {
-            return Err(Error::unsupported(
-                "this GORILLA encoder takes FLOAT values, not DOUBLE",
-            ));
+            return match v.is_empty() {
+                true => Ok(()),
+                false => Err((0, self.wrong_width())),
+            };
         }
-        if v.is_nan() {
-            return Err(nan_refused("DOUBLE"));
-        }
-        self.encode_bits::<Double>(java_double_bits(v), out);
-        Ok(())
+        self.run::<Double, f64>(v, f64::to_bits, out)
     }
 
     fn flush(&mut self, out: &mut Vec<u8>) -> Result<()> {

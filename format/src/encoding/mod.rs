@@ -66,11 +66,46 @@ pub trait Encoder: Send {
     fn encode_binary(&mut self, _v: &[u8], _out: &mut Vec<u8>) -> Result<()> {
         Err(Error::unsupported("this encoder does not take TEXT values"))
     }
+    /// Encodes BOOLEAN values in order, as one [`Encoder::encode_bool`] call each.
+    /// On a refusal the values before the refused one stay encoded; their number
+    /// comes with the error. (The same holds for the other `encode_*s` methods.)
+    fn encode_bools(&mut self, v: &[bool], out: &mut Vec<u8>) -> BatchResult {
+        each(v, |x| self.encode_bool(x, out))
+    }
+    /// Encodes INT32 values in order (see [`Encoder::encode_bools`]).
+    fn encode_i32s(&mut self, v: &[i32], out: &mut Vec<u8>) -> BatchResult {
+        each(v, |x| self.encode_i32(x, out))
+    }
+    /// Encodes INT64 values in order (see [`Encoder::encode_bools`]).
+    fn encode_i64s(&mut self, v: &[i64], out: &mut Vec<u8>) -> BatchResult {
+        each(v, |x| self.encode_i64(x, out))
+    }
+    /// Encodes FLOAT values in order (see [`Encoder::encode_bools`]).
+    fn encode_f32s(&mut self, v: &[f32], out: &mut Vec<u8>) -> BatchResult {
+        each(v, |x| self.encode_f32(x, out))
+    }
+    /// Encodes DOUBLE values in order (see [`Encoder::encode_bools`]).
+    fn encode_f64s(&mut self, v: &[f64], out: &mut Vec<u8>) -> BatchResult {
+        each(v, |x| self.encode_f64(x, out))
+    }
     /// Ends the page: writes everything still buffered and resets the logical state.
     fn flush(&mut self, out: &mut Vec<u8>) -> Result<()>;
     /// Java's `getMaxByteSize()`: the bytes still held inside the encoder, as Java
     /// estimates them (spec §6.8).
     fn max_byte_size(&self) -> usize;
+}
+
+/// What the `encode_*s` methods of [`Encoder`] return: on a refusal, the number of
+/// values encoded before the refused one, and the refusal.
+pub type BatchResult = std::result::Result<(), (usize, Error)>;
+
+/// Calls `f` on each value in order, stopping at the first refusal.
+#[inline]
+fn each<T: Copy>(v: &[T], mut f: impl FnMut(T) -> Result<()>) -> BatchResult {
+    for (k, x) in v.iter().enumerate() {
+        f(*x).map_err(|e| (k, e))?;
+    }
+    Ok(())
 }
 
 /// The encoder the 0.10 writer uses for `encoding` of `data_type`.

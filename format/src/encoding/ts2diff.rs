@@ -10,7 +10,7 @@
 //! ≥ 128. [`DeltaEncoder`] keeps those bytes (indices 128.. of the last block that reached
 //! them) and merges them into the pad bits exactly as Java does.
 
-use super::bitpack::{packed_len, unpack, BitWriter, JavaInt};
+use super::bitpack::{pack, packed_len, unpack, JavaInt};
 use super::Encoder;
 use crate::errors::{Error, Result};
 use crate::util::io::put_i32;
@@ -91,23 +91,17 @@ impl<T: JavaInt> DeltaEncoder<T> {
         let n = self.write_index as usize;
         let min = self.min_delta;
         let deltas = &self.deltas[..n];
-        let w = deltas
+        // The widest field is as wide as the OR of all fields.
+        let w = 64 - deltas
             .iter()
-            .map(|d| d.wsub(min).width())
-            .max()
-            .unwrap_or(0);
+            .fold(0u64, |acc, d| acc | d.wsub(min).bits())
+            .leading_zeros();
         put_i32(out, n as i32);
         put_i32(out, w as i32);
         min.put_be(out);
         self.first.put_be(out);
         let start = out.len();
-        if w > 0 {
-            let mut bw = BitWriter::new();
-            for d in deltas {
-                bw.push(d.wsub(min).bits(), w, out);
-            }
-            bw.finish(out);
-        }
+        pack(deltas, w, |d| d.wsub(min).bits(), out);
         let nbits = n * w as usize;
         let nbytes = nbits.div_ceil(8);
         if nbytes > ZEROED {

@@ -39,6 +39,7 @@ use crate::util::io;
 use chunk::{ChunkWriter, Scratch};
 use index::Sink;
 use order::{java_string_hash, JavaHashOrder};
+use crate::util::hash::NameHashState;
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -190,30 +191,33 @@ impl DeviceState {
     /// pass, nothing kept otherwise). Only for layouts without directly written slots.
     #[inline]
     fn try_stage_row(&mut self, values: &[(&str, Value)], time: i64) -> bool {
-        if values.len() != self.layout_slots.len() {
+        if values.len() != self.layout_slots.len() || values.len() != self.layout_ends.len() {
             return false;
         }
         let base = self.stage_vals.len();
-        self.stage_vals.reserve(values.len());
         let names = self.layout_names.as_bytes();
         let mut start = 0usize;
         let mut ok = true;
-        for (((m, v), slot), &end) in values.iter().zip(&self.layout_slots).zip(&self.layout_ends) {
-            let end = end as usize;
-            let m = m.as_bytes();
-            ok &= end - start == m.len() && short_eq(&names[start..end], m);
-            start = end;
-            let (data_type, bits, nan) = match v {
-                Value::Boolean(b) => (DataType::BOOLEAN, *b as u64, false),
-                Value::Int32(x) => (DataType::INT32, *x as u32 as u64, false),
-                Value::Int64(x) => (DataType::INT64, *x as u64, false),
-                Value::Float(x) => (DataType::FLOAT, x.to_bits() as u64, x.is_nan()),
-                Value::Double(x) => (DataType::DOUBLE, x.to_bits(), x.is_nan()),
-                Value::Text(_) => (DataType::TEXT, 0, false),
-            };
-            ok &= data_type == slot.data_type && !(nan && slot.checked);
-            self.stage_vals.push(bits);
-        }
+        let row = values
+            .iter()
+            .zip(&self.layout_slots)
+            .zip(&self.layout_ends)
+            .map(|(((m, v), slot), &end)| {
+                let end = end as usize;
+                ok &= names.get(start..end).is_some_and(|n| short_eq(n, m.as_bytes()));
+                start = end;
+                let (data_type, bits, nan) = match v {
+                    Value::Boolean(b) => (DataType::BOOLEAN, *b as u64, false),
+                    Value::Int32(x) => (DataType::INT32, *x as u32 as u64, false),
+                    Value::Int64(x) => (DataType::INT64, *x as u64, false),
+                    Value::Float(x) => (DataType::FLOAT, x.to_bits() as u64, x.is_nan()),
+                    Value::Double(x) => (DataType::DOUBLE, x.to_bits(), x.is_nan()),
+                    Value::Text(_) => (DataType::TEXT, 0, false),
+                };
+                ok &= data_type == slot.data_type && !(nan && slot.checked);
+                bits
+            });
+        self.stage_vals.extend(row);
         if ok {
             self.stage_times.push(time);
         } else {
@@ -405,13 +409,25 @@ impl DeviceState {
     }
 }
 
-/// Byte equality for short names without a `memcmp` call.
+/// Byte equality for short names without a `memcmp` call: names of up to 16 bytes
+/// are compared as two (possibly overlapping) words.
 #[inline]
 fn short_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() <= 16 {
-        a.iter().zip(b).all(|(x, y)| x == y)
-    } else {
-        a == b
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    fn word<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
+        let mut w = [0u8; N];
+        w.copy_from_slice(&s[at..at + N]);
+        w
+    }
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => word::<4>(a, 0) == word::<4>(b, 0) && word::<4>(a, n - 4) == word::<4>(b, n - 4),
+        8..=16 => word::<8>(a, 0) == word::<8>(b, 0) && word::<8>(a, n - 8) == word::<8>(b, n - 8),
+        _ => a == b,
     }
 }
 
@@ -525,7 +541,7 @@ pub struct TsFileWriter<W: Write> {
     /// Set after an I/O error: the output is incomplete.
     failed: bool,
     devices: Vec<DeviceState>,
-    device_index: HashMap<String, u32>,
+    device_index: HashMap<String, u32, NameHashState>,
     /// Java `HashMap` of the group writers (devices) of the current flush; its capacity
     /// survives flushes, as `clear()` keeps it.
     flush_devices: JavaHashOrder,
@@ -554,7 +570,7 @@ impl<W: Write> TsFileWriter<W> {
             pos: HEADER_LEN,
             failed: false,
             devices: Vec::new(),
-            device_index: HashMap::new(),
+            device_index: HashMap::default(),
             flush_devices: JavaHashOrder::new(),
             record_count: 0,
             next_memory_check: FIRST_MEMORY_CHECK,

@@ -9,7 +9,7 @@
 use crate::basic::{Column, Compression, DataType, Encoding, Value};
 use crate::compression;
 use crate::encoding::ts2diff::LongDeltaEncoder;
-use crate::encoding::{self, Encoder};
+use crate::encoding::{self, BatchResult, Encoder};
 use crate::errors::{Error, Result};
 use crate::file::properties::MeasurementSchema;
 use crate::statistics::Statistics;
@@ -48,6 +48,8 @@ pub(crate) struct Scratch {
     body: Vec<u8>,
     /// The Snappy compressor, reused across pages.
     snappy: snap::raw::Encoder,
+    /// One staged column, gathered into its value type.
+    col: Gathered,
 }
 
 impl Default for Scratch {
@@ -55,7 +57,57 @@ impl Default for Scratch {
         Scratch {
             body: Vec::new(),
             snappy: snap::raw::Encoder::new(),
+            col: Gathered::default(),
         }
+    }
+}
+
+/// A staged column's values, by type (see [`ChunkWriter::write_staged`]).
+#[derive(Default)]
+struct Gathered {
+    bools: Vec<bool>,
+    i32s: Vec<i32>,
+    i64s: Vec<i64>,
+    f32s: Vec<f32>,
+    f64s: Vec<f64>,
+}
+
+/// A value type written in runs: its encoder and statistics calls.
+trait RunValue: Sized {
+    fn encode(enc: &mut dyn Encoder, v: &[Self], out: &mut Vec<u8>) -> BatchResult;
+    fn update(stats: &mut Statistics, ts: &[i64], v: &[Self]);
+}
+
+macro_rules! run_value {
+    ($t:ty, $enc:ident, $upd:ident) => {
+        impl RunValue for $t {
+            #[inline]
+            fn encode(enc: &mut dyn Encoder, v: &[Self], out: &mut Vec<u8>) -> BatchResult {
+                enc.$enc(v, out)
+            }
+            #[inline]
+            fn update(stats: &mut Statistics, ts: &[i64], v: &[Self]) {
+                stats.$upd(ts, v)
+            }
+        }
+    };
+}
+
+run_value!(bool, encode_bools, update_bools);
+run_value!(i32, encode_i32s, update_i32s);
+run_value!(i64, encode_i64s, update_i64s);
+run_value!(f32, encode_f32s, update_f32s);
+run_value!(f64, encode_f64s, update_f64s);
+
+impl RunValue for Vec<u8> {
+    fn encode(enc: &mut dyn Encoder, v: &[Self], out: &mut Vec<u8>) -> BatchResult {
+        for (k, x) in v.iter().enumerate() {
+            enc.encode_binary(x, out).map_err(|e| (k, e))?;
+        }
+        Ok(())
+    }
+    fn update(stats: &mut Statistics, ts: &[i64], v: &[Self]) {
+        stats.update_texts(ts, v)
     }
 }
 
@@ -229,29 +281,74 @@ impl ChunkWriter {
         col: usize,
         scratch: &mut Scratch,
     ) -> Result<()> {
-        let bits = vals.iter().skip(col).step_by(width.max(1));
-        macro_rules! each {
-            ($enc:ident, $upd:ident, |$b:ident| $conv:expr) => {{
-                for (&t, &$b) in times.iter().zip(bits) {
-                    let v = $conv;
-                    self.value_enc.$enc(v, &mut self.value_out)?;
-                    self.time_enc.encode(t, &mut self.time_out);
-                    self.page_stats.$upd(t, v);
-                    self.check_page(scratch)?;
-                }
+        let bits = vals.chunks_exact(width.max(1)).map(|row| &row[col]);
+        let mut g = std::mem::take(&mut scratch.col);
+        macro_rules! gather {
+            ($buf:ident, |$b:ident| $conv:expr) => {{
+                g.$buf.clear();
+                g.$buf.extend(bits.map(|&$b| $conv));
+                self.write_run(times, &g.$buf, scratch)
             }};
         }
-        match self.data_type.storage_type() {
-            DataType::BOOLEAN => each!(encode_bool, update_bool, |b| b != 0),
-            DataType::INT32 => each!(encode_i32, update_i32, |b| b as u32 as i32),
-            DataType::INT64 => each!(encode_i64, update_i64, |b| b as i64),
-            DataType::FLOAT => each!(encode_f32, update_f32, |b| f32::from_bits(b as u32)),
-            DataType::DOUBLE => each!(encode_f64, update_f64, |b| f64::from_bits(b)),
-            _ => {
-                return Err(Error::invalid("TEXT points cannot be staged"));
-            }
+        let r = match self.data_type.storage_type() {
+            DataType::BOOLEAN => gather!(bools, |b| b != 0),
+            DataType::INT32 => gather!(i32s, |b| b as u32 as i32),
+            DataType::INT64 => gather!(i64s, |b| b as i64),
+            DataType::FLOAT => gather!(f32s, |b| f32::from_bits(b as u32)),
+            DataType::DOUBLE => gather!(f64s, |b| f64::from_bits(b)),
+            _ => Err(Error::invalid("TEXT points cannot be staged")),
+        };
+        scratch.col = g;
+        r
+    }
+
+    /// Writes points with a page check after each, as one `write_value` call per point
+    /// would: the points go through the encoders in runs that end where a page check
+    /// can act (the point limit or the next size check).
+    fn write_run<T: RunValue>(
+        &mut self,
+        times: &[i64],
+        vals: &[T],
+        scratch: &mut Scratch,
+    ) -> Result<()> {
+        let n = times.len().min(vals.len());
+        let mut i = 0;
+        while i < n {
+            let count = self.page_stats.count;
+            let to_limit = if count < self.max_points {
+                self.max_points - count
+            } else {
+                i64::MAX
+            };
+            let to_check = self.next_check.saturating_sub(count).max(1);
+            let room = usize::try_from(to_limit.min(to_check)).unwrap_or(usize::MAX);
+            let k = (n - i).min(room);
+            self.append(&times[i..i + k], &vals[i..i + k])
+                .map_err(|(_, e)| e)?;
+            i += k;
+            self.check_page(scratch)?;
         }
         Ok(())
+    }
+
+    /// Encodes points and adds them to the page statistics, without page checks. On
+    /// a refusal the points before the refused one stay written.
+    #[inline]
+    fn append<T: RunValue>(
+        &mut self,
+        times: &[i64],
+        vals: &[T],
+    ) -> std::result::Result<(), (usize, Error)> {
+        let r = T::encode(&mut *self.value_enc, vals, &mut self.value_out);
+        let done = match &r {
+            Ok(()) => times.len(),
+            Err((k, _)) => *k,
+        };
+        for &t in &times[..done] {
+            self.time_enc.encode(t, &mut self.time_out);
+        }
+        T::update(&mut self.page_stats, &times[..done], &vals[..done]);
+        r
     }
 
     /// Writes a batch (one tablet column): all points, then one page check, as Java's
@@ -265,25 +362,16 @@ impl ChunkWriter {
         values: &Column,
         scratch: &mut Scratch,
     ) -> std::result::Result<(), (usize, Error)> {
-        macro_rules! batch {
-            ($vals:expr, $enc:ident, $upd:ident, |$x:ident| $arg:expr) => {{
-                for (k, (t, $x)) in times.iter().zip($vals.iter()).enumerate() {
-                    if let Err(e) = self.value_enc.$enc($arg, &mut self.value_out) {
-                        return Err((k, e));
-                    }
-                    self.time_enc.encode(*t, &mut self.time_out);
-                    self.page_stats.$upd(*t, $arg);
-                }
-            }};
-        }
+        let n = times.len().min(values.len());
+        let times = &times[..n];
         match values {
-            Column::Boolean(v) => batch!(v, encode_bool, update_bool, |x| *x),
-            Column::Int32(v) => batch!(v, encode_i32, update_i32, |x| *x),
-            Column::Int64(v) => batch!(v, encode_i64, update_i64, |x| *x),
-            Column::Float(v) => batch!(v, encode_f32, update_f32, |x| *x),
-            Column::Double(v) => batch!(v, encode_f64, update_f64, |x| *x),
-            Column::Text(v) => batch!(v, encode_binary, update_text, |x| x.as_slice()),
-        }
+            Column::Boolean(v) => self.append(times, &v[..n]),
+            Column::Int32(v) => self.append(times, &v[..n]),
+            Column::Int64(v) => self.append(times, &v[..n]),
+            Column::Float(v) => self.append(times, &v[..n]),
+            Column::Double(v) => self.append(times, &v[..n]),
+            Column::Text(v) => self.append(times, &v[..n]),
+        }?;
         self.check_page(scratch).map_err(|e| (times.len(), e))
     }
 
