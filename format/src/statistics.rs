@@ -304,8 +304,7 @@ impl Statistics {
     /// [`Statistics::update_bool`] call per point would.
     pub fn update_bools(&mut self, ts: &[i64], vs: &[bool]) {
         let first = self.update_times(ts);
-        if let (ValueStats::Boolean { first: f, last }, Some(&l)) = (&mut self.values, vs.last())
-        {
+        if let (ValueStats::Boolean { first: f, last }, Some(&l)) = (&mut self.values, vs.last()) {
             if first {
                 *f = vs[0];
             }

@@ -101,7 +101,15 @@ impl Variant for Double {
 pub struct GorillaEncoder {
     double: bool,
     st: State,
+    /// Bytes of up to [`BLOCK`] values, gathered before they go to the stream.
+    block: Vec<u8>,
 }
+
+/// Values a run encodes into [`GorillaEncoder::block`] before appending it to the stream.
+const BLOCK: usize = 64;
+/// Room for [`BLOCK`] values: a value adds at most 79 bits (the first one 8 bytes), so
+/// fewer than 80 words complete in a block; 8 bytes more for the first value's copy.
+const BLOCK_BYTES: usize = BLOCK * 10 + 16;
 
 /// The encoder's state, copied into locals for a run of values.
 #[derive(Debug, Clone, Copy, Default)]
@@ -110,22 +118,42 @@ struct State {
     prev: u64,
     lead: u32,
     trail: u32,
-    /// Pending bits, right-aligned (bits above `nbits` are stale and ignored). Fewer
-    /// than 64 inside a run, fewer than 8 between runs.
-    acc: u128,
+    /// Pending bits, left-aligned (the bits below them are zero): fewer than 64 inside
+    /// a run, fewer than 8 between runs.
+    buf: u64,
     nbits: u32,
+}
+
+/// Where a run writes: a block of bytes and the write position.
+struct Sink<'a> {
+    b: &'a mut [u8],
+    pos: usize,
+}
+
+impl Sink<'_> {
+    /// Writes 8 bytes and advances by `n <= 8` of them.
+    #[inline(always)]
+    fn put8(&mut self, bytes: [u8; 8], n: usize) {
+        self.b[self.pos..self.pos + 8].copy_from_slice(&bytes);
+        self.pos += n;
+    }
 }
 
 impl State {
     /// Appends the low `n <= 64` bits of `code` (the bits above must be zero), writing
-    /// 8 bytes whenever 64 bits are complete.
+    /// a word whenever 64 bits are complete.
     #[inline(always)]
-    fn put(&mut self, code: u64, n: u32, out: &mut Vec<u8>) {
-        self.acc = (self.acc << n) | code as u128;
-        self.nbits += n;
-        if self.nbits >= 64 {
-            self.nbits -= 64;
-            out.extend_from_slice(&((self.acc >> self.nbits) as u64).to_be_bytes());
+    fn put(&mut self, code: u64, n: u32, sink: &mut Sink) {
+        let free = 64 - self.nbits;
+        if n < free {
+            self.buf |= code << (free - n);
+            self.nbits += n;
+        } else {
+            let over = n - free;
+            sink.put8((self.buf | (code >> over)).to_be_bytes(), 8);
+            // The low `over` bits of the code, left-aligned (none when `over` is 0).
+            self.buf = ((code as u128) << (64 - over)) as u64;
+            self.nbits = over;
         }
     }
 
@@ -133,28 +161,29 @@ impl State {
     /// `writeBit` writes each byte as soon as it is full).
     #[inline]
     fn settle(&mut self, out: &mut Vec<u8>) {
-        let full = (self.nbits / 8) as usize;
+        let full = self.nbits / 8;
         if full > 0 {
             let len = out.len();
             // Fixed-size copy, then cut back to the completed bytes.
-            out.extend_from_slice(&((self.acc << (64 - self.nbits)) as u64).to_be_bytes());
-            out.truncate(len + full);
-            self.nbits %= 8;
+            out.extend_from_slice(&self.buf.to_be_bytes());
+            out.truncate(len + full as usize);
+            self.buf <<= 8 * full;
+            self.nbits -= 8 * full;
         }
     }
 
     /// Encodes one value's bits (no NaN check).
     #[inline(always)]
-    fn value<V: Variant>(&mut self, bits: u64, out: &mut Vec<u8>) {
+    fn value<V: Variant>(&mut self, bits: u64, sink: &mut Sink) {
         if !self.started {
             self.started = true;
             self.set_prev::<V>(bits);
-            out.extend_from_slice(&bits.to_le_bytes()[..(V::W / 8) as usize]);
+            sink.put8(bits.to_le_bytes(), (V::W / 8) as usize);
             return;
         }
         let x = bits ^ self.prev;
         if x == 0 {
-            self.put(0, 1, out);
+            self.put(0, 1, sink);
         } else {
             let l = V::lz(x);
             let t = V::tz(x);
@@ -163,24 +192,23 @@ impl State {
                 let m = V::W - self.lead - self.trail;
                 let body = x >> self.trail;
                 if m <= 62 {
-                    self.put((0b10 << m) | body, 2 + m, out);
+                    self.put((0b10 << m) | body, 2 + m, sink);
                 } else {
-                    self.put(0b10, 2, out);
-                    self.put(body, m, out);
+                    self.put(0b10, 2, sink);
+                    self.put(body, m, sink);
                 }
             } else {
                 // `11`, nlz(x), the length, then the meaningful bits of x.
                 let m = V::W - l - t;
                 let head_bits = 2 + V::LEAD_BITS + V::LEN_BITS;
-                let head = (0b11 << (V::LEAD_BITS + V::LEN_BITS))
-                    | ((l as u64) << V::LEN_BITS)
-                    | m as u64;
+                let head =
+                    (0b11 << (V::LEAD_BITS + V::LEN_BITS)) | ((l as u64) << V::LEN_BITS) | m as u64;
                 let body = x >> t;
                 if head_bits + m <= 64 {
-                    self.put((head << m) | body, head_bits + m, out);
+                    self.put((head << m) | body, head_bits + m, sink);
                 } else {
-                    self.put(head, head_bits, out);
-                    self.put(body, m, out);
+                    self.put(head, head_bits, sink);
+                    self.put(body, m, sink);
                 }
             }
         }
@@ -210,6 +238,7 @@ impl GorillaEncoder {
         GorillaEncoder {
             double,
             st: State::default(),
+            block: vec![0; BLOCK_BYTES],
         }
     }
 
@@ -222,37 +251,55 @@ impl GorillaEncoder {
         bits: impl Fn(T) -> u64,
         out: &mut Vec<u8>,
     ) -> BatchResult {
-        // At most 2 + LEAD + LEN + W bits (< W/8 + 2 bytes) per value.
-        out.reserve(vals.len() * (V::W / 8 + 2) as usize + 8);
         let mut st = self.st;
         let mut res = Ok(());
-        for (k, v) in vals.iter().enumerate() {
-            let b = bits(*v);
-            if V::is_nan(b) {
-                res = Err((k, nan_refused(V::TYPE)));
+        let mut done = 0;
+        for chunk in vals.chunks(BLOCK) {
+            let mut sink = Sink {
+                b: &mut self.block,
+                pos: 0,
+            };
+            for v in chunk {
+                let b = bits(*v);
+                if V::is_nan(b) {
+                    res = Err((done, nan_refused(V::TYPE)));
+                    break;
+                }
+                st.value::<V>(b, &mut sink);
+                done += 1;
+            }
+            out.extend_from_slice(&sink.b[..sink.pos]);
+            if res.is_err() {
                 break;
             }
-            st.value::<V>(b, out);
         }
         st.settle(out);
         self.st = st;
         res
     }
 
+    /// Runs `f` on the state with a sink, then appends what it wrote and settles.
+    fn with_sink(&mut self, out: &mut Vec<u8>, f: impl FnOnce(&mut State, &mut Sink)) {
+        let mut sink = Sink {
+            b: &mut self.block,
+            pos: 0,
+        };
+        f(&mut self.st, &mut sink);
+        out.extend_from_slice(&sink.b[..sink.pos]);
+        self.st.settle(out);
+    }
+
     /// Encodes raw bits as Java does, NaN included (test helper).
     #[cfg(test)]
     fn encode_bits<V: Variant>(&mut self, bits: u64, out: &mut Vec<u8>) {
-        self.st.value::<V>(bits, out);
-        self.st.settle(out);
+        self.with_sink(out, |st, sink| st.value::<V>(bits, sink));
     }
 
     /// Ends the page: the end marker, then the last byte zero-padded.
     fn finish<V: Variant>(&mut self, out: &mut Vec<u8>) {
-        let st = &mut self.st;
-        st.value::<V>(V::NAN, out);
-        st.settle(out);
-        if st.nbits > 0 {
-            out.push((st.acc << (8 - st.nbits)) as u8);
+        self.with_sink(out, |st, sink| st.value::<V>(V::NAN, sink));
+        if self.st.nbits > 0 {
+            out.push((self.st.buf >> 56) as u8);
         }
         self.st = State::default();
     }

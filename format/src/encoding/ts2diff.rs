@@ -92,10 +92,11 @@ impl<T: JavaInt> DeltaEncoder<T> {
         let min = self.min_delta;
         let deltas = &self.deltas[..n];
         // The widest field is as wide as the OR of all fields.
-        let w = 64 - deltas
-            .iter()
-            .fold(0u64, |acc, d| acc | d.wsub(min).bits())
-            .leading_zeros();
+        let w = 64
+            - deltas
+                .iter()
+                .fold(0u64, |acc, d| acc | d.wsub(min).bits())
+                .leading_zeros();
         put_i32(out, n as i32);
         put_i32(out, w as i32);
         min.put_be(out);

@@ -35,11 +35,11 @@ use crate::file::metadata::{
 use crate::file::properties::{MeasurementSchema, WriterProperties};
 use crate::file::{marker, HEADER_LEN, MAGIC, VERSION};
 use crate::statistics::Statistics;
+use crate::util::hash::NameHashState;
 use crate::util::io;
 use chunk::{ChunkWriter, Scratch};
 use index::Sink;
 use order::{java_string_hash, JavaHashOrder};
-use crate::util::hash::NameHashState;
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -50,7 +50,7 @@ use std::io::Write;
 /// encoder state (page and memory checks, flushes, tablets, error reports), and every
 /// staged point still gets its own page check, so the bytes are the same as with
 /// immediate encoding.
-const STAGE_ROWS: usize = 32;
+const STAGE_ROWS: usize = 128;
 
 /// `Slot::stage_col` of a value written directly (not staged).
 const DIRECT: u32 = u32::MAX;
@@ -195,29 +195,32 @@ impl DeviceState {
             return false;
         }
         let base = self.stage_vals.len();
+        self.stage_vals.resize(base + values.len(), 0);
         let names = self.layout_names.as_bytes();
         let mut start = 0usize;
         let mut ok = true;
-        let row = values
+        for ((((m, v), slot), &end), dst) in values
             .iter()
             .zip(&self.layout_slots)
             .zip(&self.layout_ends)
-            .map(|(((m, v), slot), &end)| {
-                let end = end as usize;
-                ok &= names.get(start..end).is_some_and(|n| short_eq(n, m.as_bytes()));
-                start = end;
-                let (data_type, bits, nan) = match v {
-                    Value::Boolean(b) => (DataType::BOOLEAN, *b as u64, false),
-                    Value::Int32(x) => (DataType::INT32, *x as u32 as u64, false),
-                    Value::Int64(x) => (DataType::INT64, *x as u64, false),
-                    Value::Float(x) => (DataType::FLOAT, x.to_bits() as u64, x.is_nan()),
-                    Value::Double(x) => (DataType::DOUBLE, x.to_bits(), x.is_nan()),
-                    Value::Text(_) => (DataType::TEXT, 0, false),
-                };
-                ok &= data_type == slot.data_type && !(nan && slot.checked);
-                bits
-            });
-        self.stage_vals.extend(row);
+            .zip(&mut self.stage_vals[base..])
+        {
+            let end = end as usize;
+            ok &= names
+                .get(start..end)
+                .is_some_and(|n| short_eq(n, m.as_bytes()));
+            start = end;
+            let (data_type, bits, nan) = match v {
+                Value::Boolean(b) => (DataType::BOOLEAN, *b as u64, false),
+                Value::Int32(x) => (DataType::INT32, *x as u32 as u64, false),
+                Value::Int64(x) => (DataType::INT64, *x as u64, false),
+                Value::Float(x) => (DataType::FLOAT, x.to_bits() as u64, x.is_nan()),
+                Value::Double(x) => (DataType::DOUBLE, x.to_bits(), x.is_nan()),
+                Value::Text(_) => (DataType::TEXT, 0, false),
+            };
+            ok &= data_type == slot.data_type && !(nan && slot.checked);
+            *dst = bits;
+        }
         if ok {
             self.stage_times.push(time);
         } else {
@@ -542,6 +545,8 @@ pub struct TsFileWriter<W: Write> {
     failed: bool,
     devices: Vec<DeviceState>,
     device_index: HashMap<String, u32, NameHashState>,
+    /// The device of the last row (see `find_device`).
+    last_device: u32,
     /// Java `HashMap` of the group writers (devices) of the current flush; its capacity
     /// survives flushes, as `clear()` keeps it.
     flush_devices: JavaHashOrder,
@@ -571,6 +576,7 @@ impl<W: Write> TsFileWriter<W> {
             failed: false,
             devices: Vec::new(),
             device_index: HashMap::default(),
+            last_device: 0,
             flush_devices: JavaHashOrder::new(),
             record_count: 0,
             next_memory_check: FIRST_MEMORY_CHECK,
@@ -708,6 +714,25 @@ impl<W: Write> TsFileWriter<W> {
         }
     }
 
+    /// The index of a known device. Rows usually repeat a device or go through the
+    /// devices in a fixed order, so the last row's device and the one registered after
+    /// it are tried before the map.
+    #[inline]
+    fn find_device(&mut self, device: &str) -> Option<u32> {
+        let last = self.last_device as usize;
+        for d in [last, last + 1] {
+            if let Some(dev) = self.devices.get(d) {
+                if short_eq(dev.name.as_bytes(), device.as_bytes()) {
+                    self.last_device = d as u32;
+                    return Some(d as u32);
+                }
+            }
+        }
+        let d = *self.device_index.get(device)?;
+        self.last_device = d;
+        Some(d)
+    }
+
     /// Writes one row: `values` of registered measurements of `device` at `time`.
     ///
     /// The row is checked as a whole first (registered series, value types, times not
@@ -720,8 +745,8 @@ impl<W: Write> TsFileWriter<W> {
         values: &[(&str, Value)],
     ) -> Result<()> {
         self.check_usable()?;
-        let d = match self.device_index.get(device) {
-            Some(&d) => d,
+        let d = match self.find_device(device) {
+            Some(d) => d,
             None if values.is_empty() => self.device_id(device),
             None => {
                 return Err(unknown_series(device, values[0].0, time));

@@ -90,10 +90,24 @@ mod tests {
     #[test]
     fn equal_names_hash_equal_and_near_names_differ() {
         let s = NameHashState::default();
-        assert_eq!(s.hash_one("root.sg.d1"), s.hash_one(String::from("root.sg.d1")));
+        assert_eq!(
+            s.hash_one("root.sg.d1"),
+            s.hash_one(String::from("root.sg.d1"))
+        );
         let names = [
-            "", "a", "a\0", "b", "ab", "ba", "root.sg.d1", "root.sg.d2", "root.sg.d10",
-            "root.sg.d01", "12345678", "123456789", "1234567\0",
+            "",
+            "a",
+            "a\0",
+            "b",
+            "ab",
+            "ba",
+            "root.sg.d1",
+            "root.sg.d2",
+            "root.sg.d10",
+            "root.sg.d01",
+            "12345678",
+            "123456789",
+            "1234567\0",
         ];
         let hashes: HashSet<u64> = names.iter().map(|n| s.hash_one(n)).collect();
         assert_eq!(hashes.len(), names.len());

@@ -1,4 +1,4 @@
 //! Byte-level helpers shared by every layer.
 
-pub mod io;
 pub(crate) mod hash;
+pub mod io;

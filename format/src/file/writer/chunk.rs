@@ -48,6 +48,9 @@ pub(crate) struct Scratch {
     body: Vec<u8>,
     /// The Snappy compressor, reused across pages.
     snappy: snap::raw::Encoder,
+    /// Snappy's output before it is appended to the chunk: its length only grows, so
+    /// the output room is not zeroed again for every page.
+    compressed: Vec<u8>,
     /// One staged column, gathered into its value type.
     col: Gathered,
 }
@@ -57,6 +60,7 @@ impl Default for Scratch {
         Scratch {
             body: Vec::new(),
             snappy: snap::raw::Encoder::new(),
+            compressed: Vec::new(),
             col: Gathered::default(),
         }
     }
@@ -281,12 +285,16 @@ impl ChunkWriter {
         col: usize,
         scratch: &mut Scratch,
     ) -> Result<()> {
-        let bits = vals.chunks_exact(width.max(1)).map(|row| &row[col]);
+        let width = width.max(1);
+        let rows = vals.len() / width;
         let mut g = std::mem::take(&mut scratch.col);
         macro_rules! gather {
             ($buf:ident, |$b:ident| $conv:expr) => {{
                 g.$buf.clear();
-                g.$buf.extend(bits.map(|&$b| $conv));
+                g.$buf.extend((0..rows).map(|r| {
+                    let $b = vals.get(r * width + col).copied().unwrap_or(0);
+                    $conv
+                }));
                 self.write_run(times, &g.$buf, scratch)
             }};
         }
@@ -489,7 +497,12 @@ impl ChunkWriter {
                 self.pages_len += header_len + body_len;
             }
             codec => {
-                let body = &mut scratch.body;
+                let Scratch {
+                    body,
+                    snappy,
+                    compressed,
+                    ..
+                } = scratch;
                 body.clear();
                 body.reserve(body_len);
                 io::put_uvarint(body, tlen as u32);
@@ -502,11 +515,13 @@ impl ChunkWriter {
                 let r = if codec == Compression::SNAPPY {
                     // Raw Snappy block, with the writer's reusable compressor (its hash
                     // table is allocated once, not per page).
-                    self.pages
-                        .resize(body_start + snap::raw::max_compress_len(body.len()), 0);
-                    match scratch.snappy.compress(body, &mut self.pages[body_start..]) {
+                    let room = snap::raw::max_compress_len(body.len());
+                    if compressed.len() < room {
+                        compressed.resize(room, 0);
+                    }
+                    match snappy.compress(body, compressed) {
                         Ok(n) => {
-                            self.pages.truncate(body_start + n);
+                            self.pages.extend_from_slice(&compressed[..n]);
                             Ok(())
                         }
                         Err(e) => Err(Error::invalid(format!("snappy compression failed: {e}"))),
