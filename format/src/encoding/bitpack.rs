@@ -258,6 +258,62 @@ mod tests {
         assert_eq!(out, [0xa0]);
     }
 
+    /// The fields as a string of '0'/'1', MSB-first, zero-padded to whole bytes, then
+    /// read back as bytes: the packing written out bit by bit.
+    fn bitwise(fields: &[u64], w: u32) -> Vec<u8> {
+        let mut bits = String::new();
+        for f in fields {
+            for i in (0..w).rev() {
+                bits.push(if (f >> i) & 1 == 1 { '1' } else { '0' });
+            }
+        }
+        while bits.len() % 8 != 0 {
+            bits.push('0');
+        }
+        (0..bits.len() / 8)
+            .map(|i| u8::from_str_radix(&bits[8 * i..8 * i + 8], 2).unwrap())
+            .collect()
+    }
+
+    /// Three-bit fields packed by eights (a whole group, then a tail), worked by hand:
+    /// 001 010 011 100 101 110 111 000 | 111 001.
+    #[test]
+    fn pack_groups_and_tail() {
+        let mut out = vec![0xaa];
+        pack(&[1u64, 2, 3, 4, 5, 6, 7, 0, 7, 1], 3, |x| x, &mut out);
+        assert_eq!(out, [0xaa, 0x29, 0xcb, 0xb8, 0xe4]);
+        // Ten-bit fields (the 128-bit group): 0x3ff then seven zeros, one 0x001.
+        let mut out = Vec::new();
+        pack(&[0x3ffu64, 0, 0, 0, 0, 0, 0, 0, 1], 10, |x| x, &mut out);
+        assert_eq!(out, [0xff, 0xc0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40]);
+        let mut out = Vec::new();
+        pack(&[5u64, 6], 0, |x| x, &mut out);
+        assert!(out.is_empty());
+        pack(&[] as &[u64], 7, |x| x, &mut out);
+        assert!(out.is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn pack_matches_the_bitwise_layout(
+            w in 0u32..=64,
+            raw in proptest::collection::vec(any::<u64>(), 0..40),
+        ) {
+            let mask = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
+            let fields: Vec<u64> = raw.iter().map(|x| x & mask).collect();
+            let mut out = Vec::new();
+            pack(&fields, w, |x| x, &mut out);
+            prop_assert_eq!(&out, &bitwise(&fields, w));
+            let mut bw_out = Vec::new();
+            let mut bw = BitWriter::new();
+            for f in &fields {
+                bw.push(*f, w, &mut bw_out);
+            }
+            bw.finish(&mut bw_out);
+            prop_assert_eq!(&bw_out, &out);
+        }
+    }
+
     /// Java `int`/`long` arithmetic, values worked out by hand from the JLS (wrapping
     /// two's-complement, truncating division with `MIN / -1 == MIN`, narrowing keeps the
     /// low bits).

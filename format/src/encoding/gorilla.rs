@@ -658,6 +658,89 @@ mod tests {
         assert_eq!(hex(&enc_f64(&[1.5, 3.0])), "000000000000f83fc117ffe7fe");
     }
 
+    /// A run stops at the first NaN: the values before it are encoded, the count comes
+    /// with the error, and the encoder goes on from the last value encoded.
+    #[test]
+    fn run_refuses_nan_after_the_values_before_it() {
+        let mut e = GorillaEncoder::single();
+        let mut out = Vec::new();
+        match e.encode_f32s(&[1.0, 1.0, f32::NAN, 9.0], &mut out) {
+            Err((2, Error::InvalidInput(m))) => assert!(m.contains("NaN"), "{m}"),
+            other => panic!("expected a refusal at 2, got {other:?}"),
+        }
+        e.encode_f32s(&[1.5, 2.0], &mut out).unwrap();
+        e.encode_f32s(&[], &mut out).unwrap();
+        e.encode_f32s(&[3.25], &mut out).unwrap();
+        e.flush(&mut out).unwrap();
+        // The spec §6.5 vector of [1.0, 1.0, 1.5, 2.0, 3.25].
+        assert_eq!(hex(&out), "0000803f6907849ffe90ecfe40");
+
+        let mut e = GorillaEncoder::double();
+        let mut out = Vec::new();
+        assert!(matches!(
+            e.encode_f64s(&[f64::NAN], &mut out),
+            Err((0, Error::InvalidInput(_)))
+        ));
+        assert!(out.is_empty());
+        e.encode_f64s(&[1.0, 1.0, 1.5, 2.0, 3.25], &mut out)
+            .unwrap();
+        e.flush(&mut out).unwrap();
+        assert_eq!(hex(&out), "000000000000f03f6601e08cfffcc0767fe4");
+        // The other width is refused, an empty run of it is not.
+        assert!(matches!(
+            e.encode_f32s(&[1.0], &mut out),
+            Err((0, Error::Unsupported(_)))
+        ));
+        assert!(e.encode_f32s(&[], &mut out).is_ok());
+        assert!(matches!(
+            GorillaEncoder::single().encode_f64s(&[1.0], &mut out),
+            Err((0, Error::Unsupported(_)))
+        ));
+        assert!(GorillaEncoder::single().encode_f64s(&[], &mut out).is_ok());
+    }
+
+    /// The longest codes: alternating positive odd and negative even bit patterns make
+    /// every code `11` + 6 + 7 + 64 bits (79 bits), more than 64 values of them in one
+    /// run. Checked against the bit-by-bit model of Java's reader.
+    #[test]
+    fn longest_codes_in_long_runs() {
+        let bits: Vec<u64> = (0..300u64)
+            .map(|i| {
+                if i % 2 == 0 {
+                    0x4000_0000_0000_0001 | (i << 8)
+                } else {
+                    0xc000_0000_0000_0000 | (i << 9)
+                }
+            })
+            .collect();
+        let vals: Vec<f64> = bits.iter().map(|b| f64::from_bits(*b)).collect();
+        let mut e = GorillaEncoder::double();
+        let mut out = Vec::new();
+        e.encode_f64s(&vals, &mut out).unwrap();
+        e.flush(&mut out).unwrap();
+        // 8 bytes, 299 codes of 79 bits, the end marker (a `10` code: x = NaN ^ the
+        // last value has no leading and 9 trailing zeros, as that value: 2 + 55 bits),
+        // the pad.
+        assert_eq!(out.len(), 8 + (299 * 79 + 57usize).div_ceil(8));
+        assert_eq!(java_model::<Double>(&out, bits.len()), Some(bits.clone()));
+        // Single precision: 2 + 5 + 6 + 32 bits each.
+        let sbits: Vec<u64> = (0..300u64)
+            .map(|i| {
+                if i % 2 == 0 {
+                    0x4000_0001 | (i << 4)
+                } else {
+                    0xc000_0000 | (i << 5)
+                }
+            })
+            .collect();
+        let svals: Vec<f32> = sbits.iter().map(|b| f32::from_bits(*b as u32)).collect();
+        let mut e = GorillaEncoder::single();
+        let mut out = Vec::new();
+        e.encode_f32s(&svals, &mut out).unwrap();
+        e.flush(&mut out).unwrap();
+        assert_eq!(java_model::<Single>(&out, sbits.len()), Some(sbits));
+    }
+
     #[test]
     fn nan_is_refused_and_state_kept() {
         let mut e = GorillaEncoder::single();

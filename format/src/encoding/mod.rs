@@ -370,6 +370,71 @@ mod tests {
         assert!(out.is_empty());
     }
 
+    /// The default run methods encode as one call per value (PLAIN, big-endian, spec
+    /// §6.1) and stop at the first refusal with the number of values before it.
+    #[test]
+    fn default_runs_encode_each_value_in_order() {
+        let mut out = Vec::new();
+        let mut e = get_encoder(Encoding::PLAIN, DataType::BOOLEAN, 2).unwrap();
+        e.encode_bools(&[true, false, true], &mut out).unwrap();
+        assert_eq!(out, [1, 0, 1]);
+        let mut out = Vec::new();
+        let mut e = get_encoder(Encoding::PLAIN, DataType::INT32, 2).unwrap();
+        e.encode_i32s(&[1, -2], &mut out).unwrap();
+        assert_eq!(out, [0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe]);
+        let mut out = Vec::new();
+        let mut e = get_encoder(Encoding::PLAIN, DataType::INT64, 2).unwrap();
+        e.encode_i64s(&[258], &mut out).unwrap();
+        assert_eq!(out, [0, 0, 0, 0, 0, 0, 1, 2]);
+        let mut out = Vec::new();
+        let mut e = get_encoder(Encoding::PLAIN, DataType::FLOAT, 2).unwrap();
+        e.encode_f32s(&[1.0], &mut out).unwrap();
+        assert_eq!(out, [0x3f, 0x80, 0, 0]);
+        let mut out = Vec::new();
+        let mut e = get_encoder(Encoding::PLAIN, DataType::DOUBLE, 2).unwrap();
+        e.encode_f64s(&[-2.0], &mut out).unwrap();
+        assert_eq!(out, [0xc0, 0, 0, 0, 0, 0, 0, 0]);
+        // A value of another type: refused at 0, nothing written; an empty run is fine.
+        assert!(matches!(
+            e.encode_i64s(&[1, 2], &mut out),
+            Err((0, Error::Unsupported(_)))
+        ));
+        assert!(e.encode_i64s(&[], &mut out).is_ok());
+        assert_eq!(out, [0xc0, 0, 0, 0, 0, 0, 0, 0]);
+        // The RLE INT32 encoder (BOOLEAN's too) takes booleans, not floats.
+        let mut r = get_encoder(Encoding::RLE, DataType::INT32, 2).unwrap();
+        assert!(matches!(
+            r.encode_f32s(&[1.0], &mut out),
+            Err((0, Error::Unsupported(_)))
+        ));
+        assert!(matches!(r.encode_bools(&[true], &mut out), Ok(())));
+    }
+
+    /// A refusal inside a run of the default method: the count of the values before it.
+    #[test]
+    fn default_run_reports_where_it_stopped() {
+        struct Picky(Vec<i32>);
+        impl Encoder for Picky {
+            fn encode_i32(&mut self, v: i32, _out: &mut Vec<u8>) -> Result<()> {
+                if v < 0 {
+                    return Err(Error::invalid("negative"));
+                }
+                self.0.push(v);
+                Ok(())
+            }
+            fn flush(&mut self, _out: &mut Vec<u8>) -> Result<()> {
+                Ok(())
+            }
+            fn max_byte_size(&self) -> usize {
+                0
+            }
+        }
+        let mut p = Picky(Vec::new());
+        let r = p.encode_i32s(&[4, 5, -1, 6], &mut Vec::new());
+        assert!(matches!(r, Err((2, Error::InvalidInput(_)))), "{r:?}");
+        assert_eq!(p.0, [4, 5]);
+    }
+
     #[test]
     fn time_column_round_trip() {
         let mut e = time_encoder();

@@ -318,6 +318,28 @@ mod tests {
         assert_eq!(dec64(&b), v);
     }
 
+    /// The block's width is that of its widest field, worked by hand: values 0, 1, 3, 5
+    /// have deltas 1, 2, 2, minimum 1, fields 0, 1, 1 of one bit (`011` + pad = 0x60);
+    /// values 0, 3, 4, 7 have deltas 3, 1, 3, fields 2, 0, 2 of two bits (`100010` =
+    /// 0x88).
+    #[test]
+    fn width_is_that_of_the_widest_field() {
+        assert_eq!(
+            hex(&enc64(&[0, 1, 3, 5])),
+            "000000030000000100000000000000010000000000000000\
+             60"
+        );
+        assert_eq!(
+            hex(&enc64(&[0, 3, 4, 7])),
+            "000000030000000200000000000000010000000000000000\
+             88"
+        );
+        assert_eq!(
+            hex(&enc32(&[0, 3, 4, 7])),
+            "0000000300000002000000010000000088"
+        );
+    }
+
     #[test]
     fn spec_vectors_int32() {
         let b = enc32(&[-5, 0, 7]);

@@ -1211,6 +1211,78 @@ mod tests {
     use super::*;
     use crate::basic::{Compression, Encoding};
 
+    /// Names of every short length, equal and differing in each byte, and long names.
+    #[test]
+    fn short_eq_compares_every_byte() {
+        for n in 0..=24usize {
+            let a: Vec<u8> = (0..n as u8).map(|i| b'a' + i).collect();
+            assert!(short_eq(&a, &a.clone()), "{n}");
+            for i in 0..n {
+                let mut b = a.clone();
+                b[i] = b'#';
+                assert!(!short_eq(&a, &b), "{n} {i}");
+            }
+            let mut longer = a.clone();
+            longer.push(b'z');
+            assert!(!short_eq(&a, &longer), "{n}");
+        }
+    }
+
+    /// Rows cycling through devices, repeating one, or skipping around all reach their
+    /// own device (the last-device guess is only a shortcut).
+    #[test]
+    fn rows_find_their_device_in_any_order() {
+        let mut w = TsFileWriter::new(Vec::new(), WriterProperties::default()).unwrap();
+        let devs = ["root.a", "root.b", "root.c"];
+        for d in devs {
+            w.register(
+                d,
+                MeasurementSchema::new(
+                    "s",
+                    DataType::INT64,
+                    Encoding::PLAIN,
+                    Compression::UNCOMPRESSED,
+                ),
+            )
+            .unwrap();
+        }
+        let order = [0usize, 1, 2, 0, 0, 2, 1, 1, 0, 2];
+        for (t, &d) in order.iter().enumerate() {
+            let v = (t * 10 + d) as i64;
+            w.write_record(devs[d], t as i64, &[("s", Value::Int64(v))])
+                .unwrap();
+        }
+        assert!(w
+            .write_record("root.x", 99, &[("s", Value::Int64(0))])
+            .is_err());
+        let (bytes, summary) = w.close().unwrap();
+        assert_eq!(summary.points, 10);
+        let r = crate::file::reader::TsFileReader::open(&bytes[..]).unwrap();
+        for (d, dev) in devs.iter().enumerate() {
+            let pts: Vec<(i64, Value)> = r
+                .series_reader(dev, "s")
+                .unwrap()
+                .unwrap()
+                .points()
+                .collect::<Result<_>>()
+                .unwrap();
+            let want: Vec<(i64, i64)> = order
+                .iter()
+                .enumerate()
+                .filter(|(_, &x)| x == d)
+                .map(|(t, _)| (t as i64, (t * 10 + d) as i64))
+                .collect();
+            let got: Vec<(i64, i64)> = pts
+                .iter()
+                .map(|(t, v)| match v {
+                    Value::Int64(x) => (*t, *x),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            assert_eq!(got, want, "{dev}");
+        }
+    }
+
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()
     }
