@@ -267,7 +267,7 @@ mod tests {
                 bits.push(if (f >> i) & 1 == 1 { '1' } else { '0' });
             }
         }
-        while bits.len() % 8 != 0 {
+        while !bits.len().is_multiple_of(8) {
             bits.push('0');
         }
         (0..bits.len() / 8)

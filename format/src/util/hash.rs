@@ -28,7 +28,7 @@ impl Default for NameHashState {
         NameHashState {
             seed: rs.hash_one(0x5eed_u64),
             // Odd, so the multiplication never loses the low bit.
-            key: rs.hash_one(0x6b65_79_u64) | 1,
+            key: rs.hash_one(0x006b_6579_u64) | 1,
         }
     }
 }
