@@ -699,6 +699,18 @@ mod tests {
         assert!(GorillaEncoder::single().encode_f64s(&[], &mut out).is_ok());
     }
 
+    /// A page whose end marker ends on a byte boundary gets no pad byte. [1.0, 1.0, 1.0]
+    /// (FLOAT, spec §6.5): `0`, `0`, then the end marker `11 00001 001001 100000001`
+    /// (x = 0x7fc00000 ^ 0x3f800000 = 0x40400000: 1 leading zero below the value's 2, 22
+    /// trailing, 9 bits), 24 bits in all.
+    #[test]
+    fn byte_aligned_end_has_no_pad_byte() {
+        assert_eq!(hex(&enc_f32(&[1.0, 1.0, 1.0])), "0000803f309301");
+        let mut d = Vec::new();
+        decode_f32(&[0, 0, 0x80, 0x3f, 0x30, 0x93, 0x01], 3, &mut d).unwrap();
+        assert_eq!(d, [1.0, 1.0, 1.0]);
+    }
+
     /// The longest codes: alternating positive odd and negative even bit patterns make
     /// every code `11` + 6 + 7 + 64 bits (79 bits), more than 64 values of them in one
     /// run. Checked against the bit-by-bit model of Java's reader.
