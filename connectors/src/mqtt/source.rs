@@ -152,6 +152,7 @@ pub async fn run(
     }));
     let sem = Arc::new(Semaphore::new(window));
     let in_flight = Arc::new(AtomicU64::new(0));
+    // Bounded by the window: the poller sends a message only with a permit of `sem`.
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
 
     let ctx = UnitCtx {
