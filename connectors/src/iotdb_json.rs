@@ -21,7 +21,9 @@
 //! `measurements` is rejected alone at `.values[i]`. A bad value rejects only its point
 //! (`$[3].values[1][7]`: row 1, measurement 7); a bad measurement name only its column; a bad
 //! timestamp only the points at that timestamp. Device and measurement names must pass
-//! [`validate_device`]/[`validate_measurement`] (InvalidPath otherwise; names are not sanitized).
+//! [`validate_device`](crate::path::validate_device) /
+//! [`validate_measurement`](crate::path::validate_measurement) (InvalidPath otherwise; names
+//! are not sanitized). [`parse_iotdb_json_with`] takes known names from a [`Names`] cache.
 //!
 //! Parsing is a single pass of typed serde deserialization (no `serde_json::Value` tree;
 //! strings are borrowed from the payload when they have no escapes).
@@ -33,7 +35,7 @@ use std::sync::Arc;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::model::{Batch, Field, FieldValue, Location, Record, RejectReason, TimeUnit};
-use crate::path::{validate_device, validate_measurement};
+use crate::names::Names;
 use crate::reject::reject;
 
 /// Options of the IoTDB JSON parser.
@@ -56,16 +58,24 @@ impl Default for JsonOptions {
 
 /// Parses an IoTDB JSON payload (see the module docs). Never panics.
 pub fn parse_iotdb_json(input: &[u8], opts: &JsonOptions) -> Batch {
+    parse_iotdb_json_with(input, opts, &mut Names::default())
+}
+
+/// [`parse_iotdb_json`] taking device and measurement names from `names` (and adding the new
+/// valid ones): a stream of payloads shares one string per name.
+pub fn parse_iotdb_json_with(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Batch {
     let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
     let mut ctx = Ctx {
         opts: *opts,
         batch: Batch::default(),
         arena: Arena::for_payload(input.len()),
+        names: std::mem::take(names),
     };
     let mut de = serde_json::Deserializer::from_slice(input);
     let result = TopSeed { ctx: &mut ctx }
         .deserialize(&mut de)
         .and_then(|()| de.end());
+    *names = std::mem::take(&mut ctx.names);
     match result {
         Ok(()) => ctx.batch,
         Err(e) => {
@@ -338,6 +348,7 @@ struct Ctx<'de> {
     opts: JsonOptions,
     batch: Batch,
     arena: Arena<'de>,
+    names: Names,
 }
 
 struct TopSeed<'c, 'de> {
@@ -627,18 +638,20 @@ impl<'de> Ctx<'de> {
             }
             _ => {}
         }
-        if let Err(e) = validate_device(device) {
-            reject(
-                &mut self.batch,
-                RejectReason::InvalidPath,
-                points(values),
-                || Location::Json(format!("{base}.device")),
-                || format!("device {device:?} {e}"),
-            );
-            return;
-        }
-        // Shared by the record's rows.
-        let device: Arc<str> = Arc::from(device.as_ref());
+        // Shared by the record's rows (and by the payloads of one stream).
+        let device: Arc<str> = match self.names.device(device) {
+            Ok(d) => d,
+            Err(e) => {
+                reject(
+                    &mut self.batch,
+                    RejectReason::InvalidPath,
+                    points(values),
+                    || Location::Json(format!("{base}.device")),
+                    || format!("device {device:?} {e}"),
+                );
+                return;
+            }
+        };
 
         // Points of measurement `k`: its value (one record) or its value in every row of the
         // right length (batch form; other rows are rejected whole).
@@ -660,8 +673,8 @@ impl<'de> Ctx<'de> {
         let mut names: Vec<Option<Arc<str>>> = Vec::with_capacity(width);
         for (k, m) in measurements.iter().enumerate() {
             match m {
-                J::Str(name) => match validate_measurement(name) {
-                    Ok(()) => names.push(Some(Arc::from(name.as_ref()))),
+                J::Str(name) => match self.names.measurement_at(k, name) {
+                    Ok(name) => names.push(Some(name)),
                     Err(e) => {
                         names.push(None);
                         reject(

@@ -22,6 +22,7 @@ pub mod iotdb_json;
 pub mod iotdb_rest;
 pub mod line_protocol;
 pub mod model;
+pub mod names;
 pub mod path;
 pub mod reject;
 pub mod sink;

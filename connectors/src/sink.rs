@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::model::{Batch, Record, Rejection};
@@ -48,11 +48,27 @@ pub enum SinkError {
 /// The future [`BatchSink::submit`] returns.
 pub type SinkFuture<'a> = Pin<Box<dyn Future<Output = Result<SinkOutcome, SinkError>> + Send + 'a>>;
 
+/// What [`BatchSink::admit`] returns: resolves once the admitted batch's accepted points are
+/// durable.
+pub type Durable = Pin<Box<dyn Future<Output = Result<SinkOutcome, SinkError>> + Send + 'static>>;
+
 /// Where sources hand their batches; implemented by the daemon's pipelines.
 pub trait BatchSink: Send + Sync + 'static {
     /// Submits `batch` (whose first payload arrived at `received`); resolves once the accepted
     /// points are durable. A source acknowledges upstream only after `Ok`.
     fn submit(&self, batch: Batch, received: Instant) -> SinkFuture<'_>;
+
+    /// Admits `batch` without waiting for its durability, so that a source can admit the next
+    /// batches meanwhile (one fsync then covers many): `Err` refuses it as a whole, as
+    /// [`submit`](BatchSink::submit) would; `Ok` is a future that resolves as `submit` does, once
+    /// the accepted points are durable (or with the error that kept them from it). A source
+    /// acknowledges upstream only after that future's `Ok`.
+    ///
+    /// The daemon's pipelines admit in call order, within this call. This default admits when
+    /// the returned future is first polled.
+    fn admit(self: Arc<Self>, batch: Batch, received: Instant) -> Result<Durable, SinkError> {
+        Ok(Box::pin(async move { self.submit(batch, received).await }))
+    }
 }
 
 /// How [`MemorySink`] answers the next submissions.
@@ -166,40 +182,59 @@ impl MemorySink {
     }
 }
 
+impl MemorySink {
+    /// Counts a submission and decides its answer: `Ok(delay)` to accept after `delay`.
+    fn answer(&self) -> Result<Duration, SinkError> {
+        self.submits.fetch_add(1, Ordering::Relaxed);
+        let (mode, delay) = {
+            let mut st = self.lock();
+            let mode = st.script.pop_front().unwrap_or(st.mode);
+            (mode, st.delay)
+        };
+        match mode {
+            MemoryMode::Full(retry_after) => {
+                self.fulls.fetch_add(1, Ordering::Relaxed);
+                Err(SinkError::Full {
+                    reason: "memory",
+                    retry_after,
+                })
+            }
+            MemoryMode::Closed => Err(SinkError::Closed),
+            MemoryMode::Accept => Ok(delay),
+        }
+    }
+
+    /// Accepts `batch` after `delay`.
+    async fn accept(&self, batch: Batch, delay: Duration) -> Result<SinkOutcome, SinkError> {
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let accepted = batch.point_count();
+        if self.keep {
+            self.lock().records.extend(batch.records);
+        }
+        self.points.fetch_add(accepted, Ordering::Relaxed);
+        Ok(SinkOutcome {
+            accepted,
+            rejected: 0,
+            rejections: Vec::new(),
+        })
+    }
+}
+
 impl BatchSink for MemorySink {
     fn submit(&self, batch: Batch, _received: Instant) -> SinkFuture<'_> {
         Box::pin(async move {
-            self.submits.fetch_add(1, Ordering::Relaxed);
-            let (mode, delay) = {
-                let mut st = self.lock();
-                let mode = st.script.pop_front().unwrap_or(st.mode);
-                (mode, st.delay)
-            };
-            match mode {
-                MemoryMode::Full(retry_after) => {
-                    self.fulls.fetch_add(1, Ordering::Relaxed);
-                    return Err(SinkError::Full {
-                        reason: "memory",
-                        retry_after,
-                    });
-                }
-                MemoryMode::Closed => return Err(SinkError::Closed),
-                MemoryMode::Accept => {}
-            }
-            if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
-            }
-            let accepted = batch.point_count();
-            if self.keep {
-                self.lock().records.extend(batch.records);
-            }
-            self.points.fetch_add(accepted, Ordering::Relaxed);
-            Ok(SinkOutcome {
-                accepted,
-                rejected: 0,
-                rejections: Vec::new(),
-            })
+            let delay = self.answer()?;
+            self.accept(batch, delay).await
         })
+    }
+
+    /// Answers at once (full, closed, or admitted); an admitted batch is accepted after the
+    /// durability delay.
+    fn admit(self: Arc<Self>, batch: Batch, _received: Instant) -> Result<Durable, SinkError> {
+        let delay = self.answer()?;
+        Ok(Box::pin(async move { self.accept(batch, delay).await }))
     }
 }
 
@@ -245,6 +280,49 @@ mod tests {
         assert_eq!(sink.records().len(), 3);
         sink.set_mode(MemoryMode::Closed);
         assert_eq!(sink.submit(batch(1), now).await, Err(SinkError::Closed));
+    }
+
+    /// `admit` answers refusals at the call and accepts when the future resolves; the default
+    /// `admit` (a sink with only `submit`) admits when its future is first polled.
+    #[tokio::test]
+    async fn admit_answers_at_the_call() {
+        let sink = Arc::new(MemorySink::new());
+        sink.script([MemoryMode::Full(Duration::from_millis(5))]);
+        let now = Instant::now();
+        let refused = sink.clone().admit(batch(2), now).map(|_| ());
+        assert_eq!(
+            refused,
+            Err(SinkError::Full {
+                reason: "memory",
+                retry_after: Duration::from_millis(5)
+            })
+        );
+        let first = sink.clone().admit(batch(3), now).unwrap();
+        let second = sink.clone().admit(batch(1), now).unwrap();
+        assert_eq!(sink.submits(), 3);
+        assert_eq!(sink.points(), 0, "nothing accepted before the futures run");
+        assert_eq!(second.await.map(|o| o.accepted), Ok(1));
+        assert_eq!(first.await.map(|o| o.accepted), Ok(3));
+        assert_eq!(sink.points(), 4);
+        sink.set_mode(MemoryMode::Closed);
+        assert_eq!(
+            sink.clone().admit(batch(1), now).map(|_| ()),
+            Err(SinkError::Closed)
+        );
+
+        /// A sink with only `submit`.
+        struct Plain(MemorySink);
+        impl BatchSink for Plain {
+            fn submit(&self, batch: Batch, received: Instant) -> SinkFuture<'_> {
+                self.0.submit(batch, received)
+            }
+        }
+        let plain = Arc::new(Plain(MemorySink::new()));
+        let durable = plain.clone().admit(batch(2), now).unwrap();
+        assert_eq!(plain.0.submits(), 0, "admitted on the first poll");
+        assert_eq!(durable.await.map(|o| o.accepted), Ok(2));
+        assert_eq!(plain.0.submits(), 1);
+        assert_eq!(plain.0.points(), 2);
     }
 
     #[tokio::test]

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use tsfiled_connectors::sink::{BatchSink, SinkError, SinkFuture, SinkOutcome};
+use tsfiled_connectors::sink::{BatchSink, Durable, SinkError, SinkFuture, SinkOutcome};
 use tsfiled_connectors::Batch;
 
 use crate::pipeline::{Pipeline, SubmitOutcome};
@@ -57,5 +57,21 @@ impl BatchSink for PipelineSink {
                 .map(outcome)
                 .map_err(error)
         })
+    }
+
+    /// Admits within the call ([`Pipeline::admit`]), so batches enter the write-ahead log in
+    /// call order.
+    fn admit(self: Arc<Self>, batch: Batch, received: Instant) -> Result<Durable, SinkError> {
+        let admitted = self
+            .pipeline
+            .admit(&self.source, batch, received)
+            .map_err(error)?;
+        Ok(Box::pin(async move {
+            self.pipeline
+                .durable(&self.source, admitted)
+                .await
+                .map(outcome)
+                .map_err(error)
+        }))
     }
 }

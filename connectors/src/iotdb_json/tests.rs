@@ -1,5 +1,6 @@
 use super::*;
 use crate::model::Rejection;
+use crate::path::validate_measurement;
 use proptest::prelude::*;
 
 fn parse(s: &str) -> Batch {
@@ -124,6 +125,60 @@ fn batch_rows_share_device_and_measurement_strings() {
         }
     }
     assert_eq!(&*b.records[2].fields[1].measurement, "s2");
+}
+
+/// With a [`Names`] cache, payloads of one stream share their name strings, and a bad name is
+/// rejected as without it (and not kept).
+#[test]
+fn a_name_cache_is_shared_across_payloads() {
+    let mut names = Names::default();
+    let opts = JsonOptions::default();
+    let a = parse_iotdb_json_with(
+        br#"{"device":"root.sg.d1","timestamp":1,"measurements":["s1","time"],"values":[1,2]}"#,
+        &opts,
+        &mut names,
+    );
+    let b = parse_iotdb_json_with(
+        br#"{"device":"root.sg.d1","timestamp":2,"measurements":["s1","time"],"values":[3,4]}"#,
+        &opts,
+        &mut names,
+    );
+    let expected = |t, v| vec![rec("root.sg.d1", t, &[("s1", Int(v))])];
+    assert_eq!(a.records, expected(1, 1));
+    assert_eq!(b.records, expected(2, 3));
+    let reserved = vec![rj("$.measurements[1]", RejectReason::InvalidPath, 1)];
+    assert_eq!(summary(&a), reserved);
+    assert_eq!(summary(&b), reserved);
+    assert!(Arc::ptr_eq(&a.records[0].device, &b.records[0].device));
+    let (fa, fb) = (&a.records[0].fields[0], &b.records[0].fields[0]);
+    assert!(Arc::ptr_eq(&fa.measurement, &fb.measurement));
+    // One device and one measurement kept: `time` is not a valid measurement.
+    assert_eq!(names.len(), 2);
+    let bad = parse_iotdb_json_with(
+        br#"{"device":"sg.d1","timestamp":3,"measurements":["s1"],"values":[5]}"#,
+        &opts,
+        &mut names,
+    );
+    assert_eq!(bad.records, vec![]);
+    assert_eq!(
+        summary(&bad),
+        vec![rj("$.device", RejectReason::InvalidPath, 1)]
+    );
+    assert_eq!(
+        bad.rejections[0].message,
+        r#"device "sg.d1" must start with "root""#
+    );
+    assert_eq!(names.len(), 2);
+    // A payload that is not JSON leaves the cache as it was.
+    let broken = parse_iotdb_json_with(br#"{"device":"root.sg.d2","#, &opts, &mut names);
+    assert_eq!(broken.records, vec![]);
+    assert_eq!(names.len(), 2);
+    let c = parse_iotdb_json_with(
+        br#"{"device":"root.sg.d1","timestamp":4,"measurements":["s1"],"values":[6]}"#,
+        &opts,
+        &mut names,
+    );
+    assert!(Arc::ptr_eq(&a.records[0].device, &c.records[0].device));
 }
 
 #[test]
@@ -887,6 +942,7 @@ fn visitors_name_what_they_expect() {
         opts: JsonOptions::default(),
         batch: Batch::default(),
         arena: Arena::default(),
+        names: Names::default(),
     };
     let e = TopSeed { ctx: &mut ctx }.deserialize(bytes()).unwrap_err();
     assert_eq!(

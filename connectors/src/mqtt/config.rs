@@ -370,9 +370,11 @@ pub struct MqttRuntime {
     /// `reconnect_max_backoff`).
     pub reconnect_initial_backoff: Duration,
     /// Messages gathered into one sink submission at most (what arrived while the previous
-    /// submissions were in progress).
+    /// submissions were in progress), and at most a quarter of `max_inflight`, so that
+    /// several batches share the window (one is admitted while others wait for durability).
     pub max_batch_messages: usize,
-    /// Sink submissions in progress at once (acks still go out in arrival order).
+    /// Batches admitted to the sink and not yet durable, at most (acks still go out in
+    /// arrival order; the messages in them are bounded by `max_inflight` anyway).
     pub max_concurrent_submits: usize,
     /// On shutdown, how long to wait for durable messages' acknowledgements to go out.
     pub drain_timeout: Duration,
@@ -387,8 +389,8 @@ impl Default for MqttRuntime {
             fs: tsfiled_fsio::std_fs(),
             connect_timeout: Duration::from_secs(10),
             reconnect_initial_backoff: Duration::from_millis(500),
-            max_batch_messages: 256,
-            max_concurrent_submits: 2,
+            max_batch_messages: 1024,
+            max_concurrent_submits: 64,
             drain_timeout: Duration::from_secs(5),
         }
     }

@@ -2,9 +2,12 @@
 //! [`PayloadParser`] over the crate's parsers, and an incoming topic is routed to the first
 //! filter it matches.
 
-use crate::iotdb_json::{parse_iotdb_json, JsonOptions};
+use std::sync::Mutex;
+
+use crate::iotdb_json::{parse_iotdb_json_with, JsonOptions};
 use crate::line_protocol::{parse_line_protocol, LineProtocolOptions};
 use crate::model::{Batch, TimeUnit};
+use crate::names::Names;
 use crate::path::DeviceTemplate;
 use crate::topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
 
@@ -18,11 +21,16 @@ pub(crate) trait PayloadParser: Send + Sync {
     fn parse(&self, topic: &str, payload: &[u8], now: i64) -> Batch;
 }
 
-struct IotdbJson(JsonOptions);
+/// IoTDB JSON, with the names of the source's messages interned across messages.
+struct IotdbJson {
+    opts: JsonOptions,
+    names: Mutex<Names>,
+}
 
 impl PayloadParser for IotdbJson {
     fn parse(&self, _topic: &str, payload: &[u8], _now: i64) -> Batch {
-        parse_iotdb_json(payload, &self.0)
+        let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+        parse_iotdb_json_with(payload, &self.opts, &mut names)
     }
 }
 
@@ -74,10 +82,13 @@ pub(crate) fn build_parser(
     stored: TimeUnit,
 ) -> Result<Box<dyn PayloadParser>, String> {
     Ok(match format {
-        MqttPayload::IotdbJson => Box::new(IotdbJson(JsonOptions {
-            input_unit: TimeUnit::Millis,
-            stored_unit: stored,
-        })),
+        MqttPayload::IotdbJson => Box::new(IotdbJson {
+            opts: JsonOptions {
+                input_unit: TimeUnit::Millis,
+                stored_unit: stored,
+            },
+            names: Mutex::new(Names::default()),
+        }),
         MqttPayload::Line(lm) => Box::new(LineProtocol {
             template: lm.device_template.clone(),
             precision: lm.precision,

@@ -1,11 +1,19 @@
-//! The run loop: one poller (owns the rumqttc event loop) and one worker (parses, submits to
+//! The run loop: one poller (owns the rumqttc event loop) and one worker (parses, admits to
 //! the sink, acknowledges in arrival order).
 //!
+//! The worker takes what the poller queued as one unit (up to `max_batch_messages`), parses
+//! it into one batch and admits that to the sink ([`BatchSink::admit`]) without waiting for
+//! its durability, then goes on with the next unit: the daemon's write-ahead log makes the
+//! units admitted meanwhile durable with one fsync, so the rate is not one unit per fsync.
+//! No task is spawned per unit or message.
+//!
 //! Invariants:
-//! - A QoS 1/2 message is acknowledged only after the sink returned `Ok` for the batch that
-//!   carried it (or after it was dead-lettered), and acknowledgements leave in arrival order:
-//!   units of messages complete in order (a FIFO of submissions), and every ack goes through
-//!   one ordered backlog.
+//! - A QoS 1/2 message is acknowledged only after the sink's durability future resolved `Ok`
+//!   for the batch that carried it (or after it was dead-lettered), and acknowledgements
+//!   leave in arrival order: units complete in order (a FIFO; only the front one is awaited),
+//!   and every ack goes through one ordered backlog. A unit refused or failed is admitted
+//!   again (re-parsed from its payloads) when it reaches the front; no new unit is taken
+//!   while one waits for that.
 //! - The poller never awaits the request channel: acks are queued with `try_ack` from a
 //!   backlog that both tasks flush, so neither can deadlock on a full channel.
 //! - At most `in_flight` messages are between arrival and durability: the poller takes a
@@ -26,11 +34,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use tokio::sync::{mpsc, Semaphore};
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{Batch, TimeUnit};
-use crate::sink::{BatchSink, SinkError, SinkOutcome};
+use crate::sink::{BatchSink, Durable, SinkError, SinkOutcome};
 
 use super::backoff::{seed, Backoff};
 use super::client::{self, Client, Conn, Event, Incoming};
@@ -42,6 +49,10 @@ use super::parse::Parsers;
 use super::session::SubscriptionRecord;
 use super::tls;
 use crate::Error;
+
+/// First wait before admitting a batch again after a sink I/O error (doubled per failure of
+/// the same batch, up to 30 s).
+const IO_RETRY: Duration = Duration::from_millis(100);
 
 /// A connection that lasted this long resets the reconnect backoff.
 const STABLE_CONNECTION: Duration = Duration::from_secs(10);
@@ -77,21 +88,6 @@ struct Msg {
     epoch: u64,
     received: Instant,
     now: i64,
-}
-
-/// What a submission task returns.
-enum UnitEnd {
-    Durable(SinkOutcome),
-    Closed,
-    Cancelled,
-}
-
-/// A unit of consecutive messages submitted as one batch.
-struct Unit {
-    task: JoinHandle<UnitEnd>,
-    /// (epoch, qos, pkid) of every message of the unit, in arrival order.
-    acks: Vec<(u64, u8, u16)>,
-    messages: u64,
 }
 
 fn unix_now(unit: TimeUnit) -> i64 {
@@ -156,16 +152,17 @@ pub async fn run(
     }));
     let sem = Arc::new(Semaphore::new(window));
     let in_flight = Arc::new(AtomicU64::new(0));
+    // Bounded by the window: the poller sends a message only with a permit of `sem`.
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
 
-    let ctx = Arc::new(UnitCtx {
+    let ctx = UnitCtx {
         opts: opts.clone(),
         sink,
         parsers,
         dead: Mutex::new(dead),
         metrics: metrics.clone(),
         stop: stop.clone(),
-    });
+    };
     let worker = Worker {
         opts: opts.clone(),
         ctx,
@@ -465,7 +462,7 @@ impl Poller {
 
 struct Worker {
     opts: Arc<MqttSourceConfig>,
-    ctx: Arc<UnitCtx>,
+    ctx: UnitCtx,
     client: Client,
     gate: SharedGate,
     sem: Arc<Semaphore>,
@@ -474,7 +471,7 @@ struct Worker {
     stop: CancellationToken,
 }
 
-/// What a unit's task needs: parsing, dead-lettering and the sink.
+/// What the worker needs to parse, dead-letter and admit.
 struct UnitCtx {
     opts: Arc<MqttSourceConfig>,
     sink: Arc<dyn BatchSink>,
@@ -484,10 +481,36 @@ struct UnitCtx {
     stop: CancellationToken,
 }
 
-/// Awaits the first unit's task (cancel-safe: `&mut JoinHandle`).
-async fn front(units: &mut VecDeque<Unit>) -> Option<UnitEnd> {
-    let u = units.front_mut()?;
-    Some((&mut u.task).await.unwrap_or(UnitEnd::Cancelled))
+/// What a re-admission needs of a message with records: its topic, payload and arrival time.
+type Good = (String, Bytes, i64);
+
+/// A unit of consecutive messages admitted to the sink as one batch.
+struct Unit {
+    /// (epoch, qos, pkid) of every message of the unit, in arrival order.
+    acks: Vec<(u64, u8, u16)>,
+    messages: u64,
+    /// The messages that had records (for a re-admission).
+    good: Vec<Good>,
+    received: Instant,
+    state: UnitState,
+    /// The wait after the next I/O error.
+    io_delay: Duration,
+}
+
+enum UnitState {
+    /// Admitted: resolves once durable.
+    Admitted(Durable),
+    /// Refused, or failed before it was durable: admitted again (re-parsed) at this time.
+    Retry(tokio::time::Instant),
+    /// No records (every message dead-lettered or empty): nothing to wait for.
+    Empty,
+}
+
+/// How the front unit ended.
+enum UnitEnd {
+    Durable(SinkOutcome),
+    Closed,
+    Cancelled,
 }
 
 impl Worker {
@@ -496,35 +519,44 @@ impl Worker {
         let mut units: VecDeque<Unit> = VecDeque::new();
         let mut open = true;
         let mut sink_closed = false;
+        let most = self.opts.runtime.max_concurrent_submits.max(1);
         loop {
             if !open && units.is_empty() {
                 break;
             }
+            // No new batch while one waits to be admitted again (the sink is full or failing).
+            let take = open
+                && units.len() < most
+                && !units.iter().any(|u| matches!(u.state, UnitState::Retry(_)));
             tokio::select! {
                 biased;
-                end = front(&mut units), if !units.is_empty() => {
+                end = self.ctx.front(&mut units), if !units.is_empty() => {
                     let Some(unit) = units.pop_front() else { continue };
                     match end {
-                        Some(UnitEnd::Durable(outcome)) => self.complete(unit, outcome),
-                        Some(UnitEnd::Closed) => {
+                        UnitEnd::Durable(outcome) => self.complete(unit, outcome),
+                        UnitEnd::Closed => {
                             sink_closed = true;
                             self.stop.cancel();
                             break;
                         }
                         // Shutdown while retrying: not durable, not acknowledged.
-                        Some(UnitEnd::Cancelled) | None => self.release(unit.messages),
+                        UnitEnd::Cancelled => self.release(unit.messages),
                     }
                 }
-                m = rx.recv(), if open && units.len() < self.opts.runtime.max_concurrent_submits => {
+                m = rx.recv(), if take => {
                     match m {
-                        Some(first) => units.push_back(self.gather(first, &mut rx)),
+                        Some(first) => match self.gather(first, &mut rx) {
+                            Some(unit) => units.push_back(unit),
+                            None => {
+                                sink_closed = true;
+                                self.stop.cancel();
+                                break;
+                            }
+                        },
                         None => open = false,
                     }
                 }
             }
-        }
-        for u in units {
-            u.task.abort();
         }
         sink_closed
     }
@@ -556,50 +588,121 @@ impl Worker {
         flush_backlog(&mut g, &self.client);
     }
 
-    /// Takes `first` and whatever else is queued (up to `max_batch_messages`) as one unit,
-    /// and starts its task (parse, dead-letter, submit) so that units parse in parallel.
-    fn gather(&self, first: Msg, rx: &mut mpsc::UnboundedReceiver<Msg>) -> Unit {
-        let mut msgs = vec![first];
-        while msgs.len() < self.opts.runtime.max_batch_messages {
-            match rx.try_recv() {
-                Ok(m) => msgs.push(m),
-                Err(_) => break,
+    /// Takes `first` and whatever else is queued (up to `max_batch_messages`, and a quarter of
+    /// the window) as one unit,
+    /// parses it into one batch (dead-lettering what cannot be used) and admits that to the
+    /// sink without waiting for its durability. `None`: the sink is closed.
+    fn gather(&self, first: Msg, rx: &mut mpsc::UnboundedReceiver<Msg>) -> Option<Unit> {
+        let received = first.received;
+        let mut acks = Vec::new();
+        let mut good = Vec::new();
+        let mut batch = Batch::default();
+        let most = self
+            .opts
+            .runtime
+            .max_batch_messages
+            .min(usize::from(self.opts.max_inflight) / 4)
+            .max(1);
+        let mut next = Some(first);
+        while let Some(m) = next {
+            acks.push((m.epoch, m.incoming.qos, m.incoming.pkid));
+            if let Some(g) = self.ctx.parse_one(m, &mut batch) {
+                good.push(g);
             }
+            next = if acks.len() < most {
+                rx.try_recv().ok()
+            } else {
+                None
+            };
         }
-        let acks = msgs
-            .iter()
-            .map(|m| (m.epoch, m.incoming.qos, m.incoming.pkid))
-            .collect();
-        let messages = msgs.len() as u64;
-        let task = tokio::spawn(process(self.ctx.clone(), msgs));
-        Unit {
-            task,
+        let mut unit = Unit {
+            messages: acks.len() as u64,
             acks,
-            messages,
+            good,
+            received,
+            state: UnitState::Empty,
+            io_delay: IO_RETRY,
+        };
+        if !batch.records.is_empty() {
+            unit.state = self.ctx.admit(batch, received, &mut unit.io_delay)?;
         }
+        Some(unit)
     }
-}
-
-/// A unit's task: parse every message into one batch, dead-letter what cannot be used,
-/// submit the rest.
-async fn process(ctx: Arc<UnitCtx>, msgs: Vec<Msg>) -> UnitEnd {
-    let mut batch = Batch::default();
-    let mut good: Vec<(String, Bytes, i64)> = Vec::new();
-    let received = msgs
-        .first()
-        .map(|m| m.received)
-        .unwrap_or_else(Instant::now);
-    for m in msgs {
-        if let Some(g) = ctx.parse_one(m, &mut batch) {
-            good.push(g);
-        }
-    }
-    submit(&ctx, batch, received, good).await
 }
 
 impl UnitCtx {
+    /// Admits `batch`: the state of its unit, or `None` when the sink is closed.
+    fn admit(&self, batch: Batch, received: Instant, io: &mut Duration) -> Option<UnitState> {
+        let wait = match self.sink.clone().admit(batch, received) {
+            Ok(durable) => return Some(UnitState::Admitted(durable)),
+            Err(e) => self.retry_delay(e, io)?,
+        };
+        Some(UnitState::Retry(tokio::time::Instant::now() + wait))
+    }
+
+    /// How long to wait before admitting again after `e` (`None`: the sink is closed); `io` is
+    /// the batch's I/O backoff.
+    fn retry_delay(&self, e: SinkError, io: &mut Duration) -> Option<Duration> {
+        match e {
+            SinkError::Closed => None,
+            SinkError::Full {
+                reason,
+                retry_after,
+            } => {
+                self.metrics.backpressure();
+                tracing::debug!("sink full ({reason}); retrying in {retry_after:?}");
+                Some(retry_after.clamp(Duration::from_millis(1), Duration::from_secs(30)))
+            }
+            SinkError::Io(e) => {
+                let d = *io;
+                *io = (d * 2).min(Duration::from_secs(30));
+                tracing::error!("sink error: {e}; retrying in {d:?}");
+                Some(d)
+            }
+        }
+    }
+
+    /// Waits until the first unit is durable, admitting it again (re-parsed) as often as it is
+    /// refused or fails; cancel-safe (the state changes only between awaits).
+    async fn front(&self, units: &mut VecDeque<Unit>) -> UnitEnd {
+        let Some(u) = units.front_mut() else {
+            return UnitEnd::Cancelled;
+        };
+        loop {
+            match &mut u.state {
+                UnitState::Empty => return UnitEnd::Durable(SinkOutcome::default()),
+                UnitState::Admitted(durable) => {
+                    let wait = match durable.await {
+                        Ok(outcome) => return UnitEnd::Durable(outcome),
+                        Err(e) => match self.retry_delay(e, &mut u.io_delay) {
+                            Some(d) => d,
+                            None => return UnitEnd::Closed,
+                        },
+                    };
+                    u.state = UnitState::Retry(tokio::time::Instant::now() + wait);
+                }
+                UnitState::Retry(at) => {
+                    let at = *at;
+                    tokio::select! {
+                        _ = self.stop.cancelled() => return UnitEnd::Cancelled,
+                        _ = tokio::time::sleep_until(at) => {}
+                    }
+                    let batch = reparse(&u.good, &self.parsers);
+                    if batch.records.is_empty() {
+                        u.state = UnitState::Empty;
+                        continue;
+                    }
+                    match self.admit(batch, u.received, &mut u.io_delay) {
+                        Some(state) => u.state = state,
+                        None => return UnitEnd::Closed,
+                    }
+                }
+            }
+        }
+    }
+
     /// Parses one message into `batch`; returns what a re-parse needs when it had records.
-    fn parse_one(&self, m: Msg, batch: &mut Batch) -> Option<(String, Bytes, i64)> {
+    fn parse_one(&self, m: Msg, batch: &mut Batch) -> Option<Good> {
         let qos = m.incoming.qos;
         let payload = m.incoming.payload;
         let topic = match m.incoming.topic {
@@ -695,52 +798,9 @@ impl UnitCtx {
     }
 }
 
-/// Submits one batch, retrying on "full" and I/O errors until it is durable, the sink
-/// closes, or the source stops.
-async fn submit(
-    ctx: &UnitCtx,
-    batch: Batch,
-    received: Instant,
-    good: Vec<(String, Bytes, i64)>,
-) -> UnitEnd {
-    if batch.records.is_empty() {
-        return UnitEnd::Durable(SinkOutcome::default());
-    }
-    let mut batch = Some(batch);
-    let mut io_delay = Duration::from_millis(100);
-    loop {
-        let b = match batch.take() {
-            Some(b) => b,
-            None => reparse(&good, &ctx.parsers),
-        };
-        let wait = match ctx.sink.submit(b, received).await {
-            Ok(outcome) => return UnitEnd::Durable(outcome),
-            Err(SinkError::Closed) => return UnitEnd::Closed,
-            Err(SinkError::Full {
-                reason,
-                retry_after,
-            }) => {
-                ctx.metrics.backpressure();
-                tracing::debug!("sink full ({reason}); retrying in {retry_after:?}");
-                retry_after.clamp(Duration::from_millis(1), Duration::from_secs(30))
-            }
-            Err(SinkError::Io(e)) => {
-                tracing::error!("sink error: {e}; retrying in {io_delay:?}");
-                let d = io_delay;
-                io_delay = (io_delay * 2).min(Duration::from_secs(30));
-                d
-            }
-        };
-        tokio::select! {
-            _ = ctx.stop.cancelled() => return UnitEnd::Cancelled,
-            _ = tokio::time::sleep(wait) => {}
-        }
-    }
-}
-
 /// Rebuilds a batch from the raw payloads (parsing is pure; rejections were already
 /// dead-lettered the first time).
-fn reparse(good: &[(String, Bytes, i64)], parsers: &Parsers) -> Batch {
+fn reparse(good: &[Good], parsers: &Parsers) -> Batch {
     let mut batch = Batch::default();
     for (topic, payload, now) in good {
         if let Some(p) = parsers.route(topic) {

@@ -97,6 +97,16 @@ pub struct SubmitOutcome {
     pub rejections: Vec<Rejection>,
 }
 
+/// A batch [`Pipeline::admit`] queued for the write-ahead log; [`Pipeline::durable`] waits
+/// for it.
+#[must_use = "the points are durable only once `Pipeline::durable` returned Ok"]
+pub struct Admitted {
+    /// `None` when nothing of the batch was accepted.
+    ticket: Option<wal::Ticket>,
+    outcome: SubmitOutcome,
+    received: Instant,
+}
+
 type WalItem = (WriteBatch, Instant);
 
 struct DevSlot {
@@ -719,11 +729,30 @@ impl Pipeline {
         batch: Batch,
         received: Instant,
     ) -> Result<SubmitOutcome> {
+        let admitted = self.admit(source, batch, received)?;
+        self.durable(source, admitted).await
+    }
+
+    /// The first half of [`Pipeline::submit`]: admits the batch (normalized and queued for
+    /// the write-ahead log, in call order) without waiting for its durability, so that a
+    /// source can admit its next batches meanwhile and one fsync covers them all. Refusals
+    /// are [`Pipeline::submit`]'s.
+    pub fn admit(&self, source: &str, batch: Batch, received: Instant) -> Result<Admitted> {
         let (ticket, outcome) = self.enqueue(source, batch, received)?;
-        if let Some(t) = ticket {
-            self.acknowledged(source, received, t.wait().await)?;
+        Ok(Admitted {
+            ticket,
+            outcome,
+            received,
+        })
+    }
+
+    /// The second half of [`Pipeline::submit`]: resolves once the admitted batch's accepted
+    /// points are durable (`source` as given to [`Pipeline::admit`]).
+    pub async fn durable(&self, source: &str, admitted: Admitted) -> Result<SubmitOutcome> {
+        if let Some(t) = admitted.ticket {
+            self.acknowledged(source, admitted.received, t.wait().await)?;
         }
-        Ok(outcome)
+        Ok(admitted.outcome)
     }
 
     /// [`Pipeline::submit`] for plain threads.

@@ -753,3 +753,46 @@ fn a_value_the_encoding_cannot_store_is_rejected_at_intake() {
     assert_eq!(plain.len(), 3);
     assert!(matches!(plain[1].3, Value::Double(x) if x.is_nan()));
 }
+
+/// `admit` queues a batch at the call, in call order (a batch admitted later is typed by
+/// the series an earlier one created, before either is durable); `durable` then resolves in
+/// any order; a closed pipeline refuses at `admit`.
+#[test]
+fn admitted_batches_are_ordered_at_the_call_and_awaited_later() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = Pipeline::open(PipelineOptions::new("t", tmp.path()), Metrics::new()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let now = Instant::now();
+    let first = p.admit("test", one("root.sg.d1", 1, 7), now).unwrap();
+    let float = Batch {
+        records: vec![rec("root.sg.d1", 2, &[("s", FieldValue::Float(2.5))])],
+        rejections: vec![],
+    };
+    let second = p.admit("test", float, now).unwrap();
+    let third = p.admit("test", one("root.sg.d1", 3, 9), now).unwrap();
+    let out = rt.block_on(p.durable("test", third)).unwrap();
+    assert_eq!((out.accepted, out.rejected), (1, 0));
+    let out = rt.block_on(p.durable("test", second)).unwrap();
+    assert_eq!((out.accepted, out.rejected), (0, 1));
+    assert_eq!(out.rejections[0].reason, RejectReason::TypeMismatch);
+    let out = rt.block_on(p.durable("test", first)).unwrap();
+    assert_eq!((out.accepted, out.rejected), (1, 0));
+    p.shutdown_blocking();
+    assert!(matches!(
+        p.admit("test", one("root.sg.d1", 4, 1), now),
+        Err(Error::Refused(Refusal::Closed))
+    ));
+    let (points, _) = read_dir_points(tmp.path());
+    let expected = |t: i64, v: i64| {
+        (
+            "root.sg.d1".to_string(),
+            "s".to_string(),
+            t,
+            Value::Int64(v),
+        )
+    };
+    assert_eq!(points, vec![expected(1, 7), expected(3, 9)]);
+}

@@ -1,0 +1,212 @@
+//! Interned device and measurement names, shared by the records of many payloads.
+//!
+//! A stream of messages usually repeats the same few devices and measurements. [`Names`]
+//! keeps one validated [`Arc<str>`] per name, so a parser that sees a known name neither
+//! validates it again nor allocates for it, and every record of the stream shares one string
+//! per name (the pipeline then finds a series by comparing pointers). Only valid names are
+//! kept, and at most [`Names::limit`] of each kind: when a set is full it is emptied and fills
+//! again with the names in use (a stream of ever new names costs what it cost without the
+//! cache). Payloads of one stream usually also repeat their names in the same places: the
+//! last device and the measurement last seen at each position are compared first, which costs
+//! less than hashing.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::path::{validate_device, validate_measurement};
+
+/// Names kept of each kind (devices, measurements) by [`Names::default`].
+pub const DEFAULT_NAME_LIMIT: usize = 65_536;
+
+/// Validated device and measurement names, interned (see the module docs).
+#[derive(Debug)]
+pub struct Names {
+    devices: HashSet<Arc<str>>,
+    measurements: HashSet<Arc<str>>,
+    limit: usize,
+    /// The device last returned.
+    last_device: Option<Arc<str>>,
+    /// The measurement last returned for each position of [`Names::measurement_at`].
+    last_at: Vec<Arc<str>>,
+}
+
+impl Default for Names {
+    fn default() -> Self {
+        Names::with_limit(DEFAULT_NAME_LIMIT)
+    }
+}
+
+/// The interned `name`, or `None` when it is new.
+fn interned(set: &HashSet<Arc<str>>, name: &str) -> Option<Arc<str>> {
+    set.get(name).cloned()
+}
+
+/// Adds `name` to `set` (emptied first when it holds `limit` names).
+fn intern(set: &mut HashSet<Arc<str>>, limit: usize, name: &str) -> Arc<str> {
+    if set.len() >= limit {
+        set.clear();
+    }
+    let name: Arc<str> = Arc::from(name);
+    set.insert(name.clone());
+    name
+}
+
+impl Names {
+    /// An empty cache keeping at most `limit` names of each kind (at least one).
+    pub fn with_limit(limit: usize) -> Names {
+        Names {
+            devices: HashSet::new(),
+            measurements: HashSet::new(),
+            limit: limit.max(1),
+            last_device: None,
+            last_at: Vec::new(),
+        }
+    }
+
+    /// The most names of each kind kept.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Names held now (devices and measurements).
+    pub fn len(&self) -> usize {
+        self.devices.len() + self.measurements.len()
+    }
+
+    /// Whether no name is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The device path `path` as a shared string, or why it is not a valid device path
+    /// ([`validate_device`]).
+    pub fn device(&mut self, path: &str) -> Result<Arc<str>, tsfiled_core::Error> {
+        if let Some(d) = self.last_device.as_ref().filter(|d| ***d == *path) {
+            return Ok(d.clone());
+        }
+        let d = match interned(&self.devices, path) {
+            Some(d) => d,
+            None => {
+                validate_device(path)?;
+                intern(&mut self.devices, self.limit, path)
+            }
+        };
+        self.last_device = Some(d.clone());
+        Ok(d)
+    }
+
+    /// The measurement name `name` as a shared string, or why it is not a valid measurement
+    /// ([`validate_measurement`]).
+    pub fn measurement(&mut self, name: &str) -> Result<Arc<str>, tsfiled_core::Error> {
+        if let Some(m) = interned(&self.measurements, name) {
+            return Ok(m);
+        }
+        validate_measurement(name)?;
+        Ok(intern(&mut self.measurements, self.limit, name))
+    }
+
+    /// [`Names::measurement`] for the measurement at position `k` of a payload's list (the
+    /// name there last time is tried first).
+    pub fn measurement_at(
+        &mut self,
+        k: usize,
+        name: &str,
+    ) -> Result<Arc<str>, tsfiled_core::Error> {
+        if let Some(m) = self.last_at.get(k).filter(|m| ***m == *name) {
+            return Ok(m.clone());
+        }
+        let m = self.measurement(name)?;
+        let known = self.last_at.len();
+        if k < known {
+            self.last_at[k] = m.clone();
+        } else if k == known && k < self.limit {
+            // Positions are remembered in order, up to the set's limit.
+            self.last_at.push(m.clone());
+        }
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_known_name_is_the_same_string() {
+        let mut n = Names::default();
+        let a = n.device("root.sg.d1").unwrap();
+        let b = n.device(&String::from("root.sg.d1")).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(&*a, "root.sg.d1");
+        let s = n.measurement("s1").unwrap();
+        assert!(Arc::ptr_eq(&s, &n.measurement("s1").unwrap()));
+        // Kinds are kept apart: a measurement spelled like a device is another entry.
+        let other = n.device("root.sg.d2").unwrap();
+        assert!(!Arc::ptr_eq(&a, &other));
+        assert_eq!(n.len(), 3);
+        assert!(!n.is_empty());
+    }
+
+    #[test]
+    fn invalid_names_are_refused_and_not_kept() {
+        let mut n = Names::default();
+        // The errors are the path rules' own (core::path).
+        assert_eq!(n.device("sg.d1"), Err(tsfiled_core::Error::NoRoot));
+        assert_eq!(n.device("root"), Err(tsfiled_core::Error::TooShort));
+        assert_eq!(n.measurement(""), Err(tsfiled_core::Error::Empty));
+        assert!(n.measurement("time").is_err(), "reserved measurement name");
+        assert!(
+            n.device("root.a.time").is_ok(),
+            "`time` is a valid device node"
+        );
+        assert!(n.measurement("a.b").is_err());
+        assert_eq!(n.len(), 1);
+        assert!(n.device("sg.d1").is_err(), "still refused the second time");
+    }
+
+    #[test]
+    fn positions_and_the_last_device_are_remembered() {
+        let mut n = Names::default();
+        let s0 = n.measurement_at(0, "s0").unwrap();
+        let s1 = n.measurement_at(1, "s1").unwrap();
+        assert!(Arc::ptr_eq(&s0, &n.measurement_at(0, "s0").unwrap()));
+        assert!(Arc::ptr_eq(&s1, &n.measurement_at(1, "s1").unwrap()));
+        // Swapped places: found in the set, the same strings.
+        assert!(Arc::ptr_eq(&s1, &n.measurement_at(0, "s1").unwrap()));
+        assert!(Arc::ptr_eq(&s0, &n.measurement_at(1, "s0").unwrap()));
+        assert!(Arc::ptr_eq(&s0, &n.measurement("s0").unwrap()));
+        // A position past the remembered ones is served from the set.
+        assert!(Arc::ptr_eq(&s1, &n.measurement_at(5, "s1").unwrap()));
+        assert_eq!(n.len(), 2);
+        // An invalid name at a remembered position is refused, and the position kept.
+        assert!(n.measurement_at(0, "time").is_err());
+        assert!(Arc::ptr_eq(&s1, &n.measurement_at(0, "s1").unwrap()));
+        let d1 = n.device("root.a.d1").unwrap();
+        let d2 = n.device("root.a.d2").unwrap();
+        assert!(Arc::ptr_eq(&d2, &n.device("root.a.d2").unwrap()));
+        assert!(Arc::ptr_eq(&d1, &n.device("root.a.d1").unwrap()));
+        assert!(n.device("root.a.").is_err());
+        assert_eq!(n.len(), 4);
+    }
+
+    #[test]
+    fn a_full_set_is_emptied() {
+        let mut n = Names::with_limit(2);
+        assert_eq!(n.limit(), 2);
+        let a = n.measurement("a").unwrap();
+        n.measurement("b").unwrap();
+        assert_eq!(n.len(), 2);
+        // A third name empties the set: `a` is interned anew.
+        n.measurement("c").unwrap();
+        assert_eq!(n.len(), 1);
+        let a2 = n.measurement("a").unwrap();
+        assert!(!Arc::ptr_eq(&a, &a2));
+        assert_eq!(&*a2, "a");
+        assert_eq!(n.len(), 2);
+        // Devices have their own limit.
+        n.device("root.x.y").unwrap();
+        assert_eq!(n.len(), 3);
+        assert_eq!(Names::with_limit(0).limit(), 1);
+        assert!(Names::with_limit(0).is_empty());
+    }
+}
