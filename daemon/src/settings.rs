@@ -100,6 +100,7 @@ impl Settings {
                 double_encoding: d.double,
                 text_encoding: d.text,
                 compression: d.compression,
+                choose: d.choose_encoding && st.format_version == cfg::FormatVersion::V2,
             };
             o.rules = p
                 .schema
