@@ -341,6 +341,10 @@ struct DeviceEntry {
     series: HashMap<Box<str>, (Arc<str>, SeriesType)>,
     /// Series whose encoding is still to be chosen at a flush ([`Registry::settle`]).
     pending: HashSet<Box<str>>,
+    /// Series whose encoding was chosen in this run: the type files are written with. Intake
+    /// keeps the series' type until a restart, so that no value the starting encoding refused
+    /// (GORILLA: NaN) reaches a file still open that registered the series with it.
+    written: HashMap<Box<str>, SeriesType>,
 }
 
 /// Marks a TAG column's line in the journal (before the tag key).
@@ -630,7 +634,10 @@ impl Registry {
     /// defined in this run whose encoding no rule pins (and the defaults let choose) gets it
     /// chosen now ([`choose`]) if the flush holds at least [`MIN_SAMPLE`] points; the choice
     /// is journaled (a second line of the series, which wins when the journal is loaded) and
-    /// kept from then on. `None` for a series not known (or a table's, which v4 writes).
+    /// kept from then on: for the files of this run, and as the series' type ([`get`]) from
+    /// the next start on. `None` for a series not known (or a table's, which v4 writes).
+    ///
+    /// [`get`]: Registry::get
     pub fn settle(
         &mut self,
         device: &str,
@@ -638,16 +645,20 @@ impl Registry {
         values: &Column,
     ) -> Option<SeriesType> {
         let e = self.devices.get_mut(device)?;
-        let (_, ty) = e.series.get_mut(measurement)?;
+        let (_, ty) = e.series.get(measurement)?;
+        let ty = *ty;
+        if let Some(w) = e.written.get(measurement) {
+            return Some(*w);
+        }
         if values.len() < MIN_SAMPLE
             || values.data_type() != ty.data_type
             || !e.pending.remove(measurement)
         {
-            return Some(*ty);
+            return Some(ty);
         }
-        let chosen = choose(*ty, values);
-        if chosen != *ty {
-            *ty = chosen;
+        let chosen = choose(ty, values);
+        if chosen != ty {
+            e.written.insert(measurement.into(), chosen);
             self.journal_line(device, measurement, chosen);
         }
         Some(chosen)
@@ -727,6 +738,7 @@ impl Registry {
                 continue;
             }
             for (m, ty) in d.series.values() {
+                let ty = d.written.get(&**m).unwrap_or(ty);
                 body.push_str(&format!(
                     "{}\t{m}\t{}\t{}\t{}\n",
                     d.device, ty.data_type, ty.encoding, ty.compression
@@ -1157,16 +1169,28 @@ mod choice_tests {
                 (t.encoding, t.compression),
                 (Encoding::RLE, Compression::UNCOMPRESSED)
             );
-            assert_eq!(r.get("root.sg.d1", "a").unwrap().ty, t);
+            // Intake keeps the starting type until the next start.
+            let start = SeriesType::default_for(DataType::INT64);
+            assert_eq!(r.get("root.sg.d1", "a").unwrap().ty, start);
             // Chosen once: a later flush of other values keeps it.
             assert_eq!(r.settle("root.sg.d1", "a", &ramp).unwrap(), t);
             r.sync().unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(
+                text,
+                "root.sg.d1\ta\tINT64\tTS_2DIFF\tSNAPPY\nroot.sg.d1\ta\tINT64\tRLE\tUNCOMPRESSED\n"
+            );
+            // A rewrite from memory keeps the choice (one line).
+            r.broken = true;
+            r.dirty = true;
+            r.sync().unwrap();
+            assert_eq!(
+                std::fs::read_to_string(&path).unwrap(),
+                "root.sg.d1\ta\tINT64\tRLE\tUNCOMPRESSED\n"
+            );
+            // The journal as appended before the rewrite, for the reload below.
+            std::fs::write(&path, text).unwrap();
         }
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(
-            text,
-            "root.sg.d1\ta\tINT64\tTS_2DIFF\tSNAPPY\nroot.sg.d1\ta\tINT64\tRLE\tUNCOMPRESSED\n"
-        );
         let mut r = Registry::open(tsfiled_fsio::std_fs(), &path, vec![]).unwrap();
         r.set_rules(vec![], defaults);
         assert_eq!(r.len(), 1);
