@@ -43,8 +43,10 @@ seal_idle = "10m"
 # TsFile format 000002, which IoTDB 0.10 reads. For IoTDB 2.x (LOAD), set
 # format_version = 4 (TsFile v4; see the README, "Loading into IoTDB 2.x").
 
-# Types of new series are inferred on first sight (integers INT64, decimals DOUBLE) and
-# encoded INT64/INT32 TS_2DIFF, FLOAT/DOUBLE GORILLA, BOOLEAN RLE, TEXT PLAIN, all SNAPPY.
+# Types of new series are inferred on first sight (integers INT64, decimals DOUBLE). They
+# start encoded INT64/INT32 TS_2DIFF, FLOAT/DOUBLE GORILLA, BOOLEAN RLE, TEXT PLAIN, all
+# SNAPPY, and in format 2 get at their first flush of 256 points or more whichever lossless
+# encoding and compression stores those points smallest (schema_defaults.choose_encoding).
 # Pin series with rules such as:
 #   [[pipeline.schema]]
 #   pattern = "root.plant.**.status"

@@ -142,6 +142,7 @@ fn pipeline_raw(pl: &PipelineConfig, secret: &dyn Fn(&str) -> String) -> RawPipe
             double: Some(Named::Known(EncodingName::of(df.double))),
             text: Some(Named::Known(EncodingName::of(df.text))),
             compression: Some(Named::Known(df.compression)),
+            choose_encoding: Some(df.choose_encoding),
             integer_type: Some(Named::Known(df.integer_type)),
             float_type: Some(Named::Known(df.float_type)),
         }),

@@ -388,6 +388,8 @@ pub struct SchemaDefaults {
     pub text: Encoding,
     /// Compression.
     pub compression: Compression,
+    /// Choose each new series' encoding and compression at its first flush (format 2).
+    pub choose_encoding: bool,
     /// Type for untyped integers.
     pub integer_type: DataType,
     /// Type for untyped decimals.

@@ -303,6 +303,14 @@ config_table! {
         /// Compression of series no rule matches.
         #[key("compression", "compression", "\"SNAPPY\"")]
         compression: Option<Named<Compression>>,
+        /// With `storage.format_version = 2`: a new series no rule matches starts with the
+        /// encoding and compression above and, at its first flush of at least 256 points,
+        /// gets whichever of its type's lossless format-2 encodings (INT32/INT64: TS_2DIFF,
+        /// RLE, PLAIN; FLOAT/DOUBLE: GORILLA, PLAIN; BOOLEAN: RLE, PLAIN), each SNAPPY or
+        /// UNCOMPRESSED, stores those points (up to 16384) in the fewest bytes; the choice is
+        /// kept in the schema journal. `false` keeps the encodings and compression above.
+        #[key("choose_encoding", "boolean", "true")]
+        choose_encoding: Option<bool>,
         /// Type of a new series whose first value is an integer without a type suffix (JSON
         /// `12`, CSV `12`): `"INT64"`, `"INT32"`, `"DOUBLE"` or `"FLOAT"`.
         #[key("integer_type", "data type", "\"INT64\"")]

@@ -100,6 +100,7 @@ impl Settings {
                 double_encoding: d.double,
                 text_encoding: d.text,
                 compression: d.compression,
+                choose: d.choose_encoding && st.format_version == cfg::FormatVersion::V2,
             };
             o.rules = p
                 .schema
@@ -215,5 +216,30 @@ mod tests {
             .options
             .defaults;
         assert_eq!((d.float_encoding.code(), d.double_encoding.code()), (8, 8));
+    }
+
+    /// Encodings are chosen at the first flush by default in format 2 only
+    /// (docs/configuration.md, `schema_defaults.choose_encoding`), and not when switched off.
+    #[test]
+    fn encodings_are_chosen_in_format_2_unless_switched_off() {
+        let choose = |extra: &str| {
+            let text = format!(
+                "[[pipeline]]\nname = \"p\"\n[[pipeline.source]]\ntype = \"http\"\n{extra}"
+            );
+            let c = cfg::Config::from_toml_str(&text, "t.toml").unwrap();
+            Settings::from_config(&c).unwrap().pipelines[0]
+                .options
+                .defaults
+                .choose
+        };
+        assert!(choose(""));
+        assert!(choose("[pipeline.storage]\nformat_version = 2\n"));
+        assert!(!choose("[pipeline.storage]\nformat_version = 4\n"));
+        assert!(!choose(
+            "[pipeline.schema_defaults]\nchoose_encoding = false\n"
+        ));
+        assert!(!choose(
+            "[pipeline.storage]\nformat_version = 4\n[pipeline.schema_defaults]\nchoose_encoding = true\n"
+        ));
     }
 }

@@ -86,6 +86,7 @@ pub(super) fn validate_schema_defaults(
         double,
         text,
         compression,
+        choose_encoding: rd.choose_encoding.unwrap_or(true),
         integer_type,
         float_type,
     }

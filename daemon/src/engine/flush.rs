@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tsfile::basic::Column;
@@ -16,7 +16,7 @@ use tsfiled_fsio::{Fs, FsFile};
 
 use super::files::{self, FormatVersion, Space};
 use super::memtable::{g_proc, sort_dedup, SeriesBuf, SeriesKey};
-use super::schema::SeriesType;
+use super::schema::{Registry, SeriesType};
 use super::status::FileStatus;
 use super::{Engine, SealReason};
 use crate::health::{FaultKind, StorageOp};
@@ -79,6 +79,26 @@ pub(super) fn fit_to_format(ty: &SeriesType, format: FormatVersion) -> (Encoding
             (e, c)
         }
     }
+}
+
+/// The type a series is written with in a flush of `values` (`buffered`: the type its
+/// memtable holds, from intake or the write-ahead log): in format 000002 the schema
+/// registry's, whose encoding may be chosen now ([`Registry::settle`]); in v4, and for a
+/// series the registry types otherwise, `buffered`.
+fn flush_type(
+    registry: &Mutex<Registry>,
+    format: FormatVersion,
+    (device, measurement): &SeriesKey,
+    buffered: SeriesType,
+    values: &Column,
+) -> SeriesType {
+    if format != FormatVersion::V2 {
+        return buffered;
+    }
+    let mut reg = registry.lock().unwrap_or_else(|e| e.into_inner());
+    reg.settle(device, measurement, values)
+        .filter(|t| t.data_type == buffered.data_type)
+        .unwrap_or(buffered)
 }
 
 /// Logs, once per file and series, that a series is written with another encoding or
@@ -496,6 +516,7 @@ impl Engine {
         let props = self.opts.writer.clone();
         let format = self.opts.format;
         let fs = self.opts.fs.clone();
+        let registry = self.registry.clone();
         let Some(g) = self.groups.get_mut(key) else {
             return;
         };
@@ -525,7 +546,8 @@ impl Engine {
                 points += times.len() as u64;
                 let e = device_max.entry(key.0.clone()).or_insert(last);
                 *e = (*e).max(last);
-                flushed.push((key, buf.ty, times, values));
+                let ty = flush_type(&registry, format, &key, buf.ty, &values);
+                flushed.push((key, ty, times, values));
             }
             file.writer
                 .write_flush(&flushed, &mut file.registered, flush_version, &tables)?;
@@ -696,6 +718,128 @@ mod tests {
         }
         p.shutdown_blocking();
         metrics
+    }
+
+    /// The chunks of the sealed files under `dir`: (measurement, encoding, compression), and
+    /// every point read back (measurement, time, value).
+    #[allow(clippy::type_complexity)]
+    fn chunks_and_points(
+        dir: &std::path::Path,
+    ) -> (
+        Vec<(String, tsfile::Encoding, tsfile::Compression)>,
+        Vec<(String, i64, tsfile::Value)>,
+    ) {
+        use tsfile::file::reader::{TsFileReader, WalkEvent};
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "tsfile") {
+                    files.push(p);
+                }
+            }
+        }
+        let (mut chunks, mut points) = (Vec::new(), Vec::new());
+        for f in files {
+            let r = TsFileReader::open_path(&f).unwrap();
+            for ev in r.walk() {
+                if let WalkEvent::ChunkHeader { header, .. } = ev.unwrap() {
+                    chunks.push((header.measurement, header.encoding, header.compression));
+                }
+            }
+            for (dev, ts) in r.all_series().unwrap() {
+                for p in r.series_reader_for(&dev, &ts).unwrap().points() {
+                    let (t, v) = p.unwrap();
+                    points.push((ts.measurement.clone(), t, v));
+                }
+            }
+        }
+        (chunks, points)
+    }
+
+    /// With the defaults choosing (format 000002), a flush of 300 constant INT64 points writes
+    /// them RLE UNCOMPRESSED (one run: 5 bytes, see `schema::choice_tests`), and 300 constant
+    /// DOUBLE points GORILLA SNAPPY (GORILLA: the first value, 299 zero bits and the 15-bit
+    /// NaN end marker, 48 bytes, of which SNAPPY copies the 37 zero bytes; PLAIN: 2400
+    /// bytes); a series flushed with fewer than 256 points keeps its starting
+    /// TS_2DIFF SNAPPY; every point reads back as written. In v4 nothing is chosen (the
+    /// schema journal keeps the starting types).
+    #[test]
+    fn a_first_flush_chooses_the_encoding_in_format_2_only() {
+        use tsfile::{Compression as C, Encoding as E, Value};
+
+        use crate::engine::files::FormatVersion;
+        use crate::engine::schema::TypeDefaults;
+
+        for format in [FormatVersion::V2, FormatVersion::V4] {
+            let tmp = tempfile::tempdir().unwrap();
+            let mut opts = PipelineOptions::new("t", tmp.path());
+            opts.engine.format = format;
+            opts.defaults = TypeDefaults {
+                choose: true,
+                ..TypeDefaults::default()
+            };
+            let p = Pipeline::open(opts, Metrics::new()).unwrap();
+            let records = (0..300)
+                .map(|t| Record {
+                    device: "root.sg.d1".into(),
+                    time: t,
+                    fields: [
+                        Some(Field::new("c", FieldValue::Int(5))),
+                        Some(Field::new("f", FieldValue::Float(1.5))),
+                        (t < 10).then(|| Field::new("few", FieldValue::Int(5))),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+                })
+                .collect();
+            let batch = Batch {
+                records,
+                rejections: vec![],
+            };
+            let out = p.submit_blocking("test", batch, Instant::now()).unwrap();
+            assert_eq!(out.accepted, 610);
+            p.shutdown_blocking();
+            let journal =
+                std::fs::read_to_string(tmp.path().join("state/schema.tsv")).unwrap_or_default();
+            if format == FormatVersion::V4 {
+                assert!(!journal.contains("RLE"), "{journal}");
+                assert!(!journal.contains("UNCOMPRESSED"), "{journal}");
+                continue;
+            }
+            let (mut chunks, points) = chunks_and_points(tmp.path());
+            chunks.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(
+                chunks,
+                vec![
+                    ("c".to_string(), E::RLE, C::UNCOMPRESSED),
+                    ("f".to_string(), E::GORILLA, C::SNAPPY),
+                    ("few".to_string(), E::TS_2DIFF, C::SNAPPY),
+                ]
+            );
+            let mut want: Vec<(String, i64, Value)> = (0..300)
+                .flat_map(|t| {
+                    [
+                        Some(("c".to_string(), t, Value::Int64(5))),
+                        Some(("f".to_string(), t, Value::Double(1.5))),
+                        (t < 10).then(|| ("few".to_string(), t, Value::Int64(5))),
+                    ]
+                })
+                .flatten()
+                .collect();
+            let mut got = points;
+            got.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+            want.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+            assert_eq!(got, want);
+            assert!(
+                journal.contains("root.sg.d1\tc\tINT64\tRLE\tUNCOMPRESSED\n"),
+                "{journal}"
+            );
+        }
     }
 
     #[test]
