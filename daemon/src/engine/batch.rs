@@ -1,6 +1,16 @@
 //! Normalized, typed points grouped by series, and their write-ahead-log encoding.
 //!
-//! Record payload (big-endian, via the format crate's primitives):
+//! Record payload, kind 2 (written): `u8 kind = 2`, `var series count`, then per series:
+//! `var device` (0: the device of the series before; else its byte length + 1, then the bytes),
+//! `var length` + measurement bytes, `u8 type`, `u8 encoding`, `u8 compression`, `var n`,
+//! `u8 times` (0: the times of the series before, which has `n` points; 1: `n` times follow,
+//! each a zigzag var-int of its difference from the time before, the first from 0), then the
+//! `n` values: BOOLEAN u8, INT32/INT64 zigzag var-int differences like the times, FLOAT/DOUBLE
+//! IEEE bits little-endian (4/8 bytes), TEXT var-int length + bytes. `var` is an unsigned
+//! LEB128 var-int of up to 64 bits. The rows of a CSV file or a multi-field record share
+//! their device and times, so their times are written once per device, not once per point.
+//!
+//! Kind 1 (read, as older versions wrote it; big-endian, via the format crate's primitives):
 //! `u8 kind = 1`, `i32 series count`, then per series: `String device`,
 //! `String measurement`, `u8 type`, `u8 encoding`, `u8 compression`, `i32 n`,
 //! `n × i64 time`, then the `n` values (BOOLEAN u8, INT32 i32, INT64 i64, FLOAT f32,
@@ -9,7 +19,7 @@
 use std::sync::Arc;
 
 use tsfile::basic::Column;
-use tsfile::util::io::{put_binary, put_f32, put_f64, put_i32, put_i64, ByteReader};
+use tsfile::util::io::ByteReader;
 use tsfile::{Compression, DataType, Encoding};
 
 use super::schema::SeriesType;
@@ -54,47 +64,248 @@ impl WriteBatch {
         self.series.iter().map(|s| s.len() as u64).sum()
     }
 
-    /// Encodes the batch as a WAL record payload.
+    /// Encodes the batch as a WAL record payload (kind 2, see the module documentation).
     pub fn encode(&self) -> Vec<u8> {
-        let mut cap = 5;
+        let mut cap = 1 + MAX_VARINT;
         for s in &self.series {
-            cap += 8 + s.device.len() + s.measurement.len() + 7 + s.len() * 16;
+            let value = match &s.values {
+                Column::Text(v) => v.iter().map(|x| x.len() + MAX_VARINT).sum(),
+                c => c.len() * 9,
+            };
+            cap += 4 + 3 * MAX_VARINT + s.device.len() + s.measurement.len() + value;
+            cap += s.len() * MAX_VARINT;
         }
         let mut out = Vec::with_capacity(cap);
-        out.push(1u8);
-        put_i32(&mut out, self.series.len() as i32);
+        out.push(2u8);
+        put_var(&mut out, self.series.len() as u64);
+        let mut prev: Option<&SeriesData> = None;
         for s in &self.series {
-            put_binary(&mut out, s.device.as_bytes());
-            put_binary(&mut out, s.measurement.as_bytes());
+            match prev {
+                Some(p) if p.device == s.device => put_var(&mut out, 0),
+                _ => {
+                    put_var(&mut out, s.device.len() as u64 + 1);
+                    out.extend_from_slice(s.device.as_bytes());
+                }
+            }
+            put_var(&mut out, s.measurement.len() as u64);
+            out.extend_from_slice(s.measurement.as_bytes());
             out.push(s.ty.data_type.code() as u8);
             out.push(s.ty.encoding.code() as u8);
             out.push(s.ty.compression.code() as u8);
-            put_i32(&mut out, s.times.len() as i32);
-            for t in &s.times {
-                put_i64(&mut out, *t);
+            put_var(&mut out, s.times.len() as u64);
+            if prev.is_some_and(|p| p.times == s.times) {
+                out.push(TIMES_SHARED);
+            } else {
+                out.push(TIMES_OWN);
+                put_deltas(&mut out, s.times.iter().copied());
             }
             match &s.values {
                 Column::Boolean(v) => out.extend(v.iter().map(|b| *b as u8)),
-                Column::Int32(v) => v.iter().for_each(|x| put_i32(&mut out, *x)),
-                Column::Int64(v) => v.iter().for_each(|x| put_i64(&mut out, *x)),
-                Column::Float(v) => v.iter().for_each(|x| put_f32(&mut out, *x)),
-                Column::Double(v) => v.iter().for_each(|x| put_f64(&mut out, *x)),
-                Column::Text(v) => v.iter().for_each(|x| put_binary(&mut out, x)),
+                Column::Int32(v) => put_deltas(&mut out, v.iter().map(|x| *x as i64)),
+                Column::Int64(v) => put_deltas(&mut out, v.iter().copied()),
+                Column::Float(v) => v
+                    .iter()
+                    .for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes())),
+                Column::Double(v) => v
+                    .iter()
+                    .for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes())),
+                Column::Text(v) => v.iter().for_each(|x| {
+                    put_var(&mut out, x.len() as u64);
+                    out.extend_from_slice(x);
+                }),
             }
+            prev = Some(s);
         }
         out
     }
 
-    /// Decodes a WAL record payload; `intern` maps names to shared strings.
+    /// Decodes a WAL record payload of kind 1 or 2; `intern` maps names to shared strings.
     pub fn decode(
         payload: &[u8],
-        mut intern: impl FnMut(&str, &str, SeriesType) -> (Arc<str>, Arc<str>),
+        intern: impl FnMut(&str, &str, SeriesType) -> (Arc<str>, Arc<str>),
     ) -> tsfile::Result<WriteBatch> {
         let mut r = ByteReader::new(payload, 0);
-        let kind = r.read_u8("record kind")?;
-        if kind != 1 {
-            return Err(r.error(format_args!("record kind 1, found {kind}")));
+        match r.read_u8("record kind")? {
+            1 => decode_v1(r, intern),
+            2 => decode_v2(r, intern),
+            kind => {
+                Err(ByteReader::new(payload, 0)
+                    .error(format_args!("record kind 1 or 2, found {kind}")))
+            }
         }
+    }
+}
+
+/// Most bytes of one [`put_var`].
+const MAX_VARINT: usize = 10;
+/// Kind 2: a series' times are those of the series before it.
+const TIMES_SHARED: u8 = 0;
+/// Kind 2: a series' times follow.
+const TIMES_OWN: u8 = 1;
+
+/// Appends an unsigned LEB128 var-int of 64 bits.
+#[inline]
+fn put_var(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends each value's difference from the one before it (the first from 0), zigzag var-ints.
+#[inline]
+fn put_deltas(out: &mut Vec<u8>, values: impl Iterator<Item = i64>) {
+    let mut prev = 0i64;
+    for v in values {
+        let d = v.wrapping_sub(prev);
+        put_var(out, ((d << 1) ^ (d >> 63)) as u64);
+        prev = v;
+    }
+}
+
+/// Reads a [`put_var`] var-int.
+fn read_var(r: &mut ByteReader<'_>, what: &str) -> tsfile::Result<u64> {
+    let mut v = 0u64;
+    for i in 0..MAX_VARINT {
+        let b = r.read_u8(what)?;
+        v |= ((b & 0x7f) as u64) << (7 * i);
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(r.error(format_args!(
+        "{what}: a var-int of at most {MAX_VARINT} bytes"
+    )))
+}
+
+/// Reads a var-int count or length that must fit in the bytes left (each item takes at least
+/// `min` bytes).
+fn read_count(r: &mut ByteReader<'_>, what: &str, min: usize) -> tsfile::Result<usize> {
+    let n = read_var(r, what)?;
+    match usize::try_from(n) {
+        Ok(n) if n.saturating_mul(min) <= r.remaining() => Ok(n),
+        _ => Err(r.error(format_args!("{what} that fits the record"))),
+    }
+}
+
+/// Reads `n` [`put_deltas`] values.
+fn read_deltas(r: &mut ByteReader<'_>, n: usize, what: &str) -> tsfile::Result<Vec<i64>> {
+    let mut out = Vec::with_capacity(n);
+    let mut prev = 0i64;
+    for _ in 0..n {
+        let z = read_var(r, what)?;
+        let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
+        prev = prev.wrapping_add(d);
+        out.push(prev);
+    }
+    Ok(out)
+}
+
+fn read_type(r: &mut ByteReader<'_>) -> tsfile::Result<SeriesType> {
+    let dt = r.read_u8("data type")?;
+    let en = r.read_u8("encoding")?;
+    let co = r.read_u8("compression")?;
+    Ok(SeriesType {
+        data_type: DataType::from_code(dt as i16).ok_or_else(|| r.error("a data type code"))?,
+        encoding: Encoding::from_code(en as i16).ok_or_else(|| r.error("an encoding code"))?,
+        compression: Compression::from_code(co as i16)
+            .ok_or_else(|| r.error("a compression code"))?,
+    })
+}
+
+fn utf8<'a>(r: &ByteReader<'_>, b: &'a [u8], what: &str) -> tsfile::Result<&'a str> {
+    std::str::from_utf8(b).map_err(|_| r.error(format_args!("a UTF-8 {what}")))
+}
+
+/// The body of a kind-2 record (after its kind byte).
+fn decode_v2(
+    mut r: ByteReader<'_>,
+    mut intern: impl FnMut(&str, &str, SeriesType) -> (Arc<str>, Arc<str>),
+) -> tsfile::Result<WriteBatch> {
+    let n = read_count(&mut r, "series count", 6)?;
+    let mut series: Vec<SeriesData> = Vec::with_capacity(n);
+    let mut device: Option<&[u8]> = None;
+    for _ in 0..n {
+        let d = read_var(&mut r, "device length")?;
+        if d > 0 {
+            let len = usize::try_from(d - 1).unwrap_or(usize::MAX);
+            device = Some(r.take(len, "device")?);
+        }
+        let Some(dev) = device else {
+            return Err(r.error("a device (the first series names one)"));
+        };
+        let dev = utf8(&r, dev, "device")?;
+        let len = read_count(&mut r, "measurement length", 1)?;
+        let m = r.take(len, "measurement")?;
+        let m = utf8(&r, m, "measurement")?;
+        let ty = read_type(&mut r)?;
+        let count = read_count(&mut r, "point count", 1)?;
+        let times = match r.read_u8("times tag")? {
+            TIMES_SHARED => match series.last() {
+                Some(p) if p.times.len() == count => p.times.clone(),
+                _ => return Err(r.error("shared times of the series before, of the same count")),
+            },
+            TIMES_OWN => read_deltas(&mut r, count, "time")?,
+            t => return Err(r.error(format_args!("a times tag 0 or 1, found {t}"))),
+        };
+        let values = match ty.data_type.storage_type() {
+            DataType::BOOLEAN => {
+                Column::Boolean(r.take(count, "values")?.iter().map(|b| *b != 0).collect())
+            }
+            DataType::INT32 => Column::Int32(
+                read_deltas(&mut r, count, "value")?
+                    .into_iter()
+                    .map(|v| i32::try_from(v).map_err(|_| r.error("an INT32 value")))
+                    .collect::<tsfile::Result<_>>()?,
+            ),
+            DataType::INT64 => Column::Int64(read_deltas(&mut r, count, "value")?),
+            DataType::FLOAT => Column::Float(
+                r.take(count.saturating_mul(4), "values")?
+                    .chunks_exact(4)
+                    .map(|b| f32::from_bits(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+                    .collect(),
+            ),
+            DataType::DOUBLE => Column::Double(
+                r.take(count.saturating_mul(8), "values")?
+                    .chunks_exact(8)
+                    .map(|b| {
+                        let mut a = [0u8; 8];
+                        a.copy_from_slice(b);
+                        f64::from_bits(u64::from_le_bytes(a))
+                    })
+                    .collect(),
+            ),
+            _ => {
+                let mut v = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let len = read_count(&mut r, "value length", 1)?;
+                    v.push(r.take(len, "value")?.to_vec());
+                }
+                Column::Text(v)
+            }
+        };
+        let (device, measurement) = intern(dev, m, ty);
+        series.push(SeriesData {
+            device,
+            measurement,
+            ty,
+            times,
+            values,
+        });
+    }
+    if !r.is_empty() {
+        return Err(r.error("the end of the record"));
+    }
+    Ok(WriteBatch { series })
+}
+
+/// The body of a kind-1 record (after its kind byte), as versions before kind 2 wrote it.
+fn decode_v1(
+    mut r: ByteReader<'_>,
+    mut intern: impl FnMut(&str, &str, SeriesType) -> (Arc<str>, Arc<str>),
+) -> tsfile::Result<WriteBatch> {
+    {
         let n = r.read_i32("series count")?;
         if n < 0 {
             return Err(r.error("a non-negative series count"));
@@ -204,10 +415,14 @@ mod tests {
         let back = WriteBatch::decode(&bytes, |d, m, _| (Arc::from(d), Arc::from(m))).unwrap();
         assert_eq!(back.series.len(), 6);
         assert_eq!(back.points(), 11);
-        assert_eq!(back.series[0], b.series[0]);
-        assert_eq!(back.series[5], b.series[5]);
+        for i in [0, 1, 2, 4, 5] {
+            assert_eq!(back.series[i], b.series[i]);
+        }
         match &back.series[3].values {
-            Column::Float(v) => assert!(v[1].is_nan()),
+            Column::Float(v) => {
+                assert_eq!(v[0], 1.5);
+                assert!(v[1].is_nan());
+            }
             _ => panic!(),
         }
         // Every truncation is an error, never a panic.
@@ -216,5 +431,194 @@ mod tests {
                 WriteBatch::decode(&bytes[..cut], |d, m, _| (Arc::from(d), Arc::from(m))).is_err()
             );
         }
+    }
+
+    fn names(d: &str, m: &str, _: SeriesType) -> (Arc<str>, Arc<str>) {
+        (Arc::from(d), Arc::from(m))
+    }
+
+    fn plain(dt: DataType) -> SeriesType {
+        SeriesType {
+            data_type: dt,
+            encoding: Encoding::PLAIN,
+            compression: Compression::UNCOMPRESSED,
+        }
+    }
+
+    fn series(d: &str, m: &str, dt: DataType, times: Vec<i64>, values: Column) -> SeriesData {
+        SeriesData {
+            device: Arc::from(d),
+            measurement: Arc::from(m),
+            ty: plain(dt),
+            times,
+            values,
+        }
+    }
+
+    /// The bytes of kind 2 as the module documentation lays them out: type codes from the
+    /// TsFile spec (INT64 2, DOUBLE 4, PLAIN 0, UNCOMPRESSED 0), zigzag LEB128 differences,
+    /// IEEE 754 bits of 1.5 (0x3FF8000000000000) and -2.0 (0xC000000000000000).
+    #[test]
+    fn kind_2_bytes_share_device_and_times() {
+        let b = WriteBatch {
+            series: vec![
+                series(
+                    "d",
+                    "a",
+                    DataType::INT64,
+                    vec![10, 20],
+                    Column::Int64(vec![5, 3]),
+                ),
+                series(
+                    "d",
+                    "b",
+                    DataType::DOUBLE,
+                    vec![10, 20],
+                    Column::Double(vec![1.5, -2.0]),
+                ),
+                series(
+                    "e",
+                    "c",
+                    DataType::INT64,
+                    vec![10, 30],
+                    Column::Int64(vec![-1, 200]),
+                ),
+            ],
+        };
+        let expected: Vec<u8> = [
+            &[2u8, 3][..],
+            &[2, b'd', 1, b'a', 2, 0, 0, 2, 1, 20, 20, 10, 3],
+            &[0, 1, b'b', 4, 0, 0, 2, 0],
+            &[0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 0, 0, 0, 0, 0, 0, 0, 0xc0],
+            // Another device: its own times even though the counts match.
+            &[2, b'e', 1, b'c', 2, 0, 0, 2, 1, 20, 40, 1, 0x92, 0x03],
+        ]
+        .concat();
+        assert_eq!(b.encode(), expected);
+        assert_eq!(WriteBatch::decode(&expected, names).unwrap(), b);
+    }
+
+    #[test]
+    fn kind_2_extremes_round_trip() {
+        let times = vec![i64::MIN, i64::MAX, 0, -1, i64::MIN];
+        let b = WriteBatch {
+            series: vec![
+                series(
+                    "d",
+                    "l",
+                    DataType::INT64,
+                    times.clone(),
+                    Column::Int64(times.clone()),
+                ),
+                series(
+                    "d",
+                    "i",
+                    DataType::INT32,
+                    times.clone(),
+                    Column::Int32(vec![i32::MIN, i32::MAX, 0, -1, i32::MIN]),
+                ),
+                // Same device, other times: written again.
+                series(
+                    "d",
+                    "t",
+                    DataType::TEXT,
+                    vec![1],
+                    Column::Text(vec![vec![0xff; 200]]),
+                ),
+                series(
+                    "d",
+                    "s",
+                    DataType::STRING,
+                    vec![2],
+                    Column::Text(vec![b"x".to_vec()]),
+                ),
+            ],
+        };
+        let back = WriteBatch::decode(&b.encode(), names).unwrap();
+        assert_eq!(back, b);
+        // A series may be empty; a batch may have no series.
+        let empty = WriteBatch {
+            series: vec![series(
+                "d",
+                "e",
+                DataType::INT64,
+                vec![],
+                Column::Int64(vec![]),
+            )],
+        };
+        assert_eq!(WriteBatch::decode(&empty.encode(), names).unwrap(), empty);
+        assert_eq!(
+            WriteBatch::decode(&WriteBatch::default().encode(), names).unwrap(),
+            WriteBatch::default()
+        );
+    }
+
+    /// A kind-1 record as the previous version wrote it (big-endian, i32 lengths) still reads.
+    #[test]
+    fn kind_1_still_decodes() {
+        let bytes: Vec<u8> = [
+            &[1u8, 0, 0, 0, 1][..],
+            &[0, 0, 0, 1, b'd', 0, 0, 0, 1, b'a', 2, 0, 0, 0, 0, 0, 2],
+            &[0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 20],
+            &[
+                0, 0, 0, 0, 0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfd,
+            ],
+        ]
+        .concat();
+        let b = WriteBatch::decode(&bytes, names).unwrap();
+        assert_eq!(
+            b,
+            WriteBatch {
+                series: vec![series(
+                    "d",
+                    "a",
+                    DataType::INT64,
+                    vec![10, 20],
+                    Column::Int64(vec![5, -3])
+                )]
+            }
+        );
+        assert!(WriteBatch::decode(&bytes[..bytes.len() - 1], names).is_err());
+    }
+
+    #[test]
+    fn bad_kind_2_records_are_errors() {
+        let bad: [&[u8]; 9] = [
+            // Unknown kind.
+            &[3, 0],
+            // The first series refers to the device before it.
+            &[2, 1, 0, 1, b'a', 2, 0, 0, 0, 1],
+            // The first series shares the times before it.
+            &[2, 1, 2, b'd', 1, b'a', 2, 0, 0, 1, 0, 0],
+            // Shared times of another count.
+            &[
+                2, 2, 2, b'd', 1, b'a', 2, 0, 0, 1, 1, 2, 2, 0, 1, b'b', 2, 0, 0, 2, 0, 2, 2,
+            ],
+            // An INT32 value out of range (2^31).
+            &[
+                2, 1, 2, b'd', 1, b'a', 1, 0, 0, 1, 1, 2, 0x80, 0x80, 0x80, 0x80, 0x10,
+            ],
+            // A times tag that is neither 0 nor 1.
+            &[2, 1, 2, b'd', 1, b'a', 2, 0, 0, 1, 2, 2, 2],
+            // A point count far past the record.
+            &[
+                2, 1, 2, b'd', 1, b'a', 2, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 1,
+            ],
+            // Bytes after the last series.
+            &[2, 0, 0],
+            // A var-int longer than ten bytes.
+            &[
+                2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01,
+            ],
+        ];
+        for b in bad {
+            assert!(WriteBatch::decode(b, names).is_err(), "{b:?}");
+        }
+        // The well-formed twin of the INT32 case reads.
+        let ok = [
+            2, 1, 2, b'd', 1, b'a', 1, 0, 0, 1, 1, 2, 0xfe, 0xff, 0xff, 0xff, 0x0f,
+        ];
+        let b = WriteBatch::decode(&ok, names).unwrap();
+        assert_eq!(b.series[0].values, Column::Int32(vec![i32::MAX]));
     }
 }
