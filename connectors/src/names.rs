@@ -189,6 +189,22 @@ mod tests {
         assert_eq!(n.len(), 4);
     }
 
+    /// Positions are remembered only in order (the next one) and below the limit.
+    #[test]
+    fn positions_are_remembered_in_order_up_to_the_limit() {
+        let mut n = Names::with_limit(2);
+        n.measurement_at(1, "b").unwrap();
+        assert!(n.last_at.is_empty(), "position 1 before position 0");
+        n.measurement_at(0, "a").unwrap();
+        n.measurement_at(1, "b").unwrap();
+        n.measurement_at(2, "c").unwrap();
+        let kept: Vec<&str> = n.last_at.iter().map(|m| &**m).collect();
+        assert_eq!(kept, ["a", "b"], "position 2 is past the limit");
+        n.measurement_at(1, "c").unwrap();
+        let kept: Vec<&str> = n.last_at.iter().map(|m| &**m).collect();
+        assert_eq!(kept, ["a", "c"]);
+    }
+
     #[test]
     fn a_full_set_is_emptied() {
         let mut n = Names::with_limit(2);
