@@ -17,15 +17,11 @@
 //! only delay a file. Events of new subdirectories trigger a scan of them.
 //!
 //! # Exactly once
-//! Rows go to the sink in bounded batches, several in flight at once (parsing, the sink's
-//! fsync and checkpoint writes overlap), handed over in file order. The file's checkpoint
-//! (byte offset, line, counts, fingerprint) is written atomically after batches the sink made
-//! durable, and only over batches that are durable together with every batch before them; one
-//! write covers all that became durable while the previous write ran. A restart resumes every
-//! file at its checkpoint: acknowledged rows are not read again, unacknowledged ones are.
-//! (A crash, or a batch the sink refuses while later ones were taken, can repeat the batches
-//! after the checkpoint; IoTDB overwrites points with the same timestamp, so a repeat is
-//! harmless.) A file is moved
+//! Rows go to the sink in bounded batches; after each batch the sink made durable, the file's
+//! checkpoint (byte offset, line, counts, fingerprint) is written atomically. A restart resumes
+//! every file at its checkpoint: acknowledged rows are not read again, unacknowledged ones are.
+//! (A crash between the sink's acknowledgement and the checkpoint write can repeat one batch;
+//! IoTDB overwrites points with the same timestamp, so a repeat is harmless.) A file is moved
 //! (or deleted) only after all its rows are durable. If a file grows while it is read, the
 //! rows read so far are kept, the incomplete last line is not, and the file is taken again
 //! when it is complete, from its checkpoint.
@@ -43,13 +39,10 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
-use std::future::Future;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
@@ -66,7 +59,7 @@ use super::parser::{is_gzip, Chunk, CsvParser, FileContext, ParseSummary, Resume
 use super::records::Input;
 use crate::error::Error;
 use crate::model::Location;
-use crate::sink::{BatchSink, SinkError, SinkFuture, SinkOutcome};
+use crate::sink::{BatchSink, SinkError, SinkOutcome};
 
 /// Runs a CSV source until `shutdown` is cancelled.
 ///
@@ -807,184 +800,54 @@ async fn pass(sh: &Arc<Shared>, path: &Path, root: &Root) -> Pass {
     });
 
     let mut reported = 0u64;
-    // Chunks handed to the sink, oldest first. Several are in flight at once, so parsing,
-    // normalization, the sink's fsync and the checkpoint's write overlap; the checkpoint still
-    // advances only over durable chunks, in file order.
-    let mut inflight: VecDeque<InFlight<'_>> = VecDeque::new();
-    // The checkpoint write under way, and the report lines of durable chunks not yet written
-    // (`Some`: the checkpoint in `st` is ahead of the one on disk).
-    let mut saving: Option<tokio::task::JoinHandle<io::Result<()>>> = None;
-    let mut unsaved: Option<String> = None;
-    let mut end: Option<Result<ParseSummary, Error>> = None;
-    let mut stopping = false;
-    // `Err`: the parser reached the end, finish the file.
-    let outcome: Result<Pass, Result<ParseSummary, Error>> = loop {
-        if unsaved.is_some() && saving.is_none() {
-            saving = Some(save(sh, &st, unsaved.take().unwrap_or_default()));
-        }
-        if inflight.is_empty() && saving.is_none() {
-            if stopping {
-                break Ok(Pass::Done(Outcome::Stopped));
-            }
-            if let Some(res) = end.take() {
-                break Err(res);
-            }
-        }
-        let take = !stopping && end.is_none() && inflight.len() < MAX_IN_FLIGHT;
-        let ev = std::future::poll_fn(|cx| {
-            if let Some(h) = saving.as_mut() {
-                if let Poll::Ready(r) = Pin::new(h).poll(cx) {
-                    return Poll::Ready(Event::Saved(
-                        r.unwrap_or_else(|e| Err(io::Error::other(e))),
-                    ));
-                }
-            }
-            if let Some(f) = inflight.front_mut() {
-                if let Poll::Ready(r) = f.poll(cx) {
-                    return Poll::Ready(Event::Durable(r));
-                }
-            }
-            if take {
-                if let Poll::Ready(m) = rx.poll_recv(cx) {
-                    return Poll::Ready(Event::Parsed(m));
-                }
-            }
-            Poll::Pending
-        })
-        .await;
-        match ev {
-            Event::Saved(r) => {
-                saving = None;
-                if let Err(e) = r {
-                    break Ok(Pass::Done(Outcome::Stuck(format!(
-                        "writing the checkpoint: {e}"
-                    ))));
-                }
-            }
-            Event::Parsed(None) => {
-                break Ok(Pass::Done(Outcome::Stuck(
-                    "the parser stopped unexpectedly".into(),
-                )))
-            }
-            Event::Parsed(Some(msg)) => {
-                let n = bytes.load(Ordering::Relaxed);
-                sh.metrics.bytes_read(n - reported);
-                reported = n;
-                let Msg::Chunk(mut chunk, received) = msg else {
-                    if let Msg::End(res) = msg {
-                        end = Some(res);
-                    }
-                    continue;
-                };
+    let result = loop {
+        let Some(msg) = rx.recv().await else {
+            break Pass::Done(Outcome::Stuck("the parser stopped unexpectedly".into()));
+        };
+        let n = bytes.load(Ordering::Relaxed);
+        sh.metrics.bytes_read(n - reported);
+        reported = n;
+        match msg {
+            Msg::Chunk(mut chunk, received) => {
                 if sh.stop.is_cancelled() {
-                    // Let the chunks in flight become durable and be checkpointed.
-                    stopping = true;
-                    continue;
+                    break Pass::Done(Outcome::Stopped);
                 }
                 let batch = std::mem::take(&mut chunk.batch);
-                // Polled once now, so the sink takes the chunks in file order.
-                inflight.push_back(InFlight::start(sh.sink.submit(batch, received), chunk).await);
-            }
-            Event::Durable(r) => {
-                let Some(first) = inflight.pop_front() else {
-                    continue;
-                };
-                let out = match r {
-                    Ok(out) => out,
-                    // A refused chunk ends the pass; chunks after it that the sink took are
-                    // read again from the checkpoint (a repeat IoTDB's overwrite makes
-                    // harmless).
-                    Err(SinkError::Full { .. }) if stopping => {
-                        break Ok(Pass::Done(Outcome::Stopped))
+                match sh.sink.submit(batch, received).await {
+                    Ok(out) => {
+                        if let Err(e) = durable(sh, &mut st, chunk, out).await {
+                            break Pass::Done(Outcome::Stuck(format!(
+                                "writing the checkpoint: {e}"
+                            )));
+                        }
                     }
                     Err(SinkError::Full { retry_after, .. }) => {
                         sh.metrics.backpressure();
-                        break Ok(Pass::Retry(Some(retry_after)));
+                        break Pass::Retry(Some(retry_after));
                     }
                     Err(SinkError::Io(m)) => {
                         tracing::warn!(file = %path.display(), error = %m, "csv: the sink failed; retrying");
-                        break Ok(Pass::Retry(None));
+                        break Pass::Retry(None);
                     }
-                    Err(SinkError::Closed) => break Ok(Pass::Done(Outcome::SinkClosed)),
-                };
-                let text = unsaved.get_or_insert_with(String::new);
-                durable(sh, &mut st.ck, first.chunk, out, text);
+                    Err(SinkError::Closed) => break Pass::Done(Outcome::SinkClosed),
+                }
             }
+            Msg::End(res) => break finish(sh, path, root, fp, st, res).await,
         }
     };
-    drop(inflight);
     drop(rx);
     let _ = parser.await;
-    // A pass that ends early still records what became durable.
-    if let Some(h) = saving.take() {
-        let _ = h.await;
-    }
-    match outcome {
-        Err(res) => finish(sh, path, root, fp, st, res).await,
-        Ok(pass) => {
-            if let (Some(text), Pass::Retry(_) | Pass::Done(Outcome::Stopped)) = (unsaved, &pass) {
-                if let Ok(Err(e)) = save(sh, &st, text).await {
-                    tracing::warn!(file = %path.display(), error = %e, "csv: cannot write the checkpoint");
-                }
-            }
-            pass
-        }
-    }
+    result
 }
 
-/// Most chunks handed to the sink and not yet durable, per file.
-const MAX_IN_FLIGHT: usize = 4;
-
-/// What the pass loop waits for.
-enum Event {
-    /// The checkpoint write finished.
-    Saved(io::Result<()>),
-    /// The oldest chunk in flight is settled.
-    Durable(Result<SinkOutcome, SinkError>),
-    /// The parser's next message (`None`: it stopped).
-    Parsed(Option<Msg>),
-}
-
-/// A chunk handed to the sink.
-struct InFlight<'a> {
+/// Records a durable chunk: report lines, counts, checkpoint.
+async fn durable(
+    sh: &Arc<Shared>,
+    st: &mut FileState,
     chunk: Chunk,
-    state: Submit<'a>,
-}
-
-enum Submit<'a> {
-    Waiting(SinkFuture<'a>),
-    Settled(Option<Result<SinkOutcome, SinkError>>),
-}
-
-impl<'a> InFlight<'a> {
-    /// Polls the submission once, so the sink takes it before any later one.
-    async fn start(mut fut: SinkFuture<'a>, chunk: Chunk) -> InFlight<'a> {
-        let state = match std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await {
-            Poll::Ready(r) => Submit::Settled(Some(r)),
-            Poll::Pending => Submit::Waiting(fut),
-        };
-        InFlight { chunk, state }
-    }
-
-    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<SinkOutcome, SinkError>> {
-        match &mut self.state {
-            Submit::Waiting(f) => match f.as_mut().poll(cx) {
-                Poll::Ready(r) => {
-                    self.state = Submit::Settled(None);
-                    Poll::Ready(r)
-                }
-                Poll::Pending => Poll::Pending,
-            },
-            Submit::Settled(r) => match r.take() {
-                Some(r) => Poll::Ready(r),
-                None => Poll::Pending,
-            },
-        }
-    }
-}
-
-/// The report lines of a durable chunk: its bad rows, then the points the sink rejected.
-fn report_lines(text: &mut String, chunk: &Chunk, out: &SinkOutcome) {
+    out: SinkOutcome,
+) -> io::Result<()> {
+    let mut text = String::new();
     for e in &chunk.row_errors {
         use std::fmt::Write as _;
         let _ = writeln!(text, "line {}: {}: {}", e.line, e.reason.label(), e.message);
@@ -1016,37 +879,30 @@ fn report_lines(text: &mut String, chunk: &Chunk, out: &SinkOutcome) {
             }
         }
     }
-}
-
-/// Records a durable chunk: its report lines (appended to `text`), counts, checkpoint position.
-fn durable(sh: &Shared, ck: &mut Checkpoint, chunk: Chunk, out: SinkOutcome, text: &mut String) {
-    let before = text.len();
-    report_lines(text, &chunk, &out);
+    let ck = &mut st.ck;
     ck.offset = chunk.end.offset;
     ck.line = chunk.end.line;
     ck.rows += chunk.rows;
     ck.rejected_rows += chunk.rejected_rows();
     ck.points += out.accepted;
     ck.rejected_points += chunk.rejected_points() + out.rejected;
-    ck.report_len += (text.len() - before) as u64;
+    ck.report_len += text.len() as u64;
     sh.metrics.rows(chunk.rows, chunk.rejected_rows());
     sh.metrics
         .points(out.accepted, chunk.rejected_points() + out.rejected);
-}
-
-/// Writes the report lines of durable chunks (fsynced), then the checkpoint that covers them.
-fn save(sh: &Arc<Shared>, st: &FileState, text: String) -> tokio::task::JoinHandle<io::Result<()>> {
     let report = st.report.clone();
-    let ck = st.ck.clone();
-    let sh = sh.clone();
-    tokio::task::spawn_blocking(move || -> io::Result<()> {
+    let ck = ck.clone();
+    let s2 = sh.clone();
+    blocking(move || -> io::Result<()> {
         if !text.is_empty() {
             let mut r = report.lock().unwrap_or_else(|e| e.into_inner());
             r.write_all(text.as_bytes())?;
             r.sync_data()?;
         }
-        sh.store.save(&ck)
+        s2.store.save(&ck)
     })
+    .await
+    .unwrap_or_else(|| Err(io::Error::other("checkpoint task failed")))
 }
 
 /// The end of a pass: decide whether the file is complete, and move it.
