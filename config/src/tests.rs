@@ -233,7 +233,7 @@ fn example_mqtt_validates() {
     assert!(m.persistent_session());
     assert_eq!(m.session_expiry, Duration::from_secs(7 * 86400));
     assert_eq!(
-        m.password,
+        m.login.password,
         Some(Secret::File(
             "/run/credentials/tsfiled.service/mqtt-password".into()
         ))

@@ -601,8 +601,8 @@ async fn mutual_tls_and_password_file() {
         MqttProtocol::V5,
     )
     .filter("tls/#", Qos::AtLeastOnce, json());
-    o.username = Some("gw".into());
-    o.password = Some(Secret::File(secret_file));
+    o.login.username = Some("gw".into());
+    o.login.password = Some(Secret::File(secret_file));
     let tls = MqttTls {
         ca_file: Some(d.join("ca.pem")),
         client_auth: Some((d.join("client.pem"), d.join("client.key"))),
@@ -648,8 +648,8 @@ async fn mutual_tls_and_password_file() {
         MqttProtocol::V311,
     )
     .filter("tls/#", Qos::AtLeastOnce, json());
-    o.username = Some("gw".into());
-    o.password = Some(Secret::Inline("wrong".into()));
+    o.login.username = Some("gw".into());
+    o.login.password = Some(Secret::Inline("wrong".into()));
     o.tls = Some(tls);
     let c = Connector::start(o, Arc::new(MemorySink::new()));
     let m = c.metrics.clone();

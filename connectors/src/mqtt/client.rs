@@ -93,7 +93,7 @@ pub(crate) fn build(
     };
     let limit = opts.packet_limit();
     let timeout = opts.runtime.connect_timeout.as_secs().max(1);
-    let username = opts.username.clone();
+    let username = opts.login.username.clone();
     match opts.protocol {
         MqttProtocol::V311 => {
             let mut o = rumqttc::MqttOptions::new(client_id, ep.host.clone(), ep.port);

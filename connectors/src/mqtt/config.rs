@@ -12,7 +12,9 @@ use tsfiled_core::{
 
 use crate::model::TimeUnit;
 use crate::path::DeviceTemplate;
-use crate::source::{line_mapping, LineProtocolMapping, Secret, SourceEnv, SourceTable};
+use crate::source::{
+    line_mapping, login_table, LineProtocolMapping, Login, SourceEnv, SourceTable,
+};
 
 /// Largest packet MQTT can carry (its remaining-length limit), hence the largest payload.
 pub const MQTT_MAX_PACKET: usize = 268_435_455;
@@ -22,7 +24,7 @@ const DEFAULT_MAX_PAYLOAD: ByteSize = ByteSize::mib(1);
 const DEFAULT_MAX_INFLIGHT: i64 = 1000;
 const DEFAULT_RECONNECT_MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-config_table! {
+login_table! {
     /// `type = "mqtt"`: subscription to an MQTT broker.
     pub struct MqttTable {
         /// Name of the source, unique in its pipeline.
@@ -40,16 +42,9 @@ config_table! {
         /// the broker cannot redeliver what was not acknowledged.
         #[key("client_id", "string", "none")]
         client_id: Option<String>,
-        /// User name for the broker.
-        #[key("username", "string", "none")]
-        username: Option<String>,
-        /// Password (prefer `password_file`).
-        #[key("password", "string", "none")]
-        password: Option<String>,
-        /// File holding the password (trailing newline ignored), e.g. a systemd credential under
-        /// `$CREDENTIALS_DIRECTORY`.
-        #[key("password_file", "path", "none")]
-        password_file: Option<String>,
+        // Then the login keys `username`, `password` and `password_file` (`login_table!`).
+    }
+    {
         /// PEM file of CA certificates to trust for `mqtts://` (default: the system's roots).
         #[key("ca_file", "path", "none")]
         ca_file: Option<String>,
@@ -321,10 +316,8 @@ pub struct MqttSourceConfig {
     pub protocol: MqttProtocol,
     /// Client id (`None` only with a clean session).
     pub client_id: Option<String>,
-    /// User name.
-    pub username: Option<String>,
-    /// Password.
-    pub password: Option<Secret>,
+    /// User name and password.
+    pub login: Login,
     /// TLS, present iff the URL is `mqtts://`.
     pub tls: Option<MqttTls>,
     /// Keep-alive (whole seconds).
@@ -406,8 +399,7 @@ impl MqttSourceConfig {
             broker: BrokerAddress::parse(url)?,
             protocol: MqttProtocol::V311,
             client_id: (!client_id.is_empty()).then(|| client_id.to_string()),
-            username: None,
-            password: None,
+            login: Login::default(),
             tls: None,
             keep_alive: DEFAULT_KEEP_ALIVE,
             clean_session: false,
@@ -524,16 +516,11 @@ fn validate_mqtt(
         }
         other => other.clone(),
     };
-    let username = v.nonempty(&m.username, &sp.key("username"));
-    let password = Secret::from_keys(v, &m.password, &m.password_file, sp, "password");
-    if password.is_some() && username.is_none() && protocol == MqttProtocol::V311 {
-        let key = if m.password.is_some() {
-            "password"
-        } else {
-            "password_file"
-        };
-        v.err_key(
-            &sp.key(key),
+    let login = m.login(v, sp);
+    if protocol == MqttProtocol::V311 {
+        login.needs_username(
+            v,
+            sp,
             "MQTT 3.1.1 sends a password only with a username; set `username` (or use protocol = \"v5\")",
         );
     }
@@ -686,8 +673,7 @@ fn validate_mqtt(
         broker: broker?,
         protocol,
         client_id,
-        username,
-        password,
+        login,
         tls,
         keep_alive,
         clean_session,
@@ -831,6 +817,7 @@ fn validate_topic(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::{validate_table, Secret};
 
     #[test]
     fn packet_limit_has_room() {
@@ -858,6 +845,42 @@ mod tests {
             o.subscriptions(),
             vec![("$share/tsfiled/plant/#".to_string(), Qos::AtLeastOnce)]
         );
+    }
+
+    /// A table with the login keys on lines 3 and 4.
+    const LOGIN: &str = "url = \"mqtt://broker.local\"\nclient_id = \"gw1\"\nusername = \"gw\"\npassword_file = \"/run/pw\"\n[[topic]]\nfilter = \"plant/#\"\n";
+
+    #[test]
+    fn misspelled_login_keys_are_refused_where_written() {
+        let c = validate_table::<MqttTable>(LOGIN).unwrap();
+        let login = Login {
+            username: Some("gw".into()),
+            password: Some(Secret::File("/run/pw".into())),
+        };
+        assert_eq!(c.login, login);
+        for (key, typo, at) in [
+            ("username", "user_name", "3:1"),
+            ("password_file", "pasword_file", "4:1"),
+        ] {
+            let errs = validate_table::<MqttTable>(&LOGIN.replacen(key, typo, 1)).unwrap_err();
+            assert_eq!(errs.len(), 1, "{errs:?}");
+            let head = format!("{at}: {typo}: unknown field `{typo}`, expected one of ");
+            assert!(errs[0].starts_with(&head), "{errs:?}");
+            assert!(errs[0].contains(&format!("`{key}`")), "{errs:?}");
+        }
+    }
+
+    #[test]
+    fn a_password_file_without_username_is_refused_over_mqtt_3_only() {
+        let text = LOGIN.replacen("username = \"gw\"\n", "", 1);
+        let errs = validate_table::<MqttTable>(&text).unwrap_err();
+        assert_eq!(
+            errs,
+            ["3:1: password_file: MQTT 3.1.1 sends a password only with a username; set `username` (or use protocol = \"v5\")"]
+        );
+        let v5 = validate_table::<MqttTable>(&format!("protocol = \"v5\"\n{text}")).unwrap();
+        assert_eq!(v5.login.username, None);
+        assert_eq!(v5.login.password, Some(Secret::File("/run/pw".into())));
     }
 
     #[test]

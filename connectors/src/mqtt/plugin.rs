@@ -21,9 +21,8 @@ impl SourceSettings for MqttSourceConfig {
 
     fn to_table(&self, name: &str, secret: &dyn Fn(&str) -> String) -> MqttTable {
         let m = self;
-        let (password, password_file) = Secret::to_keys(m.password.as_ref(), secret);
         let tls = m.tls.as_ref();
-        MqttTable {
+        let mut table = MqttTable {
             name: t(name),
             url: t(&m.url),
             protocol: t(match m.protocol {
@@ -31,9 +30,10 @@ impl SourceSettings for MqttSourceConfig {
                 MqttProtocol::V5 => "v5",
             }),
             client_id: m.client_id.clone(),
-            username: m.username.clone(),
-            password,
-            password_file,
+            // Written by `set_login` below.
+            username: None,
+            password: None,
+            password_file: None,
             ca_file: tls.and_then(|t| t.ca_file.as_deref()).and_then(p),
             client_cert_file: tls
                 .and_then(|t| t.client_auth.as_ref())
@@ -79,11 +79,13 @@ impl SourceSettings for MqttSourceConfig {
                     })
                     .collect(),
             ),
-        }
+        };
+        table.set_login(&m.login, secret);
+        table
     }
 
     fn check(&self, at: &str, out: &mut Vec<CheckItem>) {
-        Secret::check(self.password.as_ref(), at, "password", out);
+        Secret::check(self.login.password.as_ref(), at, "password", out);
         let mut result = |key: &str, r: Result<String, String>| {
             out.push(CheckItem::from_result(format!("{at}.{key}"), r));
         };

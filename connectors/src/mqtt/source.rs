@@ -117,6 +117,7 @@ pub async fn run(
 ) -> Result<(), Error> {
     let ep = opts.broker.clone();
     let password = opts
+        .login
         .password
         .as_ref()
         .map(|p| p.resolve())

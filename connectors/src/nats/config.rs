@@ -3,13 +3,15 @@
 use std::time::Duration;
 
 use tsfiled_core::path::check_prefix;
-use tsfiled_core::{config_table, ByteSize, Human, KeyPath, Validator};
+use tsfiled_core::{ByteSize, Human, KeyPath, Validator};
 
 use super::parse::subject_as_topic;
-use crate::source::{line_mapping, LineProtocolMapping, Secret, SourceEnv, SourceTable};
+use crate::source::{
+    line_mapping, login_table, LineProtocolMapping, Login, Secret, SourceEnv, SourceTable,
+};
 use crate::topic_value::TopicTemplate;
 
-config_table! {
+login_table! {
     /// `type = "nats"`: a NATS JetStream durable pull consumer.
     pub struct NatsTable {
         /// Name of the source, unique in its pipeline (also the NATS connection name).
@@ -50,15 +52,9 @@ config_table! {
         /// For `payload = "line"`: unit of line-protocol timestamps.
         #[key("precision", "\"ns\" | \"us\" | \"ms\" | \"s\"", "\"ns\" (payload \"line\")")]
         precision: Option<String>,
-        /// User name (with `password` or `password_file`).
-        #[key("username", "string", "none")]
-        username: Option<String>,
-        /// Password (prefer `password_file`); needs `username`.
-        #[key("password", "string", "none")]
-        password: Option<String>,
-        /// File holding the password (trailing newline ignored), e.g. a systemd credential.
-        #[key("password_file", "path", "none")]
-        password_file: Option<String>,
+        // Then the login keys `username`, `password` and `password_file` (`login_table!`).
+    }
+    {
         /// Authentication token (instead of `username` and password).
         #[key("token", "string", "none")]
         token: Option<String>,
@@ -327,22 +323,14 @@ impl SourceTable for NatsTable {
                 }
             }
         };
-        let username = v.nonempty(&self.username, &at.key("username"));
-        let password = Secret::from_keys(v, &self.password, &self.password_file, at, "password");
+        let login = self.login(v, at);
         let token = Secret::from_keys(v, &self.token, &self.token_file, at, "token");
-        let auth = match (username, password, token) {
+        login.needs_username(v, at, "needs `username`");
+        let auth = match (login.username, login.password, token) {
             (Some(u), p, None) => NatsAuth::UserPassword(u, p),
             (None, None, Some(t)) => NatsAuth::Token(t),
-            (None, None, None) => NatsAuth::None,
-            (None, Some(_), _) => {
-                let key = if self.password.is_some() {
-                    "password"
-                } else {
-                    "password_file"
-                };
-                v.err_key(&at.key(key), "needs `username`");
-                NatsAuth::None
-            }
+            // A password without a user name, refused above.
+            (None, None, None) | (None, Some(_), _) => NatsAuth::None,
             (Some(_), _, Some(_)) => {
                 let key = if self.token.is_some() {
                     "token"
@@ -459,8 +447,11 @@ impl NatsSourceConfig {
         match &self.auth {
             NatsAuth::None => {}
             NatsAuth::UserPassword(u, p) => {
-                t.username = Some(u.clone());
-                (t.password, t.password_file) = Secret::to_keys(p.as_ref(), redact);
+                let login = Login {
+                    username: Some(u.clone()),
+                    password: p.clone(),
+                };
+                t.set_login(&login, redact);
             }
             NatsAuth::Token(s) => (t.token, t.token_file) = Secret::to_keys(Some(s), redact),
         }
@@ -586,6 +577,33 @@ mod tests {
         let errs =
             validate_table::<NatsTable>(&GOOD.replacen("stream = ", "streams = ", 1)).unwrap_err();
         assert!(errs[0].contains("`streams`"), "{errs:?}");
+    }
+
+    #[test]
+    fn misspelled_login_keys_are_refused_where_written() {
+        let good = "servers = [\"h\"]\nstream = \"S\"\nconsumer = \"c\"\nusername = \"u\"\npassword = \"pw\"\n";
+        let c = parse(good);
+        let password = Some(Secret::Inline("pw".into()));
+        assert_eq!(c.auth, NatsAuth::UserPassword("u".into(), password));
+        for (key, typo, at) in [
+            ("username", "usernme", "4:1"),
+            ("password", "passwd", "5:1"),
+        ] {
+            let text = good.replacen(&format!("{key} ="), &format!("{typo} ="), 1);
+            let errs = validate_table::<NatsTable>(&text).unwrap_err();
+            assert_eq!(errs.len(), 1, "{errs:?}");
+            let head = format!("{at}: {typo}: unknown field `{typo}`, expected one of ");
+            assert!(errs[0].starts_with(&head), "{errs:?}");
+            assert!(errs[0].contains(&format!("`{key}`")), "{errs:?}");
+        }
+        // Without a user name, the password key written is the one named.
+        let text = good.replacen(
+            "username = \"u\"\npassword = \"pw\"",
+            "password_file = \"/p\"",
+            1,
+        );
+        let errs = validate_table::<NatsTable>(&text).unwrap_err();
+        assert_eq!(errs, ["4:1: password_file: needs `username`"]);
     }
 
     #[test]

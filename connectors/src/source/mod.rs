@@ -19,6 +19,7 @@
 //! names; the daemon starts, reloads and reports sources only through these traits.
 
 mod context;
+mod login;
 mod secret;
 mod shared;
 mod testing;
@@ -37,6 +38,8 @@ use tsfiled_core::probe::CheckItem;
 use tsfiled_core::{ConfigTable, FieldDoc, KeyPath, Validator};
 
 pub use context::{Counter, Gauge, NoSourceMetrics, SourceContext, SourceMetrics, StatusReporter};
+pub(crate) use login::login_table;
+pub use login::Login;
 pub use secret::Secret;
 pub use shared::{line_mapping, LineProtocolMapping};
 pub use testing::{validate_table, RecordingMetrics};

@@ -180,6 +180,7 @@ pub fn storage_group(device: &str, level: usize) -> &str {
 }
 
 /// Converts a value into a series of `data_type`, or says why not.
+#[inline]
 pub fn convert(v: &FieldValue, data_type: DataType) -> Result<tsfile::Value, &'static str> {
     use tsfile::Value as V;
     Ok(match (v, data_type) {
@@ -204,6 +205,7 @@ pub fn convert(v: &FieldValue, data_type: DataType) -> Result<tsfile::Value, &'s
 /// end a page with NaN (FLOAT/DOUBLE), and TsFile 2.x's GORILLA and CHIMP with the INT32 or
 /// INT64 minimum (their end-of-page marker), so they refuse those values; such a point is
 /// rejected at intake (`type_mismatch`) instead of failing the flush.
+#[inline]
 pub fn storable(v: &tsfile::Value, encoding: Encoding) -> Result<(), &'static str> {
     use tsfile::Value as V;
     let nan = match v {

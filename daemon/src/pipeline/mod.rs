@@ -20,8 +20,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tsfile::basic::Column;
+use tsfile::DataType;
 use tsfiled_connectors::TableLine;
-use tsfiled_connectors::{Batch, Location, PointAt, RejectReason, Rejection};
+use tsfiled_connectors::{Batch, Location, PointAt, Record, RejectReason, Rejection};
 
 use crate::engine::batch::{SeriesData, WriteBatch};
 use crate::engine::schema::{self, Registry, SchemaRule, SeriesType, TypeDefaults};
@@ -117,11 +118,50 @@ struct DevSlot {
     /// Whether `key` is a table device (names are lower case).
     table: bool,
     invalid: Option<String>,
+    /// Records of this device in the batch: the most points one of its series can get.
+    records: usize,
     series: HashMap<Arc<str>, Option<usize>, FxBuild>,
     /// The last record's fields of this device by position: name and target. The rows of a
     /// batch usually share their name strings (one per column), so most fields are found
     /// here by a pointer comparison instead of a hash lookup.
     recent: Vec<(Arc<str>, Option<usize>)>,
+}
+
+/// The records of each device in `records`, and the number of fields of them all.
+fn device_records(records: &[Record]) -> (HashMap<Arc<str>, usize, FxBuild>, usize) {
+    let mut counts: HashMap<Arc<str>, usize, FxBuild> = HashMap::default();
+    let mut fields = 0;
+    // Consecutive records of one device (the usual case) are counted by pointer comparison.
+    let mut run: Option<(&Arc<str>, usize)> = None;
+    for r in records {
+        fields += r.fields.len();
+        match &mut run {
+            Some((d, n)) if Arc::ptr_eq(d, &r.device) => *n += 1,
+            _ => {
+                if let Some((d, n)) = run.replace((&r.device, 1)) {
+                    *counts.entry(d.clone()).or_default() += n;
+                }
+            }
+        }
+    }
+    if let Some((d, n)) = run {
+        *counts.entry(d.clone()).or_default() += n;
+    }
+    (counts, fields)
+}
+
+/// An empty column of `data_type` with room for `n` values.
+fn column_with_capacity(data_type: DataType, n: usize) -> Column {
+    let mut c = Column::new(data_type);
+    match &mut c {
+        Column::Boolean(v) => v.reserve_exact(n),
+        Column::Int32(v) => v.reserve_exact(n),
+        Column::Int64(v) => v.reserve_exact(n),
+        Column::Float(v) => v.reserve_exact(n),
+        Column::Double(v) => v.reserve_exact(n),
+        Column::Text(v) => v.reserve_exact(n),
+    }
+    c
 }
 
 /// Notes in `recent` that field `k` of a device's last record is `measurement`, at `target`.
@@ -382,6 +422,10 @@ impl Pipeline {
         let mut slots: Vec<DevSlot> = Vec::new();
         let mut last: Option<usize> = None;
         let lock = || self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        // A new series' columns get room for one point per record of its device (growing
+        // them point by point cost more than typing the points), within the batch's field
+        // count in all: a device with many sparse series cannot reserve more than the batch.
+        let (per_device, mut room) = device_records(&batch.records);
         for (ri, rec) in batch.records.into_iter().enumerate() {
             let slot_i = match last.filter(|&i| slots[i].device == rec.device) {
                 Some(i) => i,
@@ -408,6 +452,7 @@ impl Pipeline {
                             key,
                             table,
                             invalid,
+                            records: per_device.get(&rec.device).copied().unwrap_or(0),
                             series: HashMap::default(),
                             recent: Vec::new(),
                         });
@@ -500,12 +545,14 @@ impl Pipeline {
                         let t = match same {
                             Some(t) => t,
                             None => info.map(|(device, measurement, ty, new)| {
+                                let n = slot.records.min(room);
+                                room -= n;
                                 series.push(SeriesData {
                                     device,
                                     measurement,
                                     ty,
-                                    times: Vec::new(),
-                                    values: Column::new(ty.data_type),
+                                    times: Vec::with_capacity(n),
+                                    values: column_with_capacity(ty.data_type, n),
                                 });
                                 fresh.push(new);
                                 series.len() - 1

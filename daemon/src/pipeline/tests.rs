@@ -796,3 +796,26 @@ fn admitted_batches_are_ordered_at_the_call_and_awaited_later() {
     };
     assert_eq!(points, vec![expected(1, 7), expected(3, 9)]);
 }
+
+#[test]
+fn device_records_counts_the_records_of_each_device_and_all_fields() {
+    // Two records share one device string, a later one repeats the name in a string of its
+    // own, as parsers that do not share names make them.
+    let d1: Arc<str> = Arc::from("root.a.d1");
+    let shared = |time, fields: &[(&str, FieldValue)]| Record {
+        device: d1.clone(),
+        ..rec("root.a.d1", time, fields)
+    };
+    let records = vec![
+        shared(1, &[("s1", FieldValue::Int(1)), ("s2", FieldValue::Int(2))]),
+        shared(2, &[("s1", FieldValue::Int(3))]),
+        rec("root.a.d2", 1, &[("s1", FieldValue::Float(0.5))]),
+        rec("root.a.d1", 3, &[]),
+    ];
+    let (counts, fields) = device_records(&records);
+    assert_eq!(fields, 4);
+    assert_eq!(counts.len(), 2);
+    assert_eq!(counts.get("root.a.d1"), Some(&3));
+    assert_eq!(counts.get("root.a.d2"), Some(&1));
+    assert_eq!(device_records(&[]), (HashMap::default(), 0));
+}
