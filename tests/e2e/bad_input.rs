@@ -271,7 +271,8 @@ fn full_buffer_answers_503_with_retry_after_in(fmt: Fmt) {
         s.pipelines[0].options.retry_after = Duration::from_secs(3);
         let d = tsfiled::app::Daemon::start(s, None).await.unwrap();
         let addr = d.http_addr;
-        let body: String = (0..200).map(|i| format!("m,host=h f={i} {i}\n")).collect();
+        // 2,000 doubles: at least 16,000 bytes of write-ahead log, far over its 2,048.
+        let body: String = (0..2000).map(|i| format!("m,host=h f={i} {i}\n")).collect();
         let r = tokio::task::spawn_blocking(move || {
             post(addr, "/write?precision=ms", &[], body.as_bytes())
         })

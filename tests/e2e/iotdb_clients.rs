@@ -484,9 +484,10 @@ name = "http"
     )
     .unwrap();
     let d = DaemonProc::start_with(&["run", "--config", config.to_str().unwrap()]);
-    // 10,000 floats need about 160 KB of write-ahead log: more than the whole budget, so the
-    // request is refused (503) however empty the log is.
-    let ts: Vec<i64> = (1..=10_000).collect();
+    // 20,000 doubles need at least 160,000 bytes of write-ahead log (8 bytes a value, plus
+    // the times): more than the whole 128 KiB log, so the request is refused (503) however
+    // empty the log is.
+    let ts: Vec<i64> = (1..=20_000).collect();
     let rows: Vec<[f64; 1]> = ts.iter().map(|t| [*t as f64 + 0.5]).collect();
     let big = serde_json::json!({"device": "root.rf.d1", "timestamps": ts, "measurements": ["x"], "values": rows});
     let r = post(
