@@ -14,7 +14,7 @@ use super::Secret;
 /// keys `username`, `password` and `password_file` placed between the two groups of keys, and
 /// `login`/`set_login` methods that validate and write them back.
 ///
-/// ```ignore
+/// ```text
 /// login_table! {
 ///     /// `type = "x"`: …
 ///     pub struct XTable {
