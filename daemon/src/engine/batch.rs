@@ -40,6 +40,24 @@ pub struct SeriesData {
 }
 
 impl SeriesData {
+    /// A decoded series whose `(device, measurement)` names `intern` maps to shared strings.
+    fn interned(
+        intern: &mut impl FnMut(&str, &str, SeriesType) -> (Arc<str>, Arc<str>),
+        (device, measurement): (&str, &str),
+        ty: SeriesType,
+        times: Vec<i64>,
+        values: Column,
+    ) -> SeriesData {
+        let (device, measurement) = intern(device, measurement, ty);
+        SeriesData {
+            device,
+            measurement,
+            ty,
+            times,
+            values,
+        }
+    }
+
     /// Number of points.
     pub fn len(&self) -> usize {
         self.times.len()
@@ -285,14 +303,13 @@ fn decode_v2(
                 Column::Text(v)
             }
         };
-        let (device, measurement) = intern(dev, m, ty);
-        series.push(SeriesData {
-            device,
-            measurement,
+        series.push(SeriesData::interned(
+            &mut intern,
+            (dev, m),
             ty,
             times,
             values,
-        });
+        ));
     }
     if !r.is_empty() {
         return Err(r.error("the end of the record"));
@@ -368,14 +385,13 @@ fn decode_v1(
                         .collect::<tsfile::Result<_>>()?,
                 ),
             };
-            let (device, measurement) = intern(device, measurement, ty);
-            series.push(SeriesData {
-                device,
-                measurement,
+            series.push(SeriesData::interned(
+                &mut intern,
+                (device, measurement),
                 ty,
                 times,
                 values,
-            });
+            ));
         }
         if !r.is_empty() {
             return Err(r.error("the end of the record"));

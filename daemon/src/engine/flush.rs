@@ -730,18 +730,7 @@ mod tests {
         Vec<(String, i64, tsfile::Value)>,
     ) {
         use tsfile::file::reader::{TsFileReader, WalkEvent};
-        let mut files = Vec::new();
-        let mut stack = vec![dir.to_path_buf()];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "tsfile") {
-                    files.push(p);
-                }
-            }
-        }
+        let files = super::table_tests::sealed(dir);
         let (mut chunks, mut points) = (Vec::new(), Vec::new());
         for f in files {
             let r = TsFileReader::open_path(&f).unwrap();
@@ -1181,7 +1170,7 @@ mod table_tests {
         b
     }
 
-    fn sealed(dir: &Path) -> Vec<PathBuf> {
+    pub(super) fn sealed(dir: &Path) -> Vec<PathBuf> {
         let mut files = Vec::new();
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
