@@ -143,14 +143,18 @@ impl WriteBatch {
         intern: impl FnMut(&str, &str, SeriesType) -> (Arc<str>, Arc<str>),
     ) -> tsfile::Result<WriteBatch> {
         let mut r = ByteReader::new(payload, 0);
-        match r.read_u8("record kind")? {
-            1 => decode_v1(r, intern),
-            2 => decode_v2(r, intern),
+        let series = match r.read_u8("record kind")? {
+            1 => decode_v1(&mut r, intern)?,
+            2 => decode_v2(&mut r, intern)?,
             kind => {
-                Err(ByteReader::new(payload, 0)
+                return Err(ByteReader::new(payload, 0)
                     .error(format_args!("record kind 1 or 2, found {kind}")))
             }
+        };
+        if !r.is_empty() {
+            return Err(r.error("the end of the record"));
         }
+        Ok(WriteBatch { series })
     }
 }
 
@@ -238,14 +242,14 @@ fn utf8<'a>(r: &ByteReader<'_>, b: &'a [u8], what: &str) -> tsfile::Result<&'a s
 
 /// The body of a kind-2 record (after its kind byte).
 fn decode_v2(
-    mut r: ByteReader<'_>,
+    r: &mut ByteReader<'_>,
     mut intern: impl FnMut(&str, &str, SeriesType) -> (Arc<str>, Arc<str>),
-) -> tsfile::Result<WriteBatch> {
-    let n = read_count(&mut r, "series count", 6)?;
+) -> tsfile::Result<Vec<SeriesData>> {
+    let n = read_count(r, "series count", 6)?;
     let mut series: Vec<SeriesData> = Vec::with_capacity(n);
     let mut device: Option<&[u8]> = None;
     for _ in 0..n {
-        let d = read_var(&mut r, "device length")?;
+        let d = read_var(r, "device length")?;
         if d > 0 {
             let len = usize::try_from(d - 1).unwrap_or(usize::MAX);
             device = Some(r.take(len, "device")?);
@@ -253,18 +257,18 @@ fn decode_v2(
         let Some(dev) = device else {
             return Err(r.error("a device (the first series names one)"));
         };
-        let dev = utf8(&r, dev, "device")?;
-        let len = read_count(&mut r, "measurement length", 1)?;
+        let dev = utf8(r, dev, "device")?;
+        let len = read_count(r, "measurement length", 1)?;
         let m = r.take(len, "measurement")?;
-        let m = utf8(&r, m, "measurement")?;
-        let ty = read_type(&mut r)?;
-        let count = read_count(&mut r, "point count", 1)?;
+        let m = utf8(r, m, "measurement")?;
+        let ty = read_type(r)?;
+        let count = read_count(r, "point count", 1)?;
         let times = match r.read_u8("times tag")? {
             TIMES_SHARED => match series.last() {
                 Some(p) if p.times.len() == count => p.times.clone(),
                 _ => return Err(r.error("shared times of the series before, of the same count")),
             },
-            TIMES_OWN => read_deltas(&mut r, count, "time")?,
+            TIMES_OWN => read_deltas(r, count, "time")?,
             t => return Err(r.error(format_args!("a times tag 0 or 1, found {t}"))),
         };
         let values = match ty.data_type.storage_type() {
@@ -272,12 +276,12 @@ fn decode_v2(
                 Column::Boolean(r.take(count, "values")?.iter().map(|b| *b != 0).collect())
             }
             DataType::INT32 => Column::Int32(
-                read_deltas(&mut r, count, "value")?
+                read_deltas(r, count, "value")?
                     .into_iter()
                     .map(|v| i32::try_from(v).map_err(|_| r.error("an INT32 value")))
                     .collect::<tsfile::Result<_>>()?,
             ),
-            DataType::INT64 => Column::Int64(read_deltas(&mut r, count, "value")?),
+            DataType::INT64 => Column::Int64(read_deltas(r, count, "value")?),
             DataType::FLOAT => Column::Float(
                 r.take(count.saturating_mul(4), "values")?
                     .chunks_exact(4)
@@ -297,7 +301,7 @@ fn decode_v2(
             _ => {
                 let mut v = Vec::with_capacity(count);
                 for _ in 0..count {
-                    let len = read_count(&mut r, "value length", 1)?;
+                    let len = read_count(r, "value length", 1)?;
                     v.push(r.take(len, "value")?.to_vec());
                 }
                 Column::Text(v)
@@ -311,93 +315,83 @@ fn decode_v2(
             values,
         ));
     }
-    if !r.is_empty() {
-        return Err(r.error("the end of the record"));
-    }
-    Ok(WriteBatch { series })
+    Ok(series)
 }
 
 /// The body of a kind-1 record (after its kind byte), as versions before kind 2 wrote it.
 fn decode_v1(
-    mut r: ByteReader<'_>,
+    r: &mut ByteReader<'_>,
     mut intern: impl FnMut(&str, &str, SeriesType) -> (Arc<str>, Arc<str>),
-) -> tsfile::Result<WriteBatch> {
-    {
-        let n = r.read_i32("series count")?;
-        if n < 0 {
-            return Err(r.error("a non-negative series count"));
-        }
-        let mut series = Vec::new();
-        for _ in 0..n {
-            let device = std::str::from_utf8(r.read_binary("device")?)
-                .map_err(|_| r.error("a UTF-8 device"))?;
-            let measurement = std::str::from_utf8(r.read_binary("measurement")?)
-                .map_err(|_| r.error("a UTF-8 measurement"))?;
-            let dt = r.read_u8("data type")?;
-            let en = r.read_u8("encoding")?;
-            let co = r.read_u8("compression")?;
-            let ty = SeriesType {
-                data_type: DataType::from_code(dt as i16)
-                    .ok_or_else(|| r.error("a data type code"))?,
-                encoding: Encoding::from_code(en as i16)
-                    .ok_or_else(|| r.error("an encoding code"))?,
-                compression: Compression::from_code(co as i16)
-                    .ok_or_else(|| r.error("a compression code"))?,
-            };
-            let count = r.read_i32("point count")?;
-            if count < 0 || count as usize > r.remaining() / 8 {
-                return Err(r.error("a point count that fits the record"));
-            }
-            let count = count as usize;
-            let mut times = Vec::with_capacity(count);
-            for _ in 0..count {
-                times.push(r.read_i64("time")?);
-            }
-            let values = match ty.data_type.storage_type() {
-                DataType::BOOLEAN => Column::Boolean(
-                    (0..count)
-                        .map(|_| r.read_u8("value").map(|b| b != 0))
-                        .collect::<tsfile::Result<_>>()?,
-                ),
-                DataType::INT32 => Column::Int32(
-                    (0..count)
-                        .map(|_| r.read_i32("value"))
-                        .collect::<tsfile::Result<_>>()?,
-                ),
-                DataType::INT64 => Column::Int64(
-                    (0..count)
-                        .map(|_| r.read_i64("value"))
-                        .collect::<tsfile::Result<_>>()?,
-                ),
-                DataType::FLOAT => Column::Float(
-                    (0..count)
-                        .map(|_| r.read_f32("value"))
-                        .collect::<tsfile::Result<_>>()?,
-                ),
-                DataType::DOUBLE => Column::Double(
-                    (0..count)
-                        .map(|_| r.read_f64("value"))
-                        .collect::<tsfile::Result<_>>()?,
-                ),
-                _ => Column::Text(
-                    (0..count)
-                        .map(|_| r.read_binary("value").map(<[u8]>::to_vec))
-                        .collect::<tsfile::Result<_>>()?,
-                ),
-            };
-            series.push(SeriesData::interned(
-                &mut intern,
-                (device, measurement),
-                ty,
-                times,
-                values,
-            ));
-        }
-        if !r.is_empty() {
-            return Err(r.error("the end of the record"));
-        }
-        Ok(WriteBatch { series })
+) -> tsfile::Result<Vec<SeriesData>> {
+    let n = r.read_i32("series count")?;
+    if n < 0 {
+        return Err(r.error("a non-negative series count"));
     }
+    let mut series = Vec::new();
+    for _ in 0..n {
+        let device =
+            std::str::from_utf8(r.read_binary("device")?).map_err(|_| r.error("a UTF-8 device"))?;
+        let measurement = std::str::from_utf8(r.read_binary("measurement")?)
+            .map_err(|_| r.error("a UTF-8 measurement"))?;
+        let dt = r.read_u8("data type")?;
+        let en = r.read_u8("encoding")?;
+        let co = r.read_u8("compression")?;
+        let ty = SeriesType {
+            data_type: DataType::from_code(dt as i16).ok_or_else(|| r.error("a data type code"))?,
+            encoding: Encoding::from_code(en as i16).ok_or_else(|| r.error("an encoding code"))?,
+            compression: Compression::from_code(co as i16)
+                .ok_or_else(|| r.error("a compression code"))?,
+        };
+        let count = r.read_i32("point count")?;
+        if count < 0 || count as usize > r.remaining() / 8 {
+            return Err(r.error("a point count that fits the record"));
+        }
+        let count = count as usize;
+        let mut times = Vec::with_capacity(count);
+        for _ in 0..count {
+            times.push(r.read_i64("time")?);
+        }
+        let values = match ty.data_type.storage_type() {
+            DataType::BOOLEAN => Column::Boolean(
+                (0..count)
+                    .map(|_| r.read_u8("value").map(|b| b != 0))
+                    .collect::<tsfile::Result<_>>()?,
+            ),
+            DataType::INT32 => Column::Int32(
+                (0..count)
+                    .map(|_| r.read_i32("value"))
+                    .collect::<tsfile::Result<_>>()?,
+            ),
+            DataType::INT64 => Column::Int64(
+                (0..count)
+                    .map(|_| r.read_i64("value"))
+                    .collect::<tsfile::Result<_>>()?,
+            ),
+            DataType::FLOAT => Column::Float(
+                (0..count)
+                    .map(|_| r.read_f32("value"))
+                    .collect::<tsfile::Result<_>>()?,
+            ),
+            DataType::DOUBLE => Column::Double(
+                (0..count)
+                    .map(|_| r.read_f64("value"))
+                    .collect::<tsfile::Result<_>>()?,
+            ),
+            _ => Column::Text(
+                (0..count)
+                    .map(|_| r.read_binary("value").map(<[u8]>::to_vec))
+                    .collect::<tsfile::Result<_>>()?,
+            ),
+        };
+        series.push(SeriesData::interned(
+            &mut intern,
+            (device, measurement),
+            ty,
+            times,
+            values,
+        ));
+    }
+    Ok(series)
 }
 
 #[cfg(test)]
