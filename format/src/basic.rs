@@ -397,13 +397,18 @@ impl Column {
     /// An empty column of the given type.
     /// v4-only types get the column of their [`DataType::storage_type`].
     pub fn new(data_type: DataType) -> Self {
+        Column::with_capacity(data_type, 0)
+    }
+
+    /// An empty column of the given type with room for `n` values.
+    pub fn with_capacity(data_type: DataType, n: usize) -> Self {
         match data_type.storage_type() {
-            DataType::BOOLEAN => Column::Boolean(Vec::new()),
-            DataType::INT32 => Column::Int32(Vec::new()),
-            DataType::INT64 => Column::Int64(Vec::new()),
-            DataType::FLOAT => Column::Float(Vec::new()),
-            DataType::DOUBLE => Column::Double(Vec::new()),
-            _ => Column::Text(Vec::new()),
+            DataType::BOOLEAN => Column::Boolean(Vec::with_capacity(n)),
+            DataType::INT32 => Column::Int32(Vec::with_capacity(n)),
+            DataType::INT64 => Column::Int64(Vec::with_capacity(n)),
+            DataType::FLOAT => Column::Float(Vec::with_capacity(n)),
+            DataType::DOUBLE => Column::Double(Vec::with_capacity(n)),
+            _ => Column::Text(Vec::with_capacity(n)),
         }
     }
 

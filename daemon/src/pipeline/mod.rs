@@ -20,7 +20,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tsfile::basic::Column;
-use tsfile::DataType;
 use tsfiled_connectors::TableLine;
 use tsfiled_connectors::{Batch, Location, PointAt, Record, RejectReason, Rejection};
 
@@ -148,20 +147,6 @@ fn device_records(records: &[Record]) -> (HashMap<Arc<str>, usize, FxBuild>, usi
         *counts.entry(d.clone()).or_default() += n;
     }
     (counts, fields)
-}
-
-/// An empty column of `data_type` with room for `n` values.
-fn column_with_capacity(data_type: DataType, n: usize) -> Column {
-    let mut c = Column::new(data_type);
-    match &mut c {
-        Column::Boolean(v) => v.reserve_exact(n),
-        Column::Int32(v) => v.reserve_exact(n),
-        Column::Int64(v) => v.reserve_exact(n),
-        Column::Float(v) => v.reserve_exact(n),
-        Column::Double(v) => v.reserve_exact(n),
-        Column::Text(v) => v.reserve_exact(n),
-    }
-    c
 }
 
 /// Notes in `recent` that field `k` of a device's last record is `measurement`, at `target`.
@@ -552,7 +537,7 @@ impl Pipeline {
                                     measurement,
                                     ty,
                                     times: Vec::with_capacity(n),
-                                    values: column_with_capacity(ty.data_type, n),
+                                    values: Column::with_capacity(ty.data_type, n),
                                 });
                                 fresh.push(new);
                                 series.len() - 1
