@@ -489,7 +489,6 @@ type Good = (String, Bytes, i64);
 struct Unit {
     /// (epoch, qos, pkid) of every message of the unit, in arrival order.
     acks: Vec<(u64, u8, u16)>,
-    messages: u64,
     /// The messages that had records (for a re-admission).
     good: Vec<Good>,
     received: Instant,
@@ -541,7 +540,7 @@ impl Worker {
                             break;
                         }
                         // Shutdown while retrying: not durable, not acknowledged.
-                        UnitEnd::Cancelled => self.release(unit.messages),
+                        UnitEnd::Cancelled => self.release(unit.acks.len() as u64),
                     }
                 }
                 m = rx.recv(), if take => {
@@ -578,7 +577,7 @@ impl Worker {
             self.metrics
                 .message_error(MessageError::SinkRejected(r.reason), r.points);
         }
-        self.release(unit.messages);
+        self.release(unit.acks.len() as u64);
         let mut g = lock(&self.gate);
         let epoch = g.epoch;
         for &(e, qos, pkid) in &unit.acks {
@@ -617,7 +616,6 @@ impl Worker {
             };
         }
         let mut unit = Unit {
-            messages: acks.len() as u64,
             acks,
             good,
             received,
