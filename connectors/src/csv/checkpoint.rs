@@ -1,14 +1,22 @@
 //! Per-file checkpoints and durable small-file writes.
 //!
-//! A checkpoint (`<state_dir>/<key>.ckpt`, JSON with a `version`) records, for a file being
-//! ingested, the position after the last batch the sink made durable, the running counts, the
-//! length of the pending error report (`<key>.report`) that belongs to durable batches, and a
-//! fingerprint of the file (device, inode, size, mtime and a hash of its first KiB). It is
-//! written atomically after each durable batch: temporary file, `fsync`, rename, `fsync` of the
-//! directory. The key is a hash of the file's path; the path is stored too and checked.
+//! A checkpoint records, for a file being ingested, the position after the last batch the
+//! sink made durable, the running counts, the length of the pending error report
+//! (`<key>.report`) that belongs to durable batches, and a fingerprint of the file (device,
+//! inode, size, mtime and a hash of its first KiB). The key is a hash of the file's path; the
+//! path is stored too and checked.
+//!
+//! `<state_dir>/<key>.ckpt` is a log of checkpoints, one line each: the FNV-1a hash of the
+//! JSON (16 hex digits), a space, the JSON (with a `version`), a line break. The last line
+//! whose hash matches is the checkpoint. [`Store::save`] replaces the log by one line
+//! atomically and durably (temporary file, `fsync`, rename, `fsync` of the directory);
+//! [`Store::record`] appends a line to a log it saved, which a restarted process sees at
+//! once and which [`CkLog::sync`] makes durable. A line torn by a power loss fails its hash
+//! and the line before it counts. A log written before the log form (one JSON object, no
+//! hash) is read as that checkpoint.
 
 use std::fs::{self, File};
-use std::io;
+use std::io::{self, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -111,6 +119,53 @@ pub struct Checkpoint {
     pub report_len: u64,
 }
 
+/// Length past which [`Store::record`] starts a checkpoint log afresh.
+pub const LOG_LIMIT: u64 = 64 * 1024;
+
+/// The open checkpoint log of one file ([`Store::record`]).
+#[derive(Debug)]
+pub struct CkLog {
+    file: Box<dyn FsFile>,
+    len: u64,
+}
+
+impl CkLog {
+    /// Makes the recorded lines durable (`fdatasync`). After an error the log must not be
+    /// used again: its unsynced lines are presumed lost.
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// One log line: hash, space, JSON, line break.
+fn encode(ck: &Checkpoint) -> io::Result<Vec<u8>> {
+    let json = serde_json::to_vec(ck).map_err(io::Error::other)?;
+    let mut line = format!("{:016x} ", fnv1a(&json)).into_bytes();
+    line.extend_from_slice(&json);
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// The checkpoint a log holds: its last line whose hash matches, or the whole of a log
+/// written before the log form (one JSON object); only version 1.
+fn decode(bytes: &[u8]) -> Option<Checkpoint> {
+    let ck: Checkpoint = if bytes.first() == Some(&b'{') {
+        serde_json::from_slice(bytes).ok()?
+    } else {
+        bytes
+            .split(|&b| b == b'\n')
+            .filter_map(|line| {
+                let (hash, json) = (line.get(..16)?, line.get(17..)?);
+                let hash = u64::from_str_radix(std::str::from_utf8(hash).ok()?, 16).ok()?;
+                (line[16] == b' ' && hash == fnv1a(json))
+                    .then(|| serde_json::from_slice::<Checkpoint>(json).ok())
+                    .flatten()
+            })
+            .last()?
+    };
+    (ck.version == 1).then_some(ck)
+}
+
 /// The checkpoint directory of one source (every file operation on `fs`).
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -150,8 +205,7 @@ impl Store {
     /// The checkpoint of `path`, if any (an unreadable or foreign one counts as none).
     pub fn load(&self, path: &Path) -> Option<Checkpoint> {
         let bytes = self.fs.read(&self.ckpt_path(path)).ok()?;
-        let ck: Checkpoint = serde_json::from_slice(&bytes).ok()?;
-        (ck.version == 1 && ck.path == path).then_some(ck)
+        decode(&bytes).filter(|ck| ck.path == path)
     }
 
     /// Every readable checkpoint.
@@ -160,12 +214,7 @@ impl Store {
         for e in self.fs.read_dir(&self.dir)? {
             let p = e.path;
             if p.extension().is_some_and(|x| x == "ckpt") {
-                if let Some(ck) = self
-                    .fs
-                    .read(&p)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice::<Checkpoint>(&b).ok())
-                {
+                if let Some(ck) = self.fs.read(&p).ok().and_then(|b| decode(&b)) {
                     out.push(ck);
                 }
             }
@@ -173,10 +222,38 @@ impl Store {
         Ok(out)
     }
 
-    /// Writes the checkpoint atomically and durably.
+    /// Writes the checkpoint atomically and durably (the log becomes this one line).
     pub fn save(&self, ck: &Checkpoint) -> io::Result<()> {
-        let bytes = serde_json::to_vec(ck).map_err(io::Error::other)?;
-        tsfiled_fsio::write_atomic(&*self.fs, &self.ckpt_path(&ck.path), &bytes)
+        tsfiled_fsio::write_atomic(&*self.fs, &self.ckpt_path(&ck.path), &encode(ck)?)
+    }
+
+    /// Records `ck` in `log`, the open log of its file: when there is none yet (or the log
+    /// has grown past [`LOG_LIMIT`]) the checkpoint is [saved](Store::save) and the new log
+    /// opened, and `Ok(false)` says it is durable already; otherwise the line is appended, a
+    /// restarted process reads it at once, and `Ok(true)` says that it becomes durable only
+    /// with [`CkLog::sync`]. On error `log` is closed (the next record saves).
+    pub fn record(&self, log: &mut Option<CkLog>, ck: &Checkpoint) -> io::Result<bool> {
+        let line = encode(ck)?;
+        if let Some(l) = log.as_mut().filter(|l| l.len + line.len() as u64 <= LOG_LIMIT) {
+            return match l.file.write_all(&line) {
+                Ok(()) => {
+                    l.len += line.len() as u64;
+                    Ok(true)
+                }
+                Err(e) => {
+                    *log = None;
+                    Err(e)
+                }
+            };
+        }
+        *log = None;
+        let path = self.ckpt_path(&ck.path);
+        tsfiled_fsio::write_atomic(&*self.fs, &path, &line)?;
+        *log = Some(CkLog {
+            file: self.fs.open_append(&path)?,
+            len: line.len() as u64,
+        });
+        Ok(false)
     }
 
     /// Removes the checkpoint and the pending report of `path`.
