@@ -437,4 +437,134 @@ mod tests {
         }
         assert!(runs >= calls.len());
     }
+
+    /// The JSON of `ck(70)` written out by hand, and its FNV-1a hash computed apart (Python,
+    /// the 64-bit FNV-1a constants).
+    const CK70: &str = r#"{"version":1,"path":"/in/a.csv","fingerprint":{"dev":1,"ino":2,"size":1000,"mtime_ns":3,"head_len":1000,"head_hash":4},"offset":70,"line":7,"rows":7,"rejected_rows":0,"points":14,"rejected_points":0,"report_len":0}"#;
+    const CK70_HASH: &str = "0aee70ec8a6fae21";
+
+    #[test]
+    fn a_log_reads_as_its_last_whole_line_and_an_old_checkpoint_as_itself() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::open(tsfiled_fsio::std_fs(), &d.path().join("state")).unwrap();
+        let a = Path::new("/in/a.csv");
+        let file = store.ckpt_path(a);
+        let line70 = format!("{CK70_HASH} {CK70}\n");
+        assert_eq!(encode(&ck(70)).unwrap(), line70.as_bytes());
+        // A checkpoint written before the log form: one JSON object.
+        fs::write(&file, CK70).unwrap();
+        assert_eq!(store.load(a), Some(ck(70)));
+        assert_eq!(store.all().unwrap(), vec![ck(70)]);
+        // A log: the last line whose hash matches counts.
+        let line80 = String::from_utf8(encode(&ck(80)).unwrap()).unwrap();
+        fs::write(&file, format!("{line70}{line80}")).unwrap();
+        assert_eq!(store.load(a), Some(ck(80)));
+        // A torn last line (any cut), or one whose hash does not match, does not count.
+        for cut in 0..line80.len() - 1 {
+            fs::write(&file, format!("{line70}{}", &line80[..cut])).unwrap();
+            assert_eq!(store.load(a), Some(ck(70)), "cut at {cut}");
+        }
+        let forged = line80.replacen(&line80[..16], CK70_HASH, 1);
+        fs::write(&file, format!("{line70}{forged}")).unwrap();
+        assert_eq!(store.load(a), Some(ck(70)));
+        // The line break is not needed for a whole line; garbage after it is skipped.
+        fs::write(&file, format!("{line70}{}", line80.trim_end())).unwrap();
+        assert_eq!(store.load(a), Some(ck(80)));
+        fs::write(&file, format!("{line80}\0\0\0\0")).unwrap();
+        assert_eq!(store.load(a), Some(ck(80)));
+        // Another file's checkpoint under this key is none.
+        assert_eq!(store.load(Path::new("/in/b.csv")), None);
+        fs::write(&file, CK70.replace("\"version\":1", "\"version\":2")).unwrap();
+        assert_eq!(store.load(a), None);
+    }
+
+    /// Records of 10 (saved), 20 and 30 (appended) with a sync after each append, and a power
+    /// loss before every file-system call of that sequence: what survives is never older than
+    /// the last record that returned durable (`Ok(false)`) or was synced, never newer than the
+    /// last one written, and never none once one was durable.
+    #[test]
+    fn recorded_checkpoints_survive_a_power_loss_once_synced() {
+        use tsfiled_fsio::sim::{SimFs, Tear};
+        let a = Path::new("/in/a.csv");
+        let setup = || {
+            let fs = SimFs::new();
+            let store =
+                Store::open(tsfiled_fsio::FsRef::new(fs.clone()), Path::new("/state")).unwrap();
+            (fs, store)
+        };
+        // The sequence; returns (last durable, last written) offsets reached.
+        let run = |store: &Store| -> (Option<u64>, Option<u64>) {
+            let (mut durable, mut written) = (None, None);
+            let mut log = None;
+            for off in [10, 20, 30] {
+                // A record that fails may still have been written.
+                written = Some(off);
+                match store.record(&mut log, &ck(off)) {
+                    Ok(false) => durable = Some(off),
+                    Ok(true) => {}
+                    Err(_) => return (durable, written),
+                }
+                if let Some(l) = log.as_mut() {
+                    if l.sync().is_err() {
+                        return (durable, written);
+                    }
+                }
+                durable = Some(off);
+            }
+            (durable, written)
+        };
+        let (fs, store) = setup();
+        fs.record(true);
+        let base = fs.calls();
+        assert_eq!(run(&store), (Some(30), Some(30)));
+        let calls = fs.log();
+        // First record: tmp create, write, fsync, rename, dir fsync, open; then write, sync twice.
+        assert!(calls.len() >= 8, "{calls:?}");
+        assert_eq!(store.load(a), Some(ck(30)));
+        let mut losses = 0;
+        for c in &calls {
+            let (fs, store) = setup();
+            fs.crash_at(c.index - base + fs.calls());
+            let (durable, written) = run(&store);
+            assert!(fs.crashed());
+            for tear in [Tear::Drop, Tear::Keep, Tear::Torn(c.index)] {
+                let img = Store::open(
+                    tsfiled_fsio::FsRef::new(fs.crash_image(tear)),
+                    Path::new("/state"),
+                )
+                .unwrap();
+                let got = img.load(a).map(|ck| ck.offset);
+                let what = format!("power loss before {c:?}, {tear:?}");
+                assert!(got >= durable && got <= written, "{what}: {got:?}");
+                if durable.is_some() {
+                    assert!(got.is_some(), "{what}");
+                }
+                losses += 1;
+            }
+        }
+        assert_eq!(losses, 3 * calls.len());
+    }
+
+    #[test]
+    fn a_log_past_its_limit_is_saved_afresh_as_one_line() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::open(tsfiled_fsio::std_fs(), &d.path().join("state")).unwrap();
+        let a = Path::new("/in/a.csv");
+        let line = encode(&ck(70)).unwrap().len() as u64;
+        let mut log = None;
+        assert!(!store.record(&mut log, &ck(70)).unwrap());
+        // Lines of the same length fit while the log stays within the limit.
+        let fit = LOG_LIMIT / line;
+        for i in 1..fit {
+            assert!(store.record(&mut log, &ck(70)).unwrap(), "line {i}");
+        }
+        assert_eq!(fs::metadata(store.ckpt_path(a)).unwrap().len(), fit * line);
+        assert!(!store.record(&mut log, &ck(80)).unwrap());
+        assert_eq!(
+            fs::read(store.ckpt_path(a)).unwrap(),
+            encode(&ck(80)).unwrap()
+        );
+        assert!(store.record(&mut log, &ck(90)).unwrap());
+        assert_eq!(store.load(a), Some(ck(90)));
+    }
 }

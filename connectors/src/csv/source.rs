@@ -17,11 +17,15 @@
 //! only delay a file. Events of new subdirectories trigger a scan of them.
 //!
 //! # Exactly once
-//! Rows go to the sink in bounded batches; after each batch the sink made durable, the file's
-//! checkpoint (byte offset, line, counts, fingerprint) is written atomically. A restart resumes
-//! every file at its checkpoint: acknowledged rows are not read again, unacknowledged ones are.
-//! (A crash between the sink's acknowledgement and the checkpoint write can repeat one batch;
-//! IoTDB overwrites points with the same timestamp, so a repeat is harmless.) A file is moved
+//! Rows go to the sink in bounded batches, one at a time; after each batch the sink made
+//! durable, the file's checkpoint (byte offset, line, counts, fingerprint) is appended to its
+//! checkpoint log before the next batch is handed on, and synced while that batch becomes
+//! durable (a pass's first checkpoint is saved atomically and durably; see
+//! [`checkpoint`](super::checkpoint)). A restart resumes every file at its checkpoint:
+//! acknowledged rows are not read again, unacknowledged ones are. (A process crash between the
+//! sink's acknowledgement and the checkpoint write can repeat one batch, a power loss up to two,
+//! as the last checkpoint may not be synced yet; IoTDB overwrites points with the same
+//! timestamp, so a repeat is harmless.) A file is moved
 //! (or deleted) only after all its rows are durable. If a file grows while it is read, the
 //! rows read so far are kept, the incomplete last line is not, and the file is taken again
 //! when it is complete, from its checkpoint.
