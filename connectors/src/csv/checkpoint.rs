@@ -234,7 +234,10 @@ impl Store {
     /// with [`CkLog::sync`]. On error `log` is closed (the next record saves).
     pub fn record(&self, log: &mut Option<CkLog>, ck: &Checkpoint) -> io::Result<bool> {
         let line = encode(ck)?;
-        if let Some(l) = log.as_mut().filter(|l| l.len + line.len() as u64 <= LOG_LIMIT) {
+        if let Some(l) = log
+            .as_mut()
+            .filter(|l| l.len + line.len() as u64 <= LOG_LIMIT)
+        {
             return match l.file.write_all(&line) {
                 Ok(()) => {
                     l.len += line.len() as u64;
