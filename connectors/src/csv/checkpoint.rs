@@ -152,16 +152,13 @@ fn decode(bytes: &[u8]) -> Option<Checkpoint> {
     let ck: Checkpoint = if bytes.first() == Some(&b'{') {
         serde_json::from_slice(bytes).ok()?
     } else {
-        bytes
-            .split(|&b| b == b'\n')
-            .filter_map(|line| {
-                let (hash, json) = (line.get(..16)?, line.get(17..)?);
-                let hash = u64::from_str_radix(std::str::from_utf8(hash).ok()?, 16).ok()?;
-                (line[16] == b' ' && hash == fnv1a(json))
-                    .then(|| serde_json::from_slice::<Checkpoint>(json).ok())
-                    .flatten()
-            })
-            .last()?
+        bytes.rsplit(|&b| b == b'\n').find_map(|line| {
+            let (hash, json) = (line.get(..16)?, line.get(17..)?);
+            let hash = u64::from_str_radix(std::str::from_utf8(hash).ok()?, 16).ok()?;
+            (line[16] == b' ' && hash == fnv1a(json))
+                .then(|| serde_json::from_slice::<Checkpoint>(json).ok())
+                .flatten()
+        })?
     };
     (ck.version == 1).then_some(ck)
 }

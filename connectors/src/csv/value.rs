@@ -286,7 +286,7 @@ mod tests {
                     y = x.rotate_left(29);
                 }
             }
-            if (x >> 12) % 8 != 0 {
+            if !(x >> 12).is_multiple_of(8) {
                 let at = s.len() - (x >> 20) as usize % (n + 1);
                 s.insert(at, '.');
             }
