@@ -583,6 +583,31 @@ mod tests {
         out
     }
 
+    /// RFC 4180: a quoted field keeps its delimiter, also in a last record that the input ends
+    /// without a line break (the scan saw its quote, so the split must not take the fast path);
+    /// an unquoted record before and after it splits at every delimiter.
+    #[test]
+    fn a_quoted_last_record_without_a_line_break_splits_by_its_quotes() {
+        let fields = |input: &[u8]| -> Vec<Vec<Vec<u8>>> {
+            all(input, 64)
+                .into_iter()
+                .filter(|(n, _)| matches!(n, Next::Record(_)))
+                .map(|(_, f)| f)
+                .collect()
+        };
+        let v = |cells: &[&str]| -> Vec<Vec<u8>> {
+            cells.iter().map(|c| c.as_bytes().to_vec()).collect()
+        };
+        assert_eq!(
+            fields(b"x,y\na,\"b,c\""),
+            vec![v(&["x", "y"]), v(&["a", "b,c"])]
+        );
+        assert_eq!(
+            fields(b"a,\"b,c\"\nx,y"),
+            vec![v(&["a", "b,c"]), v(&["x", "y"])]
+        );
+    }
+
     fn span(offset: u64, end: u64, line: u64, next_line: u64) -> RecordSpan {
         RecordSpan {
             offset,
