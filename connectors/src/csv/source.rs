@@ -17,11 +17,15 @@
 //! only delay a file. Events of new subdirectories trigger a scan of them.
 //!
 //! # Exactly once
-//! Rows go to the sink in bounded batches; after each batch the sink made durable, the file's
-//! checkpoint (byte offset, line, counts, fingerprint) is written atomically. A restart resumes
-//! every file at its checkpoint: acknowledged rows are not read again, unacknowledged ones are.
-//! (A crash between the sink's acknowledgement and the checkpoint write can repeat one batch;
-//! IoTDB overwrites points with the same timestamp, so a repeat is harmless.) A file is moved
+//! Rows go to the sink in bounded batches, one at a time; after each batch the sink made
+//! durable, the file's checkpoint (byte offset, line, counts, fingerprint) is appended to its
+//! checkpoint log before the next batch is handed on, and synced while that batch becomes
+//! durable (a pass's first checkpoint is saved atomically and durably; see
+//! [`checkpoint`](super::checkpoint)). A restart resumes every file at its checkpoint:
+//! acknowledged rows are not read again, unacknowledged ones are. (A process crash between the
+//! sink's acknowledgement and the checkpoint write can repeat one batch, a power loss up to two,
+//! as the last checkpoint may not be synced yet; IoTDB overwrites points with the same
+//! timestamp, so a repeat is harmless.) A file is moved
 //! (or deleted) only after all its rows are durable. If a file grows while it is read, the
 //! rows read so far are kept, the incomplete last line is not, and the file is taken again
 //! when it is complete, from its checkpoint.
@@ -51,7 +55,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::checkpoint::{mtime_ns, Checkpoint, Fingerprint, Store};
+use super::checkpoint::{mtime_ns, Checkpoint, CkLog, Fingerprint, Store};
 use super::files::{delete_file, move_file, unique_name, write_report};
 use super::metrics::{CsvMetrics, FileResult};
 use super::options::{CsvParseOptions, CsvRun, CsvSourceConfig, OnSuccess};
@@ -680,6 +684,27 @@ enum Pass {
 struct FileState {
     ck: Checkpoint,
     report: Arc<std::sync::Mutex<Box<dyn tsfiled_fsio::FsFile>>>,
+    /// The file's checkpoint log while no sync of it runs.
+    log: Option<CkLog>,
+    /// The sync of the last recorded checkpoint, which runs while the next batch goes to the
+    /// sink; it hands the log back.
+    syncing: Option<tokio::task::JoinHandle<(CkLog, io::Result<()>)>>,
+}
+
+/// Waits for the sync of the last recorded checkpoint. After an error the log is closed, so
+/// the next checkpoint is saved afresh.
+async fn settle(st: &mut FileState) -> io::Result<()> {
+    let Some(h) = st.syncing.take() else {
+        return Ok(());
+    };
+    match h.await {
+        Ok((log, Ok(()))) => {
+            st.log = Some(log);
+            Ok(())
+        }
+        Ok((_, Err(e))) => Err(e),
+        Err(_) => Err(io::Error::other("the checkpoint sync failed")),
+    }
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
@@ -730,7 +755,16 @@ fn start(sh: &Shared, path: &Path) -> io::Result<(File, Fingerprint, FileState)>
     let report = Arc::new(std::sync::Mutex::new(
         sh.store.open_report(path, ck.report_len)?,
     ));
-    Ok((file, fp, FileState { ck, report }))
+    Ok((
+        file,
+        fp,
+        FileState {
+            ck,
+            report,
+            log: None,
+            syncing: None,
+        },
+    ))
 }
 
 fn fresh(path: &Path, fp: Fingerprint) -> Checkpoint {
@@ -832,15 +866,25 @@ async fn pass(sh: &Arc<Shared>, path: &Path, root: &Root) -> Pass {
                     Err(SinkError::Closed) => break Pass::Done(Outcome::SinkClosed),
                 }
             }
-            Msg::End(res) => break finish(sh, path, root, fp, st, res).await,
+            Msg::End(res) => {
+                if let Err(e) = settle(&mut st).await {
+                    break Pass::Done(Outcome::Stuck(format!("syncing the checkpoint: {e}")));
+                }
+                break finish(sh, path, root, fp, st.ck.clone(), res).await;
+            }
         }
     };
     drop(rx);
     let _ = parser.await;
+    if let Err(e) = settle(&mut st).await {
+        tracing::warn!(file = %path.display(), error = %e, "csv: syncing the checkpoint failed");
+    }
     result
 }
 
-/// Records a durable chunk: report lines, counts, checkpoint.
+/// Records a durable chunk: report lines, counts, checkpoint. The checkpoint is visible to a
+/// restarted process when this returns; its sync runs on while the next chunk goes to the
+/// sink, and the next call waits for it first.
 async fn durable(
     sh: &Arc<Shared>,
     st: &mut FileState,
@@ -879,6 +923,7 @@ async fn durable(
             }
         }
     }
+    settle(st).await?;
     let ck = &mut st.ck;
     ck.offset = chunk.end.offset;
     ck.line = chunk.end.line;
@@ -893,16 +938,30 @@ async fn durable(
     let report = st.report.clone();
     let ck = ck.clone();
     let s2 = sh.clone();
-    blocking(move || -> io::Result<()> {
-        if !text.is_empty() {
-            let mut r = report.lock().unwrap_or_else(|e| e.into_inner());
-            r.write_all(text.as_bytes())?;
-            r.sync_data()?;
-        }
-        s2.store.save(&ck)
+    let mut log = st.log.take();
+    let (log, recorded) = blocking(move || {
+        let r = (|| -> io::Result<bool> {
+            if !text.is_empty() {
+                let mut r = report.lock().unwrap_or_else(|e| e.into_inner());
+                r.write_all(text.as_bytes())?;
+                r.sync_data()?;
+            }
+            s2.store.record(&mut log, &ck)
+        })();
+        (log, r)
     })
     .await
-    .unwrap_or_else(|| Err(io::Error::other("checkpoint task failed")))
+    .unwrap_or_else(|| (None, Err(io::Error::other("checkpoint task failed"))));
+    st.log = log;
+    if recorded? {
+        if let Some(mut log) = st.log.take() {
+            st.syncing = Some(tokio::task::spawn_blocking(move || {
+                let r = log.sync();
+                (log, r)
+            }));
+        }
+    }
+    Ok(())
 }
 
 /// The end of a pass: decide whether the file is complete, and move it.
@@ -911,7 +970,7 @@ async fn finish(
     path: &Path,
     root: &Root,
     fp: Fingerprint,
-    st: FileState,
+    ck: Checkpoint,
     res: Result<ParseSummary, Error>,
 ) -> Pass {
     let changed = match std::fs::metadata(path) {
@@ -927,7 +986,7 @@ async fn finish(
     let sh2 = sh.clone();
     let path = path.to_path_buf();
     let root = root.clone();
-    let r = blocking(move || finish_blocking(&sh2, &path, &root, &st.ck, file_error)).await;
+    let r = blocking(move || finish_blocking(&sh2, &path, &root, &ck, file_error)).await;
     match r {
         Some(Ok(result)) => Pass::Done(Outcome::Finished(result)),
         Some(Err(e)) => Pass::Done(Outcome::Stuck(e)),

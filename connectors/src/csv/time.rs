@@ -251,6 +251,21 @@ pub(crate) fn parse_epoch(cell: &[u8], unit: TimeUnit, target: TimeUnit) -> Resu
         Some(b'+') => (false, &cell[1..]),
         _ => (false, cell),
     };
+    let overflow = || format!("{} overflows {} timestamps", show(cell), target.name());
+    // Fast path: an integer of up to 18 digits (below 10^18, no overflow).
+    if !body.is_empty() && body.len() <= 18 {
+        let mut v: i64 = 0;
+        let digits = body.iter().all(|&c| {
+            let d = c.wrapping_sub(b'0');
+            v = v * 10 + i64::from(d);
+            d <= 9
+        });
+        if digits {
+            return unit
+                .convert(if neg { -v } else { v }, target)
+                .ok_or_else(overflow);
+        }
+    }
     let (int, frac) = match memchr::memchr(b'.', body) {
         Some(i) => (&body[..i], &body[i + 1..]),
         None => (body, &body[..0]),
@@ -261,16 +276,6 @@ pub(crate) fn parse_epoch(cell: &[u8], unit: TimeUnit, target: TimeUnit) -> Resu
         || (int.is_empty() && memchr::memchr(b'.', body).is_none())
     {
         return Err(bad());
-    }
-    let overflow = || format!("{} overflows {} timestamps", show(cell), target.name());
-    // Fast path: an integer in the target unit or a coarser one.
-    if frac.is_empty() && int.len() <= 18 {
-        let mut v: i64 = 0;
-        for &d in int {
-            v = v * 10 + i64::from(d - b'0');
-        }
-        let v = if neg { -v } else { v };
-        return unit.convert(v, target).ok_or_else(overflow);
     }
     // General path in i128 nanoseconds.
     let int = trim_leading_zeros(int);

@@ -85,10 +85,10 @@ const POW10: [f64; 23] = [
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
 
-/// Clinger's fast path for plain decimals (`[+-]digits[.digits]`): when the digits form an
-/// integer below 2^53 and there are at most 22 decimals, `m / 10^k` of two exact doubles is
-/// the correctly rounded result. Anything else returns `None` (the caller falls back to the
-/// full parser).
+/// Clinger's fast path for plain decimals (`[+-]digits[.digits]`): with at most 15 digits the
+/// digits form an integer `m` below 2^53 and there are at most 15 decimals `k`, so
+/// `m / 10^k` of two exact doubles is the correctly rounded result. Anything else returns
+/// `None` (the caller falls back to the full parser).
 #[inline]
 fn fast_float(cell: &[u8]) -> Option<f64> {
     let (neg, body) = match cell.first()? {
@@ -96,30 +96,39 @@ fn fast_float(cell: &[u8]) -> Option<f64> {
         b'+' => (false, &cell[1..]),
         _ => (false, cell),
     };
-    let mut m: u64 = 0;
-    let mut digits = 0usize;
-    let mut frac: Option<usize> = None;
-    for (i, &b) in body.iter().enumerate() {
-        match b {
-            b'0'..=b'9' => {
-                m = m * 10 + u64::from(b - b'0');
-                digits += 1;
-                if digits > 15 {
-                    return None;
-                }
-            }
-            b'.' if frac.is_none() => frac = Some(i),
-            _ => return None,
-        }
-    }
-    if digits == 0 {
+    // 15 digits and a point at most (so `m` cannot overflow while it is read).
+    if body.len() > 16 {
         return None;
     }
-    let k = match frac {
-        Some(i) => body.len() - i - 1,
-        None => 0,
+    let mut m: u64 = 0;
+    let mut digits = |part: &[u8]| -> usize {
+        let mut n = 0;
+        for &c in part {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            m = m * 10 + u64::from(d);
+            n += 1;
+        }
+        n
     };
-    let v = (m as f64) / *POW10.get(k)?;
+    let int = digits(body);
+    let k = match body.get(int) {
+        None => 0,
+        Some(b'.') => {
+            let k = digits(&body[int + 1..]);
+            if int + 1 + k != body.len() {
+                return None;
+            }
+            k
+        }
+        Some(_) => return None,
+    };
+    if int + k == 0 || int + k > 15 {
+        return None;
+    }
+    let v = (m as f64) / POW10[k];
     Some(if neg { -v } else { v })
 }
 
@@ -250,6 +259,59 @@ mod tests {
                 "{s} {t}"
             );
         }
+    }
+
+    /// The fast path agrees bit for bit with the standard library's correctly rounded parser
+    /// on every plain decimal it takes, and leaves the rest to it.
+    #[test]
+    fn fast_floats_equal_the_standard_parser() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut taken = 0;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let n = 1 + (x % 18) as usize;
+            let mut s = String::new();
+            match (x >> 8) % 4 {
+                0 => s.push('-'),
+                1 => s.push('+'),
+                _ => {}
+            }
+            let mut y = x >> 16;
+            for _ in 0..n {
+                s.push(char::from(b'0' + (y % 10) as u8));
+                y /= 10;
+                if y == 0 {
+                    y = x.rotate_left(29);
+                }
+            }
+            if !(x >> 12).is_multiple_of(8) {
+                let at = s.len() - (x >> 20) as usize % (n + 1);
+                s.insert(at, '.');
+            }
+            let got = fast_float(s.as_bytes());
+            let digits = s.bytes().filter(u8::is_ascii_digit).count();
+            if digits <= 15 {
+                taken += 1;
+                let want: f64 = s.parse().unwrap();
+                assert_eq!(got.map(f64::to_bits), Some(want.to_bits()), "{s}");
+            } else {
+                assert_eq!(got, None, "{s}");
+            }
+            assert_eq!(
+                parse_float(s.as_bytes()).map(f64::to_bits),
+                s.parse::<f64>().ok().map(f64::to_bits),
+                "{s}"
+            );
+        }
+        assert!(taken > 100_000, "{taken}");
+        for s in ["", "-", "+", ".", "-.", "1.2.3", "1e5", "12a", "1 2", "..5"] {
+            assert_eq!(fast_float(s.as_bytes()), None, "{s:?}");
+        }
+        assert_eq!(fast_float(b"5."), Some(5.0));
+        assert_eq!(fast_float(b"-.25"), Some(-0.25));
+        assert_eq!(fast_float(b"99999.75"), Some(99_999.75));
     }
 
     #[test]
