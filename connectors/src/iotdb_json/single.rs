@@ -405,7 +405,7 @@ mod tests {
             ("0.1", 0.1),
             ("-123.456", -123.456),
             ("-0.0", -0.0),
-            ("0.30000000000000004", 0.300_000_000_000_000_04),
+            ("0.3000000000000004", 0.300_000_000_000_000_4),
             ("9007199254740.992", 9_007_199_254_740.992),
             ("0.0000000000000000001", 1e-19),
             ("999.9", 999.9),
@@ -449,6 +449,7 @@ mod tests {
             base("9223372036854775808"),
             base("-9223372036854775808"),
             base("9007199254740.993"),
+            base("0.30000000000000004"),
             base("1.00000000000000000000001"),
             base("0.00000000000000000001"),
             // Not JSON.
@@ -535,10 +536,11 @@ mod tests {
     fn value() -> impl Strategy<Value = String> {
         prop_oneof![
             4 => number(),
+            6 => "-?(0|[1-9][0-9]{0,6})\\.[0-9]{1,8}",
             1 => Just("null".to_string()),
             1 => any::<bool>().prop_map(|b| b.to_string()),
             1 => "[a-z\\\\\"é ]{0,4}".prop_map(|s| format!("\"{s}\"")),
-            1 => Just("[]".to_string()),
+            1 => prop_oneof![Just("[]"), Just("{}"), Just("nul"), Just("1e5")].prop_map(String::from),
         ]
     }
 
@@ -547,23 +549,35 @@ mod tests {
     }
 
     prop_compose! {
-        /// Payloads in (and near) the plain single-record form.
+        /// Payloads in (and near) the plain single-record form: mostly the form itself.
         fn payload()(
-            device in prop_oneof![Just("root.sg.d1"), Just("root.sg.d2"), Just("sg.d1"), Just("root.a\\u002eb")],
-            time in prop_oneof![
-                any::<i64>().prop_map(|t| t.to_string()),
-                Just("-0".to_string()),
-                Just("\"12\"".to_string()),
-                Just("1.5".to_string()),
+            device in prop_oneof![
+                6 => Just("root.sg.d1"), 2 => Just("root.sg.d2"), 1 => Just("sg.d1"), 1 => Just("root.a\\u002eb")
             ],
-            names in prop::collection::vec(prop_oneof![
+            time in prop_oneof![
+                6 => any::<i64>().prop_map(|t| (t / 1_000_000).to_string()),
+                1 => any::<i64>().prop_map(|t| t.to_string()),
+                1 => Just("-0".to_string()),
+                1 => Just("\"12\"".to_string()),
+                1 => Just("1.5".to_string()),
+            ],
+            columns in prop::collection::vec((prop_oneof![
                 8 => "s[0-9]{1,2}", 1 => Just("time".to_string()), 1 => Just("a.b".to_string())
-            ], 0..6),
-            values in prop::collection::vec(value(), 0..6),
-            order in Just(["device", "timestamp", "measurements", "values"]).prop_shuffle(),
+            ], value()), 0..6),
+            more in prop_oneof![6 => Just(None), 1 => value().prop_map(Some)],
+            fewer in prop_oneof![6 => Just(false), 1 => Just(true)],
+            order in prop_oneof![
+                3 => Just(["device", "timestamp", "measurements", "values"]),
+                1 => Just(["device", "timestamp", "measurements", "values"]).prop_shuffle(),
+            ],
             sp in ws(),
         ) -> String {
-            let names: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+            let names: Vec<String> = columns.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+            let mut values: Vec<String> = columns.into_iter().map(|(_, v)| v).collect();
+            values.extend(more);
+            if fewer {
+                values.pop();
+            }
             let parts: Vec<String> = order
                 .iter()
                 .map(|k| {
