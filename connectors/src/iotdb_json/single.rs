@@ -3,11 +3,13 @@
 //!
 //! It reads the payload in one pass without serde and builds the record straight from the
 //! bytes. The names of a measurement list are kept in the [`Names`] cache under the list's raw
-//! text: a stream that repeats its list (the usual case) finds them with one comparison. It takes only what it reads exactly as the general
-//! parser does and yields no rejection; on anything else (another form or key, a repeated key,
-//! `values` before `measurements`, an escape in a string, a number it cannot convert exactly,
-//! an invalid name, a length mismatch, a bad timestamp, any syntax error) it returns `None` and
-//! the general parser reads the payload from the start (and reports what is wrong).
+//! text: a stream that repeats its list (the usual case) finds them with one comparison. It
+//! takes only what it reads exactly as the general parser does and yields no rejection; on
+//! anything else (another form or key, `values` before `measurements` or `measurements` after
+//! them, an escape in a string, a number it cannot convert exactly, an invalid name, a length
+//! mismatch, a bad timestamp, any syntax error) it returns `None` and the general parser reads
+//! the payload from the start (and reports what is wrong). A repeated key counts last, as in
+//! the general parser.
 
 use std::sync::Arc;
 
@@ -57,24 +59,25 @@ pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Opti
             r.ws();
             r.eat(b':')?;
             r.ws();
+            // A repeated key: the last one counts, as in the general parser (a list of
+            // measurements after the values is left to it).
             match key {
-                b"device" if device.is_none() => {
-                    device = Some(std::str::from_utf8(r.string()?).ok()?)
-                }
-                b"timestamp" if time.is_none() => time = Some(r.integer()?),
-                b"measurements" if measurements.is_none() => {
+                b"device" => device = Some(std::str::from_utf8(r.string()?).ok()?),
+                b"timestamp" => time = Some(r.integer()?),
+                b"measurements" if fields.is_none() => {
                     r.eat(b'[')?;
                     let at = r.i;
                     // The list kept last, if the text goes on with it: one comparison.
-                    let kept = names.list_text();
-                    if input[at..].starts_with(kept) && input.get(at + kept.len()) == Some(&b']') {
-                        r.i = at + kept.len() + 1;
-                    } else {
-                        r.skip_strings()?;
+                    let after = input[at..]
+                        .strip_prefix(names.list_text())
+                        .and_then(|rest| rest.strip_prefix(b"]"));
+                    match after {
+                        Some(after) => r.i = input.len() - after.len(),
+                        None => r.skip_strings()?,
                     }
                     measurements = Some(&input[at..r.i - 1]);
                 }
-                b"values" if fields.is_none() => {
+                b"values" => {
                     let list = measurements?;
                     if names.list(list).is_none() {
                         let read = read_names(list, names)?;
@@ -399,6 +402,21 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_key_counts_last() {
+        let b = direct(
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[1],"device":"root.a.c","timestamp":2,"values":[3],"measurements":["x"]}"#,
+        );
+        assert!(b.is_none(), "measurements after the values");
+        let b = direct(
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["v"],"measurements":["w","x"],"values":[1,2],"device":"root.a.c","timestamp":2,"values":[3,null]}"#,
+        )
+        .unwrap();
+        assert_eq!(&*b.records[0].device, "root.a.c");
+        assert_eq!(b.records[0].time, 2);
+        assert_eq!(fields(&b), [("w", FieldValue::Int(3))]);
+    }
+
+    #[test]
     fn decimal_fractions_are_the_nearest_double() {
         // Expected values: Rust's own (correctly rounded) reading of the same literals.
         let cases: [(&str, f64); 9] = [
@@ -472,7 +490,8 @@ mod tests {
             r#"{"device":"root.a.b","timestamps":[1],"measurements":["v"],"values":[[1]]}"#.into(),
             r#"[{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[1]}]"#.into(),
             r#"{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[1],"x":0}"#.into(),
-            r#"{"device":"root.a.b","device":"root.a.c","timestamp":1,"measurements":["v"],"values":[1]}"#.into(),
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[1],"measurements":["w"]}"#.into(),
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[1],"timestamp":1.5}"#.into(),
             r#"{"device":"root.a.b","timestamp":"1","measurements":["v"],"values":[1]}"#.into(),
             r#"{"device":"root.a.b","timestamp":1.0,"measurements":["v"],"values":[1]}"#.into(),
             r#"{"device":"root.a.b","timestamp":-0,"measurements":["v"],"values":[1]}"#.into(),
