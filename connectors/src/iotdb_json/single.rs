@@ -391,6 +391,19 @@ mod tests {
         };
         let b = parse(text.as_bytes(), &opts, &mut Names::default()).unwrap();
         assert_eq!(b.records[0].time, -2_000_000);
+        // Spaces and other characters in a string are its own; a raw control character is
+        // not JSON (the general parser refuses it).
+        let b = direct(
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["t"],"values":[" a é~ "]}"#,
+        )
+        .unwrap();
+        assert_eq!(fields(&b), [("t", FieldValue::Text(" a é~ ".into()))]);
+        for control in ["\t", "\n", "\u{1}", "\u{1f}"] {
+            let text = format!(
+                r#"{{"device":"root.a.b","timestamp":1,"measurements":["t"],"values":["a{control}b"]}}"#
+            );
+            assert!(direct(&text).is_none(), "{control:?}");
+        }
         // Only nulls: no record, nothing rejected.
         let b =
             direct(r#"{"device":"root.a.b","timestamp":1,"measurements":["x"],"values":[null]}"#)
