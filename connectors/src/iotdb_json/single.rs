@@ -248,14 +248,11 @@ impl<'a> Reader<'a> {
             self.i += 1;
         }
         let int = self.integer_part()?;
+        // An exponent is left unread: the caller then finds no separator and gives up.
         match self.peek() {
-            Some(b'e' | b'E') => None,
             Some(b'.') => {
                 self.i += 1;
                 let (frac, count) = self.digits()?;
-                if matches!(self.peek(), Some(b'e' | b'E')) {
-                    return None;
-                }
                 let m = int.checked_mul(TEN[count])?.checked_add(frac)?;
                 if m > EXACT {
                     return None;
@@ -308,7 +305,8 @@ impl<'a> Reader<'a> {
             }
             self.ws();
             match self.next()? {
-                b',' if k + 1 < columns.len() => {}
+                // More values than names: the loop ends and the payload is left.
+                b',' => {}
                 b']' if k + 1 == columns.len() => return Some(fields),
                 _ => return None,
             }
