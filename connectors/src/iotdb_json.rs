@@ -26,7 +26,9 @@
 //! are not sanitized). [`parse_iotdb_json_with`] takes known names from a [`Names`] cache.
 //!
 //! Parsing is a single pass of typed serde deserialization (no `serde_json::Value` tree;
-//! strings are borrowed from the payload when they have no escapes).
+//! strings are borrowed from the payload when they have no escapes). A plain single record
+//! without anything to reject is read by a direct reader first (`single`), with the same
+//! result.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -65,6 +67,14 @@ pub fn parse_iotdb_json(input: &[u8], opts: &JsonOptions) -> Batch {
 /// valid ones): a stream of payloads shares one string per name.
 pub fn parse_iotdb_json_with(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Batch {
     let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
+    match single::parse(input, opts, names) {
+        Some(batch) => batch,
+        None => parse_general(input, opts, names),
+    }
+}
+
+/// The general parser (serde), for every form; `input` without its byte-order mark.
+fn parse_general(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Batch {
     let mut ctx = Ctx {
         opts: *opts,
         batch: Batch::default(),
@@ -904,6 +914,8 @@ pub fn write_tablet(
     }
     out.push_str("]}");
 }
+
+mod single;
 
 #[cfg(test)]
 mod tests;

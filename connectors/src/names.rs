@@ -8,7 +8,8 @@
 //! again with the names in use (a stream of ever new names costs what it cost without the
 //! cache). Payloads of one stream usually also repeat their names in the same places: the
 //! last device and the measurement last seen at each position are compared first, which costs
-//! less than hashing.
+//! less than hashing; and a parser may keep a whole list of measurements under its raw text
+//! ([`Names::list`]), so that the same text next time costs one comparison.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -28,7 +29,13 @@ pub struct Names {
     last_device: Option<Arc<str>>,
     /// The measurement last returned for each position of [`Names::measurement_at`].
     last_at: Vec<Arc<str>>,
+    /// The raw text of the list kept by [`Names::keep_list`], and its names.
+    list_text: Vec<u8>,
+    list: Vec<Arc<str>>,
 }
+
+/// The longest raw text of a list [`Names::keep_list`] keeps.
+const MAX_LIST_TEXT: usize = 64 * 1024;
 
 impl Default for Names {
     fn default() -> Self {
@@ -60,6 +67,8 @@ impl Names {
             limit: limit.max(1),
             last_device: None,
             last_at: Vec::new(),
+            list_text: Vec::new(),
+            list: Vec::new(),
         }
     }
 
@@ -124,6 +133,28 @@ impl Names {
             self.last_at.push(m.clone());
         }
         Ok(m)
+    }
+
+    /// The names kept with [`Names::keep_list`] if `text` is the raw text they were kept
+    /// under.
+    pub fn list(&self, text: &[u8]) -> Option<&[Arc<str>]> {
+        (self.list_text == text).then_some(&self.list[..])
+    }
+
+    /// The raw text of the list kept with [`Names::keep_list`] (empty when none is).
+    pub fn list_text(&self) -> &[u8] {
+        &self.list_text
+    }
+
+    /// Keeps `names`, the valid measurements a parser read from the raw text `text` (a text of
+    /// more than 64 KiB is not kept).
+    pub fn keep_list(&mut self, text: &[u8], names: Vec<Arc<str>>) {
+        self.list_text.clear();
+        self.list.clear();
+        if text.len() <= MAX_LIST_TEXT {
+            self.list_text.extend_from_slice(text);
+            self.list = names;
+        }
     }
 }
 
@@ -203,6 +234,34 @@ mod tests {
         n.measurement_at(1, "c").unwrap();
         let kept: Vec<&str> = n.last_at.iter().map(|m| &**m).collect();
         assert_eq!(kept, ["a", "c"]);
+    }
+
+    #[test]
+    fn a_list_is_kept_under_its_text() {
+        let mut n = Names::default();
+        assert_eq!(n.list(b"\"a\""), None);
+        // The empty list's names are none.
+        assert_eq!(n.list(b""), Some(&[][..]));
+        let a = n.measurement("a").unwrap();
+        n.keep_list(b"\"a\"", vec![a.clone()]);
+        assert_eq!(n.list_text(), b"\"a\"");
+        let kept = n.list(b"\"a\"").unwrap();
+        assert_eq!(kept.len(), 1);
+        assert!(Arc::ptr_eq(&kept[0], &a));
+        assert_eq!(n.list(b"\"a\" "), None);
+        assert_eq!(n.list(b""), None);
+        // Another list replaces it.
+        n.keep_list(b"", Vec::new());
+        assert_eq!(n.list(b"\"a\""), None);
+        assert_eq!(n.list(b""), Some(&[][..]));
+        // A text over 64 KiB is not kept (and the one before is dropped).
+        let long = vec![b' '; 64 * 1024 + 1];
+        n.keep_list(&long, vec![a.clone()]);
+        assert_eq!(n.list(&long), None);
+        assert_eq!(n.list(b"\"a\""), None);
+        let most = vec![b' '; 64 * 1024];
+        n.keep_list(&most, vec![a]);
+        assert_eq!(n.list(&most).map(<[_]>::len), Some(1));
     }
 
     #[test]

@@ -1,0 +1,693 @@
+//! A direct reader of the plain single-record form, the form of most MQTT messages:
+//! `{"device":"root.sg.d1","timestamp":1,"measurements":["s1","s2"],"values":[1,2.5]}`.
+//!
+//! It reads the payload in one pass without serde and builds the record straight from the
+//! bytes. The names of a measurement list are kept in the [`Names`] cache under the list's raw
+//! text: a stream that repeats its list (the usual case) finds them with one comparison. It
+//! takes only what it reads exactly as the general parser does and yields no rejection; on
+//! anything else (another form or key, `values` before `measurements` or `measurements` after
+//! them, an escape in a string, a number it cannot convert exactly, an invalid name, a length
+//! mismatch, a bad timestamp, any syntax error) it returns `None` and the general parser reads
+//! the payload from the start (and reports what is wrong). A repeated key counts last, as in
+//! the general parser.
+
+use std::sync::Arc;
+
+use crate::model::{Batch, Field, FieldValue, Record};
+use crate::names::Names;
+
+use super::JsonOptions;
+
+/// The powers of ten up to 10^19 (all exact as `f64`): one per count of digits after a point
+/// ([`Reader::digits`] reads at most 19).
+const POW10: [f64; 20] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19,
+];
+
+/// The same powers as integers.
+const TEN: [u64; 20] = {
+    let mut t = [1u64; 20];
+    let mut k = 1;
+    while k < 20 {
+        t[k] = t[k - 1] * 10;
+        k += 1;
+    }
+    t
+};
+
+/// Integers up to this are exact in an `f64` (2^53).
+const EXACT: u64 = 1 << 53;
+
+/// Reads `input` (without its byte-order mark) if it is a plain single record that parses
+/// without rejection: the batch of its record (none when every value is `null`). `None`: the
+/// general parser must read it.
+pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Option<Batch> {
+    let mut r = Reader { s: input, i: 0 };
+    r.ws();
+    r.eat(b'{')?;
+    let mut device: Option<&str> = None;
+    let mut time: Option<i64> = None;
+    // The raw text between `measurements`' brackets.
+    let mut measurements: Option<&[u8]> = None;
+    let mut fields: Option<Vec<Field>> = None;
+    r.ws();
+    if r.peek()? != b'}' {
+        loop {
+            r.ws();
+            let key = r.string()?;
+            r.ws();
+            r.eat(b':')?;
+            r.ws();
+            // A repeated key: the last one counts, as in the general parser (a list of
+            // measurements after the values is left to it).
+            match key {
+                b"device" => device = Some(std::str::from_utf8(r.string()?).ok()?),
+                b"timestamp" => time = Some(r.integer()?),
+                b"measurements" if fields.is_none() => {
+                    r.eat(b'[')?;
+                    let at = r.i;
+                    // The list kept last, if the text goes on with it: one comparison.
+                    let after = input[at..]
+                        .strip_prefix(names.list_text())
+                        .and_then(|rest| rest.strip_prefix(b"]"));
+                    match after {
+                        Some(after) => r.i = input.len() - after.len(),
+                        None => r.skip_strings()?,
+                    }
+                    measurements = Some(&input[at..r.i - 1]);
+                }
+                b"values" => {
+                    let list = measurements?;
+                    if names.list(list).is_none() {
+                        let read = read_names(list, names)?;
+                        names.keep_list(list, read);
+                    }
+                    fields = Some(r.values(names.list(list)?)?);
+                }
+                _ => return None,
+            }
+            r.ws();
+            match r.next()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    r.ws();
+    if r.i != input.len() {
+        return None;
+    }
+    let (device, time, fields) = (device?, time?, fields?);
+    let time = opts.input_unit.convert(time, opts.stored_unit)?;
+    let device = names.device(device).ok()?;
+    let mut batch = Batch::default();
+    if !fields.is_empty() {
+        batch.records.push(Record {
+            device,
+            time,
+            fields,
+        });
+    }
+    Some(batch)
+}
+
+/// The measurements of the list whose text between the brackets is `list` (already checked
+/// to be strings without escapes), if every one is a valid name.
+fn read_names(list: &[u8], names: &mut Names) -> Option<Vec<Arc<str>>> {
+    let mut r = Reader { s: list, i: 0 };
+    let mut read = Vec::new();
+    r.ws();
+    while r.i < list.len() {
+        let name = std::str::from_utf8(r.string()?).ok()?;
+        read.push(names.measurement_at(read.len(), name).ok()?);
+        r.ws();
+        if r.i < list.len() {
+            r.eat(b',')?;
+            r.ws();
+        }
+    }
+    Some(read)
+}
+
+/// A cursor over the payload.
+struct Reader<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.i += 1;
+        Some(b)
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        (self.next()? == b).then_some(())
+    }
+
+    /// Skips JSON whitespace.
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    /// The bytes of a string without escapes or control characters (not yet checked to be
+    /// UTF-8).
+    fn string(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let rest = &self.s[self.i..];
+        let len = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if rest[len] != b'"' {
+            return None;
+        }
+        self.i += len + 1;
+        Some(&rest[..len])
+    }
+
+    /// Skips the strings of a list up to and including its `]` (just after its `[`).
+    fn skip_strings(&mut self) -> Option<()> {
+        self.ws();
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            self.string()?;
+            self.ws();
+            match self.next()? {
+                b',' => {}
+                b']' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Digits `[0-9]+` as a number (`None` when there are none or more than 19, which could
+    /// overflow); the count of digits read.
+    fn digits(&mut self) -> Option<(u64, usize)> {
+        let mut n = 0u64;
+        let mut count = 0;
+        for &b in &self.s[self.i..] {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            // Wraps only past 19 digits, which are refused below.
+            n = n.wrapping_mul(10).wrapping_add(u64::from(d));
+            count += 1;
+        }
+        if count == 0 || count > 19 {
+            return None;
+        }
+        self.i += count;
+        Some((n, count))
+    }
+
+    /// The magnitude of a JSON integer part (`0` or no leading zero).
+    fn integer_part(&mut self) -> Option<u64> {
+        let start = self.i;
+        let (n, count) = self.digits()?;
+        if count > 1 && self.s[start] == b'0' {
+            return None;
+        }
+        Some(n)
+    }
+
+    /// A JSON integer within `i64`, as serde_json reads it to an integer (not `-0`, which it
+    /// reads as a float).
+    fn integer(&mut self) -> Option<i64> {
+        let negative = self.peek()? == b'-';
+        if negative {
+            self.i += 1;
+        }
+        let n = i64::try_from(self.integer_part()?).ok()?;
+        if matches!(self.peek(), Some(b'.' | b'e' | b'E')) || (negative && n == 0) {
+            return None;
+        }
+        Some(if negative { -n } else { n })
+    }
+
+    /// A JSON number: an integer as [`Reader::integer`], or a decimal fraction without exponent
+    /// whose digits form an integer of at most 2^53 with at most 19 of them after the point:
+    /// that integer divided by a power of ten, both exact, is the correctly rounded value
+    /// serde_json (with `float_roundtrip`) reads too.
+    fn number(&mut self) -> Option<FieldValue> {
+        let negative = self.peek()? == b'-';
+        if negative {
+            self.i += 1;
+        }
+        let int = self.integer_part()?;
+        // An exponent is left unread: the caller then finds no separator and gives up.
+        match self.peek() {
+            Some(b'.') => {
+                self.i += 1;
+                let (frac, count) = self.digits()?;
+                let m = int.checked_mul(TEN[count])?.checked_add(frac)?;
+                if m > EXACT {
+                    return None;
+                }
+                let v = m as f64 / POW10[count];
+                Some(FieldValue::Float(if negative { -v } else { v }))
+            }
+            _ => {
+                let n = i64::try_from(int).ok()?;
+                if negative && n == 0 {
+                    return None;
+                }
+                Some(FieldValue::Int(if negative { -n } else { n }))
+            }
+        }
+    }
+
+    /// The value list (just before its `[`), one value per name of `columns`: the fields of
+    /// the record, in order, without the `null`s.
+    fn values(&mut self, columns: &[Arc<str>]) -> Option<Vec<Field>> {
+        self.eat(b'[')?;
+        let mut fields = Vec::with_capacity(columns.len());
+        self.ws();
+        if self.peek()? == b']' {
+            self.i += 1;
+            return columns.is_empty().then_some(fields);
+        }
+        for (k, name) in columns.iter().enumerate() {
+            self.ws();
+            let value = match self.peek()? {
+                b'"' => Some(FieldValue::Text(
+                    std::str::from_utf8(self.string()?).ok()?.to_owned(),
+                )),
+                b't' => {
+                    self.literal(b"true")?;
+                    Some(FieldValue::Bool(true))
+                }
+                b'f' => {
+                    self.literal(b"false")?;
+                    Some(FieldValue::Bool(false))
+                }
+                b'n' => {
+                    self.literal(b"null")?;
+                    None
+                }
+                _ => Some(self.number()?),
+            };
+            if let Some(value) = value {
+                fields.push(Field::new(name.clone(), value));
+            }
+            self.ws();
+            match self.next()? {
+                // More values than names: the loop ends and the payload is left.
+                b',' => {}
+                b']' if k + 1 == columns.len() => return Some(fields),
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// The literal `word` (its first byte already peeked).
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.i + word.len();
+        if self.s.get(self.i..end)? != word {
+            return None;
+        }
+        self.i = end;
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse_general, parse_iotdb_json_with};
+    use super::*;
+    use crate::model::TimeUnit;
+    use proptest::prelude::*;
+
+    fn ms() -> JsonOptions {
+        JsonOptions::default()
+    }
+
+    fn direct(s: &str) -> Option<Batch> {
+        parse(s.as_bytes(), &ms(), &mut Names::default())
+    }
+
+    fn fields(b: &Batch) -> Vec<(&str, FieldValue)> {
+        b.records[0]
+            .fields
+            .iter()
+            .map(|f| (&*f.measurement, f.value.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn reads_the_plain_single_record() {
+        let b = direct(
+            r#"{"device":"root.sg.d1","timestamp":1586076045524,"measurements":["s1","s2","s3","s4","s5"],"values":[1,2.5,true,"x",null]}"#,
+        )
+        .expect("read directly");
+        assert!(b.rejections.is_empty());
+        assert_eq!(b.records.len(), 1);
+        assert_eq!(&*b.records[0].device, "root.sg.d1");
+        assert_eq!(b.records[0].time, 1586076045524);
+        assert_eq!(
+            fields(&b),
+            [
+                ("s1", FieldValue::Int(1)),
+                ("s2", FieldValue::Float(2.5)),
+                ("s3", FieldValue::Bool(true)),
+                ("s4", FieldValue::Text("x".into())),
+            ]
+        );
+        assert!(b.records[0].fields.iter().all(|f| f.type_hint.is_none()));
+    }
+
+    #[test]
+    fn whitespace_key_order_and_units() {
+        let text = " \r\n{ \"values\" :[ false ] ,\"measurements\":[\"b\"],\"timestamp\":-2,\"device\":\"root.a.b\"}\t";
+        // `values` before `measurements`: left to the general parser.
+        assert!(direct(text).is_none());
+        let text = " \r\n{ \"measurements\" :[ \"b\" , \"c\" ] ,\"values\":[ false,\n-7 ],\"timestamp\":-2,\"device\":\"root.a.b\"}\t";
+        let b = direct(text).expect("read directly");
+        assert_eq!(b.records[0].time, -2);
+        assert_eq!(
+            fields(&b),
+            [("b", FieldValue::Bool(false)), ("c", FieldValue::Int(-7))]
+        );
+        // Seconds in, microseconds stored.
+        let opts = JsonOptions {
+            input_unit: TimeUnit::Seconds,
+            stored_unit: TimeUnit::Micros,
+        };
+        let b = parse(text.as_bytes(), &opts, &mut Names::default()).unwrap();
+        assert_eq!(b.records[0].time, -2_000_000);
+        // Spaces and other characters in a string are its own; a raw control character is
+        // not JSON (the general parser refuses it).
+        let b = direct(
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["t"],"values":[" a é~ "]}"#,
+        )
+        .unwrap();
+        assert_eq!(fields(&b), [("t", FieldValue::Text(" a é~ ".into()))]);
+        for control in ["\t", "\n", "\u{1}", "\u{1f}"] {
+            let text = format!(
+                r#"{{"device":"root.a.b","timestamp":1,"measurements":["t"],"values":["a{control}b"]}}"#
+            );
+            assert!(direct(&text).is_none(), "{control:?}");
+        }
+        // Only nulls: no record, nothing rejected.
+        let b =
+            direct(r#"{"device":"root.a.b","timestamp":1,"measurements":["x"],"values":[null]}"#)
+                .unwrap();
+        assert!(b.records.is_empty() && b.rejections.is_empty());
+        let b =
+            direct(r#"{"device":"root.a.b","timestamp":1,"measurements":[],"values":[]}"#).unwrap();
+        assert!(b.records.is_empty() && b.rejections.is_empty());
+    }
+
+    #[test]
+    fn a_repeated_key_counts_last() {
+        let b = direct(
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[1],"device":"root.a.c","timestamp":2,"values":[3],"measurements":["x"]}"#,
+        );
+        assert!(b.is_none(), "measurements after the values");
+        let b = direct(
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["v"],"measurements":["w","x"],"values":[1,2],"device":"root.a.c","timestamp":2,"values":[3,null]}"#,
+        )
+        .unwrap();
+        assert_eq!(&*b.records[0].device, "root.a.c");
+        assert_eq!(b.records[0].time, 2);
+        assert_eq!(fields(&b), [("w", FieldValue::Int(3))]);
+    }
+
+    #[test]
+    fn decimal_fractions_are_the_nearest_double() {
+        // Expected values: Rust's own (correctly rounded) reading of the same literals.
+        let cases: [(&str, f64); 9] = [
+            ("0.1", 0.1),
+            ("-123.456", -123.456),
+            ("-0.0", -0.0),
+            ("0.3000000000000004", 0.300_000_000_000_000_4),
+            ("9007199254740.992", 9_007_199_254_740.992),
+            ("0.0000000000000000001", 1e-19),
+            ("999.9", 999.9),
+            ("4.0", 4.0),
+            ("-0.5", -0.5),
+        ];
+        for (text, want) in cases {
+            let payload = format!(
+                r#"{{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[{text}]}}"#
+            );
+            let b = direct(&payload).unwrap_or_else(|| panic!("{text} read directly"));
+            match fields(&b)[0].1 {
+                FieldValue::Float(got) => {
+                    assert_eq!(got.to_bits(), want.to_bits(), "{text}")
+                }
+                ref other => panic!("{text}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            fields(
+                &direct(r#"{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[9223372036854775807]}"#)
+                    .unwrap()
+            )[0]
+            .1,
+            FieldValue::Int(i64::MAX)
+        );
+    }
+
+    #[test]
+    fn anything_else_is_left_to_the_general_parser() {
+        let base = |values: &str| {
+            format!(
+                r#"{{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[{values}]}}"#
+            )
+        };
+        let left = [
+            // Numbers it does not convert itself.
+            base("1e3"),
+            base("1.5E-3"),
+            base("-0"),
+            base("9223372036854775808"),
+            base("-9223372036854775808"),
+            base("9007199254740.993"),
+            base("0.30000000000000004"),
+            base("1.00000000000000000000001"),
+            base("0.00000000000000000001"),
+            // Not JSON.
+            base("01"),
+            base("1."),
+            base(".5"),
+            base("+1"),
+            base("tru"),
+            base("nul"),
+            base("1x"),
+            base(r#""a\"b""#),
+            base("[1]"),
+            base("{}"),
+            base("1,"),
+            format!("{} x", base("1")),
+            // Other forms, keys and shapes.
+            base("1,2"),
+            base(""),
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["v","w"],"values":[1]}"#.into(),
+            r#"{"device":"root.a.b","timestamps":[1],"measurements":["v"],"values":[[1]]}"#.into(),
+            r#"[{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[1]}]"#.into(),
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[1],"x":0}"#.into(),
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[1],"measurements":["w"]}"#.into(),
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[1],"timestamp":1.5}"#.into(),
+            r#"{"device":"root.a.b","timestamp":"1","measurements":["v"],"values":[1]}"#.into(),
+            r#"{"device":"root.a.b","timestamp":1.0,"measurements":["v"],"values":[1]}"#.into(),
+            r#"{"device":"root.a.b","timestamp":-0,"measurements":["v"],"values":[1]}"#.into(),
+            r#"{"device":"root.a.b","measurements":["v"],"values":[1]}"#.into(),
+            r#"{"timestamp":1,"measurements":["v"],"values":[1]}"#.into(),
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["v"]}"#.into(),
+            r#"{"device":"root.a.b","timestamp":1,"values":[1]}"#.into(),
+            r#"{"dev\u0069ce":"root.a.b","timestamp":1,"measurements":["v"],"values":[1]}"#.into(),
+            // What the general parser rejects.
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["time"],"values":[1]}"#.into(),
+            r#"{"device":"root.a.b","timestamp":1,"measurements":["time"],"values":[null]}"#.into(),
+            r#"{"device":"sg.d1","timestamp":1,"measurements":["v"],"values":[1]}"#.into(),
+            r#"{"device":"root.a.b","timestamp":1,"measurements":[1],"values":[1]}"#.into(),
+            r#"{"device":"root.a.b","timestamp":9223372036854775807,"measurements":["v"],"values":[1]}"#.into(),
+            "{}".into(),
+            "".into(),
+        ];
+        for text in &left {
+            let opts = JsonOptions {
+                input_unit: TimeUnit::Millis,
+                stored_unit: TimeUnit::Nanos,
+            };
+            assert!(
+                parse(text.as_bytes(), &opts, &mut Names::default()).is_none(),
+                "{text}"
+            );
+        }
+        // Invalid UTF-8 in a string.
+        let mut bad = base(r#""xy""#).into_bytes();
+        let at = bad.len() - 4;
+        bad[at] = 0xFF;
+        assert!(parse(&bad, &ms(), &mut Names::default()).is_none());
+    }
+
+    fn number() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|i| i.to_string()),
+            any::<f64>().prop_map(|f| format!("{f:?}")),
+            (
+                any::<bool>(),
+                0u64..100_000_000_000_000,
+                "[0-9]{1,24}",
+                prop_oneof![Just(""), Just("e2"), Just("E-1")]
+            )
+                .prop_map(|(neg, int, frac, exp)| format!(
+                    "{}{int}.{frac}{exp}",
+                    if neg { "-" } else { "" }
+                )),
+            prop_oneof![
+                Just("-0"),
+                Just("0"),
+                Just("00"),
+                Just("1."),
+                Just("18446744073709551616"),
+                Just("-9223372036854775809")
+            ]
+            .prop_map(String::from),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => number(),
+            6 => "-?(0|[1-9][0-9]{0,6})\\.[0-9]{1,8}",
+            1 => Just("null".to_string()),
+            1 => any::<bool>().prop_map(|b| b.to_string()),
+            1 => "[a-z\\\\\"é ]{0,4}".prop_map(|s| format!("\"{s}\"")),
+            1 => prop_oneof![Just("[]"), Just("{}"), Just("nul"), Just("1e5")].prop_map(String::from),
+        ]
+    }
+
+    fn ws() -> impl Strategy<Value = &'static str> {
+        prop_oneof![4 => Just(""), 1 => Just(" "), 1 => Just("\n\t ")]
+    }
+
+    prop_compose! {
+        /// Payloads in (and near) the plain single-record form: mostly the form itself.
+        fn payload()(
+            device in prop_oneof![
+                6 => Just("root.sg.d1"), 2 => Just("root.sg.d2"), 1 => Just("sg.d1"), 1 => Just("root.a\\u002eb")
+            ],
+            time in prop_oneof![
+                6 => any::<i64>().prop_map(|t| (t / 1_000_000).to_string()),
+                1 => any::<i64>().prop_map(|t| t.to_string()),
+                1 => Just("-0".to_string()),
+                1 => Just("\"12\"".to_string()),
+                1 => Just("1.5".to_string()),
+            ],
+            columns in prop::collection::vec((prop_oneof![
+                8 => "s[0-9]{1,2}", 1 => Just("time".to_string()), 1 => Just("a.b".to_string())
+            ], value()), 0..6),
+            more in prop_oneof![6 => Just(None), 1 => value().prop_map(Some)],
+            fewer in prop_oneof![6 => Just(false), 1 => Just(true)],
+            order in prop_oneof![
+                3 => Just(["device", "timestamp", "measurements", "values"]),
+                1 => Just(["device", "timestamp", "measurements", "values"]).prop_shuffle(),
+            ],
+            sp in ws(),
+        ) -> String {
+            let names: Vec<String> = columns.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+            let mut values: Vec<String> = columns.into_iter().map(|(_, v)| v).collect();
+            values.extend(more);
+            if fewer {
+                values.pop();
+            }
+            let parts: Vec<String> = order
+                .iter()
+                .map(|k| {
+                    let v = match *k {
+                        "device" => format!("\"{device}\""),
+                        "timestamp" => time.clone(),
+                        "measurements" => format!("[{}]", names.join(&format!(",{sp}"))),
+                        _ => format!("[{sp}{}]", values.join(",")),
+                    };
+                    format!("{sp}\"{k}\"{sp}:{v}")
+                })
+                .collect();
+            format!("{sp}{{{}}}", parts.join(","))
+        }
+    }
+
+    #[test]
+    fn a_repeated_list_is_found_whole_and_a_changed_one_read_again() {
+        let mut names = Names::default();
+        let one = |names: &mut Names, list: &str, values: &str| {
+            let text = format!(
+                r#"{{"device":"root.a.b","timestamp":1,"measurements":[{list}],"values":[{values}]}}"#
+            );
+            parse(text.as_bytes(), &ms(), names)
+        };
+        let b = one(&mut names, r#""x","y""#, "1,2").unwrap();
+        let first = b.records[0].fields[1].measurement.clone();
+        assert_eq!(&*first, "y");
+        let b = one(&mut names, r#""x","y""#, "3,4").unwrap();
+        assert!(Arc::ptr_eq(&first, &b.records[0].fields[1].measurement));
+        assert_eq!(
+            fields(&b),
+            [("x", FieldValue::Int(3)), ("y", FieldValue::Int(4))]
+        );
+        // Same length, another name; then a list with an invalid name is not read directly
+        // (and the list kept before is not taken for it).
+        let b = one(&mut names, r#""x","z""#, "5,6").unwrap();
+        assert_eq!(
+            fields(&b),
+            [("x", FieldValue::Int(5)), ("z", FieldValue::Int(6))]
+        );
+        assert!(one(&mut names, r#""x","time""#, "5,6").is_none());
+        assert!(one(&mut names, r#""x","z""#, "5").is_none());
+        assert!(one(&mut names, r#""x","z""#, "5,6,7").is_none());
+        assert_eq!(
+            fields(&one(&mut names, r#"  "x" ,"z""#, "7 ,8").unwrap()),
+            [("x", FieldValue::Int(7)), ("z", FieldValue::Int(8))]
+        );
+    }
+
+    proptest! {
+        /// A stream of payloads through one cache each: the same batches either way.
+        #[test]
+        fn a_stream_reads_as_the_general_parser_reads_it(texts in prop::collection::vec(payload(), 1..6)) {
+            let opts = ms();
+            let (mut a, mut b) = (Names::default(), Names::default());
+            for text in &texts {
+                prop_assert_eq!(
+                    parse_iotdb_json_with(text.as_bytes(), &opts, &mut a),
+                    parse_general(text.as_bytes(), &opts, &mut b),
+                    "{}", text
+                );
+            }
+        }
+
+        /// The direct reader gives what the general parser gives, or leaves the payload to it.
+        #[test]
+        fn same_as_the_general_parser(
+            text in payload(),
+            stored in prop_oneof![Just(TimeUnit::Millis), Just(TimeUnit::Nanos), Just(TimeUnit::Seconds)],
+        ) {
+            let opts = JsonOptions { input_unit: TimeUnit::Millis, stored_unit: stored };
+            let general = parse_general(text.as_bytes(), &opts, &mut Names::default());
+            if let Some(b) = parse(text.as_bytes(), &opts, &mut Names::default()) {
+                prop_assert_eq!(&b, &general, "{}", text);
+            }
+            prop_assert_eq!(
+                parse_iotdb_json_with(text.as_bytes(), &opts, &mut Names::default()),
+                general
+            );
+        }
+    }
+}
