@@ -63,7 +63,10 @@ pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Opti
             // measurements after the values is left to it).
             match key {
                 b"device" => device = Some(std::str::from_utf8(r.string()?).ok()?),
-                b"timestamp" => time = Some(r.integer()?),
+                b"timestamp" => match r.number()? {
+                    FieldValue::Int(t) => time = Some(t),
+                    _ => return None,
+                },
                 b"measurements" if fields.is_none() => {
                     r.eat(b'[')?;
                     let at = r.i;
@@ -224,24 +227,11 @@ impl<'a> Reader<'a> {
         Some(n)
     }
 
-    /// A JSON integer within `i64`, as serde_json reads it to an integer (not `-0`, which it
-    /// reads as a float).
-    fn integer(&mut self) -> Option<i64> {
-        let negative = self.peek()? == b'-';
-        if negative {
-            self.i += 1;
-        }
-        let n = i64::try_from(self.integer_part()?).ok()?;
-        if matches!(self.peek(), Some(b'.' | b'e' | b'E')) || (negative && n == 0) {
-            return None;
-        }
-        Some(if negative { -n } else { n })
-    }
-
-    /// A JSON number: an integer as [`Reader::integer`], or a decimal fraction without exponent
-    /// whose digits form an integer of at most 2^53 with at most 19 of them after the point:
-    /// that integer divided by a power of ten, both exact, is the correctly rounded value
-    /// serde_json (with `float_roundtrip`) reads too.
+    /// A JSON number: an integer within `i64` as serde_json reads it to an integer (not `-0`,
+    /// which it reads as a float), or a decimal fraction without exponent whose digits form an
+    /// integer of at most 2^53 with at most 19 of them after the point: that integer divided by
+    /// a power of ten, both exact, is the correctly rounded value serde_json (with
+    /// `float_roundtrip`) reads too.
     fn number(&mut self) -> Option<FieldValue> {
         let negative = self.peek()? == b'-';
         if negative {
