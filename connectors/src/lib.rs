@@ -17,6 +17,7 @@
 #[macro_use]
 pub mod registry;
 
+mod decimal;
 pub mod error;
 pub mod iotdb_json;
 pub mod iotdb_rest;

@@ -79,12 +79,6 @@ pub(crate) fn parse_float(cell: &[u8]) -> Option<f64> {
     s.parse::<f64>().ok()
 }
 
-/// Exact powers of ten as f64 (all are representable up to 1e22).
-const POW10: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-];
-
 /// Clinger's fast path for plain decimals (`[+-]digits[.digits]`): with at most 15 digits the
 /// digits form an integer `m` below 2^53 and there are at most 15 decimals `k`, so
 /// `m / 10^k` of two exact doubles is the correctly rounded result. Anything else returns
@@ -128,7 +122,7 @@ fn fast_float(cell: &[u8]) -> Option<f64> {
     if int + k == 0 || int + k > 15 {
         return None;
     }
-    let v = (m as f64) / POW10[k];
+    let v = crate::decimal::exact(m, k)?;
     Some(if neg { -v } else { v })
 }
 

@@ -18,14 +18,8 @@ use crate::names::Names;
 
 use super::JsonOptions;
 
-/// The powers of ten up to 10^19 (all exact as `f64`): one per count of digits after a point
-/// ([`Reader::digits`] reads at most 19).
-const POW10: [f64; 20] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-    1e17, 1e18, 1e19,
-];
-
-/// The same powers as integers.
+/// The powers of ten up to 10^19, one per count of digits after a point ([`Reader::digits`]
+/// reads at most 19).
 const TEN: [u64; 20] = {
     let mut t = [1u64; 20];
     let mut k = 1;
@@ -35,9 +29,6 @@ const TEN: [u64; 20] = {
     }
     t
 };
-
-/// Integers up to this are exact in an `f64` (2^53).
-const EXACT: u64 = 1 << 53;
 
 /// Reads `input` (without its byte-order mark) if it is a plain single record that parses
 /// without rejection: the batch of its record (none when every value is `null`). `None`: the
@@ -244,10 +235,7 @@ impl<'a> Reader<'a> {
                 self.i += 1;
                 let (frac, count) = self.digits()?;
                 let m = int.checked_mul(TEN[count])?.checked_add(frac)?;
-                if m > EXACT {
-                    return None;
-                }
-                let v = m as f64 / POW10[count];
+                let v = crate::decimal::exact(m, count)?;
                 Some(FieldValue::Float(if negative { -v } else { v }))
             }
             _ => {
