@@ -16,6 +16,7 @@ pub mod cli;
 pub mod config_file;
 pub mod engine;
 pub mod error;
+mod hasher;
 pub mod health;
 pub mod hooks;
 pub mod http;

@@ -136,13 +136,14 @@ pub struct ReplayReport {
 
 /// Where the WAL thread sends items once they are durable (in log order).
 pub trait Sink<T>: Send + 'static {
-    /// Receives a durable item with its LSN. May block (backpressure).
-    fn deliver(&mut self, lsn: Lsn, item: T);
+    /// Receives a durable item with its LSN and the payload written for it (the sink may
+    /// keep the buffer instead of copying it). May block (backpressure).
+    fn deliver(&mut self, lsn: Lsn, payload: Vec<u8>, item: T);
 }
 
-impl<T, F: FnMut(Lsn, T) + Send + 'static> Sink<T> for F {
-    fn deliver(&mut self, lsn: Lsn, item: T) {
-        self(lsn, item)
+impl<T, F: FnMut(Lsn, Vec<u8>, T) + Send + 'static> Sink<T> for F {
+    fn deliver(&mut self, lsn: Lsn, payload: Vec<u8>, item: T) {
+        self(lsn, payload, item)
     }
 }
 
@@ -692,7 +693,7 @@ impl Worker {
                 let seg = self.active_id;
                 for (r, off) in group.drain(..).zip(offsets) {
                     let at = lsn(seg, off);
-                    sink.deliver(at, r.item);
+                    sink.deliver(at, r.payload, r.item);
                     let _ = r.done.send(Ok(at));
                 }
                 if self.active_len >= self.segment_bytes {
@@ -872,7 +873,7 @@ mod tests {
             opts.unwrap_or_else(|| WalOptions::new(dir)),
             next,
             disk,
-            move |lsn, item| {
+            move |lsn, _, item| {
                 let _ = tx.send((lsn, item));
             },
         )
@@ -966,7 +967,7 @@ mod tests {
             WalOptions::new(tmp.path()),
             next,
             disk,
-            move |lsn, item: u32| {
+            move |lsn, _, item: u32| {
                 if item == 0 {
                     entered_tx.send(()).unwrap();
                     release_rx.recv().unwrap();
@@ -1196,7 +1197,7 @@ mod tests {
             WalOptions::new(tmp.path()),
             0,
             0,
-            move |lsn, item: u32| {
+            move |lsn, _, item: u32| {
                 let _ = tx.send((lsn, item));
             },
             Some(health.clone()),

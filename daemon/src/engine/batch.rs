@@ -16,6 +16,7 @@
 //! `n × i64 time`, then the `n` values (BOOLEAN u8, INT32 i32, INT64 i64, FLOAT f32,
 //! DOUBLE f64, TEXT i32 length + bytes).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use tsfile::basic::Column;
@@ -23,6 +24,7 @@ use tsfile::util::io::ByteReader;
 use tsfile::{Compression, DataType, Encoding};
 
 use super::schema::SeriesType;
+use crate::hasher::FxBuild;
 
 /// Points of one series.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,6 +157,47 @@ impl WriteBatch {
             return Err(r.error("the end of the record"));
         }
         Ok(WriteBatch { series })
+    }
+}
+
+/// One shared string per distinct name of the records the engine decodes, so that a record's
+/// series do not each allocate their names. Bounded: past [`Names::LIMIT`] names it starts
+/// afresh (the strings live on in the memtables that hold them).
+#[derive(Default)]
+pub struct Names {
+    set: HashSet<Arc<str>, FxBuild>,
+    /// The device of the series before (a record's series are grouped by device).
+    device: Option<Arc<str>>,
+}
+
+impl Names {
+    /// Most names kept.
+    pub const LIMIT: usize = 1 << 16;
+
+    /// The shared string for `name`.
+    pub fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(a) = self.set.get(name) {
+            return a.clone();
+        }
+        if self.set.len() >= Self::LIMIT {
+            self.set.clear();
+        }
+        let a: Arc<str> = Arc::from(name);
+        self.set.insert(a.clone());
+        a
+    }
+
+    /// The shared strings for a series' device and measurement.
+    pub fn series(&mut self, device: &str, measurement: &str) -> (Arc<str>, Arc<str>) {
+        let device = match &self.device {
+            Some(d) if **d == *device => d.clone(),
+            _ => {
+                let d = self.intern(device);
+                self.device = Some(d.clone());
+                d
+            }
+        };
+        (device, self.intern(measurement))
     }
 }
 

@@ -175,8 +175,8 @@ pub enum EngineMsg {
     Write {
         /// Its WAL position.
         lsn: Lsn,
-        /// The points.
-        batch: WriteBatch,
+        /// The record written for it (a [`WriteBatch`] payload), decoded by the engine.
+        payload: Vec<u8>,
         /// When the payload was received.
         received: Instant,
     },
@@ -246,6 +246,8 @@ pub struct Engine {
     status: Arc<Mutex<EngineStatus>>,
     metrics: Arc<Metrics>,
     last_create_millis: i64,
+    /// Names of decoded records.
+    names: batch::Names,
 }
 
 impl Engine {
@@ -325,6 +327,7 @@ impl Engine {
             metrics,
             // New names sort after every existing file even if the clock went back.
             last_create_millis: state.max_create_millis,
+            names: batch::Names::default(),
         })
     }
 
@@ -431,6 +434,23 @@ impl Engine {
         self.groups
             .get(&(sg.clone(), p))
             .is_some_and(|g| g.failed.is_some())
+    }
+
+    /// Applies a durable record as the write-ahead log delivered it. Its payload was encoded
+    /// by the pipeline from a checked batch: a payload that does not decode is a defect,
+    /// logged; its points stay in the log, which replay reads the same way.
+    fn write(&mut self, lsn: Lsn, payload: Vec<u8>, received: Instant) {
+        let names = &mut self.names;
+        match WriteBatch::decode(&payload, |d, m, _| names.series(d, m)) {
+            Ok(batch) => {
+                drop(payload);
+                self.apply(lsn, batch, received, false);
+            }
+            Err(e) => {
+                self.last_lsn = Some(lsn);
+                tracing::error!(lsn, error = %e, "a durable record does not decode; its points are not written");
+            }
+        }
     }
 
     /// Applies one durable batch. `replay` skips points already sealed. Points of a failed
@@ -572,10 +592,10 @@ impl Engine {
                 },
                 Ok(EngineMsg::Write {
                     lsn,
-                    batch,
+                    payload,
                     received,
                 }) => {
-                    self.apply(lsn, batch, received, false);
+                    self.write(lsn, payload, received);
                     if let Some(p) = &self.progress {
                         p.complete(1);
                     }
@@ -597,9 +617,9 @@ impl Engine {
                         match m {
                             EngineMsg::Write {
                                 lsn,
-                                batch,
+                                payload,
                                 received,
-                            } => self.apply(lsn, batch, received, false),
+                            } => self.write(lsn, payload, received),
                             EngineMsg::SealAll { done, .. }
                             | EngineMsg::Stop { done }
                             | EngineMsg::Abandon { done } => {

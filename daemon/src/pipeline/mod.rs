@@ -6,7 +6,6 @@
 //! are then durable. Rejected points come back with their reasons; they never block
 //! the rest of their batch.
 
-mod hasher;
 mod lock;
 mod status;
 
@@ -27,12 +26,12 @@ use crate::engine::batch::{SeriesData, WriteBatch};
 use crate::engine::schema::{self, Registry, SchemaRule, SeriesType, TypeDefaults};
 use crate::engine::table;
 use crate::engine::{Engine, EngineMsg, EngineOptions, SealReason, WalControl};
+use crate::hasher::FxBuild;
 use crate::health::StorageHealth;
 use crate::metrics::Metrics;
 use crate::notify::Progress;
 use crate::wal::{self, Wal, WalOptions};
 use crate::{Error, Refusal, Result};
-use hasher::FxBuild;
 use lock::lock_dir;
 
 /// Settings of one pipeline.
@@ -107,7 +106,10 @@ pub struct Admitted {
     received: Instant,
 }
 
-type WalItem = (WriteBatch, Instant);
+/// What the write-ahead log carries beside a batch's payload: when the batch was received
+/// (the engine decodes the payload itself, so the batch's vectors are freed where they were
+/// allocated).
+type WalItem = Instant;
 
 struct DevSlot {
     device: Arc<str>,
@@ -273,10 +275,10 @@ impl Pipeline {
             opts.wal.clone(),
             next_segment,
             disk,
-            move |lsn, (batch, received): WalItem| {
+            move |lsn, payload, received: WalItem| {
                 let _ = sink_tx.send(EngineMsg::Write {
                     lsn,
-                    batch,
+                    payload,
                     received,
                 });
             },
@@ -691,9 +693,10 @@ impl Pipeline {
             return Ok((None, outcome));
         }
         let payload = wb.encode();
+        drop(wb);
         let ticket = self
             .wal
-            .append(payload, (wb, received))
+            .append(payload, received)
             .map_err(|e| self.map_err(source, e))?;
         if let Some(reg) = reg.as_mut() {
             for (device, measurement, ty) in &new_series {

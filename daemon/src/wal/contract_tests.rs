@@ -54,7 +54,7 @@ fn held(opts: WalOptions) -> Held {
     let (release, release_rx) = mpsc::channel::<()>();
     let dir = opts.dir.clone();
     let (next, _, disk) = replay(&*opts.fs, &dir, |_| {}).unwrap();
-    let wal = Wal::start(opts, next, disk, move |_lsn, item: u32| {
+    let wal = Wal::start(opts, next, disk, move |_lsn, _, item: u32| {
         if item == 0 {
             entered_tx.send(()).unwrap();
             release_rx.recv().unwrap();
@@ -197,7 +197,7 @@ fn the_record_limit_is_256_mib() {
     let mut opts = WalOptions::new(tmp.path());
     opts.max_bytes = 1 << 20;
     let (next, _, disk) = replay(&*opts.fs, tmp.path(), |_| {}).unwrap();
-    let wal = Wal::start(opts, next, disk, |_, _: u32| {}).unwrap();
+    let wal = Wal::start(opts, next, disk, |_, _, _: u32| {}).unwrap();
     match wal.append(vec![0; 268_435_456], 1) {
         Err(Error::WalFull(reason)) => assert_eq!(reason, "disk budget"),
         other => panic!("{:?}", other.map(|_| ())),
@@ -289,7 +289,7 @@ fn a_segment_is_at_most_an_eighth_of_the_size_limit_and_at_least_64_kib() {
     let mut opts = WalOptions::new(tmp.path());
     opts.segment_bytes = 1 << 30;
     opts.max_bytes = 1 << 20;
-    let wal = Wal::start(opts, 0, 0, |_, _: u32| {}).unwrap();
+    let wal = Wal::start(opts, 0, 0, |_, _, _: u32| {}).unwrap();
     let lsns = append_each(&wal, 16, 10_000);
     assert_eq!(lsns[13], 8 + 13 * 10_008);
     assert_eq!(lsns[14], 0x0100_0000_0008);
@@ -300,7 +300,7 @@ fn a_segment_is_at_most_an_eighth_of_the_size_limit_and_at_least_64_kib() {
     let tmp = tempfile::tempdir().unwrap();
     let mut opts = WalOptions::new(tmp.path());
     opts.max_bytes = 100_000;
-    let wal = Wal::start(opts, 0, 0, |_, _: u32| {}).unwrap();
+    let wal = Wal::start(opts, 0, 0, |_, _, _: u32| {}).unwrap();
     let lsns = append_each(&wal, 68, 1000);
     assert_eq!(lsns[65], 8 + 65 * 1008);
     assert_eq!(lsns[66], 0x0100_0000_0008);
@@ -313,7 +313,7 @@ fn the_disk_budget_counts_the_segment_header_and_every_record() {
     let tmp = tempfile::tempdir().unwrap();
     let mut opts = WalOptions::new(tmp.path());
     opts.max_bytes = 188;
-    let wal = Wal::start(opts, 0, 0, |_, _: u32| {}).unwrap();
+    let wal = Wal::start(opts, 0, 0, |_, _, _: u32| {}).unwrap();
     let lsns = append_each(&wal, 10, 10);
     assert_eq!(lsns[9], 8 + 9 * 18);
     assert_eq!(wal.fill_ratio(), 1.0);
@@ -410,7 +410,7 @@ fn a_commit_delay_gathers_the_appends_that_follow_into_one_group() {
     let tmp = tempfile::tempdir().unwrap();
     let mut opts = WalOptions::new(tmp.path());
     opts.commit_delay = Duration::from_secs(2);
-    let wal = Wal::start(opts, 0, 0, |_, _: u32| {}).unwrap();
+    let wal = Wal::start(opts, 0, 0, |_, _, _: u32| {}).unwrap();
     let mut tickets = vec![wal.append(vec![6; 10], 0).unwrap()];
     // The log thread has the first record and waits out the delay.
     std::thread::sleep(Duration::from_millis(100));
@@ -426,7 +426,7 @@ fn a_commit_delay_gathers_the_appends_that_follow_into_one_group() {
 #[test]
 fn trim_before_raises_the_shared_watermark_and_never_lowers_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _: u32| {}).unwrap();
+    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _, _: u32| {}).unwrap();
     let handle = wal.watermark_handle();
     assert_eq!(handle.load(Ordering::Relaxed), 0);
     wal.trim_before(0x0200_0000_0000);
@@ -438,7 +438,7 @@ fn trim_before_raises_the_shared_watermark_and_never_lowers_it() {
 #[test]
 fn a_ticket_resolves_in_async_code_too() {
     let tmp = tempfile::tempdir().unwrap();
-    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _: u32| {}).unwrap();
+    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _, _: u32| {}).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -451,7 +451,7 @@ fn a_ticket_resolves_in_async_code_too() {
 #[test]
 fn shutdown_writes_what_is_queued_and_refuses_later_appends() {
     let tmp = tempfile::tempdir().unwrap();
-    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _: u32| {}).unwrap();
+    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _, _: u32| {}).unwrap();
     let tickets: Vec<_> = (0..20u32)
         .map(|i| wal.append(vec![i as u8; 4], i).unwrap())
         .collect();
@@ -467,7 +467,7 @@ fn shutdown_writes_what_is_queued_and_refuses_later_appends() {
 #[test]
 fn dropping_the_log_writes_what_is_queued() {
     let tmp = tempfile::tempdir().unwrap();
-    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _: u32| {}).unwrap();
+    let wal = Wal::start(WalOptions::new(tmp.path()), 0, 0, |_, _, _: u32| {}).unwrap();
     for i in 0..20u32 {
         drop(wal.append(vec![i as u8; 4], i).unwrap());
     }
@@ -483,7 +483,7 @@ fn dropping_the_log_writes_what_is_queued() {
 fn a_deleted_directory_refuses_the_group_then_is_created_again() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("wal");
-    let wal = Wal::start(WalOptions::new(&dir), 0, 0, |_, _: u32| {}).unwrap();
+    let wal = Wal::start(WalOptions::new(&dir), 0, 0, |_, _, _: u32| {}).unwrap();
     assert_eq!(
         wal.append(vec![1; 4], 1).unwrap().wait_blocking().unwrap(),
         8
@@ -600,7 +600,7 @@ fn on_faulty(dir: &Path) -> (Wal<u32>, Arc<Faulty>) {
     let faulty = Arc::new(Faulty::default());
     let mut opts = WalOptions::new(dir);
     opts.fs = FsRef::new(ArcFs(faulty.clone()));
-    (Wal::start(opts, 0, 0, |_, _: u32| {}).unwrap(), faulty)
+    (Wal::start(opts, 0, 0, |_, _, _: u32| {}).unwrap(), faulty)
 }
 
 /// [`Faulty`] behind an `Arc` (the test keeps a handle to flip its faults).

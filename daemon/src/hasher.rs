@@ -1,8 +1,8 @@
-//! The hasher of the batch-local name lookups.
+//! The hasher of the pipeline's and the engine's name lookups.
 
-/// A small, fast, non-cryptographic hasher (FxHash) for batch-local lookups of names.
+/// A small, fast, non-cryptographic hasher (FxHash) for lookups of names.
 #[derive(Default, Clone, Copy)]
-pub(super) struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl std::hash::Hasher for FxHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -30,4 +30,4 @@ impl std::hash::Hasher for FxHasher {
     }
 }
 
-pub(super) type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
+pub(crate) type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
