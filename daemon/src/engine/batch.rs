@@ -486,6 +486,31 @@ mod tests {
         }
     }
 
+    /// One shared string per name: equal names give the same allocation, a record's series
+    /// share their device, and past the limit the set starts afresh without losing a name.
+    #[test]
+    fn names_are_shared_and_bounded() {
+        let mut n = Names::default();
+        let (d1, a) = n.series("root.sg.d1", "a");
+        let (d2, b) = n.series("root.sg.d1", "b");
+        assert!(Arc::ptr_eq(&d1, &d2));
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert_eq!((&*d1, &*a, &*b), ("root.sg.d1", "a", "b"));
+        let (d3, a2) = n.series("root.sg.d2", "a");
+        assert_eq!(&*d3, "root.sg.d2");
+        assert!(Arc::ptr_eq(&a, &a2));
+        // Back to the first device: found in the set, not made again.
+        let (d4, _) = n.series("root.sg.d1", "c");
+        assert!(Arc::ptr_eq(&d1, &d4));
+        for i in 0..Names::LIMIT {
+            n.intern(&format!("m{i}"));
+        }
+        assert!(n.set.len() <= Names::LIMIT);
+        let again = n.intern("a");
+        assert_eq!(&*again, "a");
+        assert!(n.set.len() < Names::LIMIT);
+    }
+
     fn names(d: &str, m: &str, _: SeriesType) -> (Arc<str>, Arc<str>) {
         (Arc::from(d), Arc::from(m))
     }
