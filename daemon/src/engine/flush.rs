@@ -15,7 +15,7 @@ use tsfile::{Compression, Encoding, Value};
 use tsfiled_fsio::{Fs, FsFile};
 
 use super::files::{self, FormatVersion, Space};
-use super::memtable::{g_proc, sort_dedup, SeriesBuf, SeriesKey};
+use super::memtable::{g_proc, sort_dedup, MemMap, SeriesBuf, SeriesKey};
 use super::schema::{Registry, SeriesType};
 use super::status::FileStatus;
 use super::{Engine, SealReason};
@@ -428,7 +428,7 @@ impl OpenFile {
 
 impl Engine {
     /// The columns of the tables whose devices are in `mem` (read from the schema registry).
-    fn flush_tables(&self, mem: &HashMap<SeriesKey, SeriesBuf>) -> FlushTables {
+    fn flush_tables(&self, mem: &MemMap) -> FlushTables {
         let mut tables = FlushTables::new();
         for (device, _) in mem.keys() {
             let Some(owner) = super::table::owner(device) else {

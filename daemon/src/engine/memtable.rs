@@ -13,6 +13,7 @@ use super::files::Space;
 use super::flush::OpenFile;
 use super::schema::SeriesType;
 use super::{Engine, SealReason};
+use crate::hasher::FxBuild;
 use crate::wal::Lsn;
 
 pub(super) struct SeriesBuf {
@@ -43,8 +44,11 @@ pub(super) fn footprint(b: &SeriesBuf) -> usize {
 
 pub(super) type SeriesKey = (Arc<str>, Arc<str>);
 
+/// A memtable's series.
+pub(super) type MemMap = HashMap<SeriesKey, SeriesBuf, FxBuild>;
+
 pub(super) struct Proc {
-    pub(super) mem: HashMap<SeriesKey, SeriesBuf>,
+    pub(super) mem: MemMap,
     pub(super) mem_bytes: usize,
     pub(super) file: Option<OpenFile>,
 }
@@ -52,7 +56,7 @@ pub(super) struct Proc {
 impl Proc {
     pub(super) fn new() -> Proc {
         Proc {
-            mem: HashMap::new(),
+            mem: HashMap::default(),
             mem_bytes: 0,
             file: None,
         }
@@ -68,7 +72,7 @@ pub(super) struct Group {
     pub(super) first_at: Option<Instant>,
     pub(super) last_write: Instant,
     pub(super) oldest_receive: Option<Instant>,
-    pub(super) latest_flushed: HashMap<Arc<str>, i64>,
+    pub(super) latest_flushed: HashMap<Arc<str>, i64, FxBuild>,
     /// Set while a flush or seal of the partition failed: its unsealed points are then
     /// neither in memory nor in open files, only in the WAL from `first_lsn` on, and are
     /// read back from there at `retry_at`.
@@ -148,15 +152,15 @@ impl Engine {
         sg: &Arc<str>,
         p: i64,
         lsn: Lsn,
-        received: Instant,
+        (received, now): (Instant, Instant),
         s: SeriesData,
     ) {
         let g = self.group(sg, p);
         if g.first_lsn.is_none() {
             g.first_lsn = Some(lsn);
-            g.first_at = Some(Instant::now());
+            g.first_at = Some(now);
         }
-        g.last_write = Instant::now();
+        g.last_write = now;
         if g.oldest_receive.is_none() {
             g.oldest_receive = Some(received);
         }

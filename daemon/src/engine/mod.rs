@@ -34,6 +34,7 @@ use tokio::sync::oneshot;
 use tsfile::file::properties::WriterProperties;
 use tsfiled_fsio::FsRef;
 
+use crate::hasher::FxBuild;
 use crate::health::{FaultKind, StorageHealth, StorageOp};
 use crate::hooks::TestHooks;
 use crate::metrics::Metrics;
@@ -221,8 +222,8 @@ fn now_millis() -> i64 {
 /// The engine of one pipeline.
 pub struct Engine {
     opts: EngineOptions,
-    groups: HashMap<(Arc<str>, i64), Group>,
-    sg_of: HashMap<Arc<str>, Arc<str>>,
+    groups: HashMap<(Arc<str>, i64), Group, FxBuild>,
+    sg_of: HashMap<Arc<str>, Arc<str>, FxBuild>,
     versions: HashMap<Arc<str>, i64>,
     newest_partition: HashMap<Arc<str>, i64>,
     covered: HashMap<(String, i64), Lsn>,
@@ -248,6 +249,8 @@ pub struct Engine {
     last_create_millis: i64,
     /// Names of decoded records.
     names: batch::Names,
+    /// The memtable-bytes gauge of this pipeline.
+    memtable_gauge: prometheus::IntGauge,
 }
 
 impl Engine {
@@ -296,10 +299,11 @@ impl Engine {
         }
         let opts_data_dir = opts.data_dir.clone();
         let seal_delay = opts.hooks.seal_delay;
+        let memtable_gauge = metrics.memtable_bytes.with_label_values(&[&opts.pipeline]);
         Ok(Engine {
             opts,
-            groups: HashMap::new(),
-            sg_of: HashMap::new(),
+            groups: HashMap::default(),
+            sg_of: HashMap::default(),
             versions,
             newest_partition: HashMap::new(),
             covered,
@@ -328,6 +332,7 @@ impl Engine {
             // New names sort after every existing file even if the clock went back.
             last_create_millis: state.max_create_millis,
             names: batch::Names::default(),
+            memtable_gauge,
         })
     }
 
@@ -373,16 +378,16 @@ impl Engine {
     }
 
     fn group(&mut self, sg: &Arc<str>, partition: i64) -> &mut Group {
-        let key = (sg.clone(), partition);
-        if !self.groups.contains_key(&key) {
-            let mut latest = HashMap::new();
-            if let Some(m) = self.flushed_init.remove(&(sg.to_string(), partition)) {
-                for (d, t) in m {
-                    latest.insert(Arc::from(d.as_str()), t);
+        let flushed_init = &mut self.flushed_init;
+        self.groups
+            .entry((sg.clone(), partition))
+            .or_insert_with(|| {
+                let mut latest = HashMap::default();
+                if let Some(m) = flushed_init.remove(&(sg.to_string(), partition)) {
+                    for (d, t) in m {
+                        latest.insert(Arc::from(d.as_str()), t);
+                    }
                 }
-            }
-            self.groups.insert(
-                key.clone(),
                 Group {
                     sg: sg.clone(),
                     partition,
@@ -396,20 +401,22 @@ impl Engine {
                     failed: None,
                     backoff: Duration::ZERO,
                     reseal: None,
-                },
-            );
-        }
-        self.groups.get_mut(&key).expect("inserted above")
+                }
+            })
+    }
+
+    /// The partition of a (non-empty) series that lies in one.
+    fn single_partition(&self, s: &SeriesData) -> Option<i64> {
+        let p0 = self.partition_of(s.times[0]);
+        (self.opts.partition_interval.is_none()
+            || s.times.iter().all(|&t| self.partition_of(t) == p0))
+        .then_some(p0)
     }
 
     /// A series split by time partition (one part when it lies in one).
     fn split_partitions(&self, s: SeriesData) -> Vec<(i64, SeriesData)> {
-        let single_partition = self.opts.partition_interval.is_none() || {
-            let p0 = self.partition_of(s.times[0]);
-            s.times.iter().all(|&t| self.partition_of(t) == p0)
-        };
-        if single_partition {
-            return vec![(self.partition_of(s.times[0]), s)];
+        if let Some(p) = self.single_partition(&s) {
+            return vec![(p, s)];
         }
         let mut parts: HashMap<i64, Vec<usize>> = HashMap::new();
         for (i, &t) in s.times.iter().enumerate() {
@@ -457,44 +464,74 @@ impl Engine {
     /// partition are skipped: they are read back from the WAL when it is retried.
     pub fn apply(&mut self, lsn: Lsn, batch: WriteBatch, received: Instant, replay: bool) {
         self.last_lsn = Some(lsn);
+        let now = Instant::now();
         let mut touched: Vec<(Arc<str>, i64)> = Vec::new();
+        // The series of a record mostly share their device: its storage group is looked up
+        // once per run of them.
+        let mut last: Option<(Arc<str>, Arc<str>)> = None;
         for s in batch.series {
             if s.is_empty() {
                 continue;
             }
-            let sg = self.sg_for(&s.device);
-            for (p, part) in self.split_partitions(s) {
-                if (replay && self.is_covered(&sg, p, lsn)) || self.is_failed(&sg, p) {
-                    continue;
+            let sg = match &last {
+                Some((device, sg)) if Arc::ptr_eq(device, &s.device) => sg.clone(),
+                _ => {
+                    let sg = self.sg_for(&s.device);
+                    last = Some((s.device.clone(), sg.clone()));
+                    sg
                 }
-                self.insert_series(&sg, p, lsn, received, part);
-                if !touched.iter().any(|(a, b)| a == &sg && *b == p) {
-                    touched.push((sg.clone(), p));
-                }
-            }
-        }
-        if self.opts.partition_interval.is_some() {
-            for (sg, p) in touched {
-                let newest = self.newest_partition.entry(sg.clone()).or_insert(p);
-                if p > *newest {
-                    *newest = p;
-                    let older: Vec<_> = self
-                        .groups
-                        .iter()
-                        .filter(|((g, q), gr)| g == &sg && *q < p && gr.has_data())
-                        .map(|(k, _)| k.clone())
-                        .collect();
-                    for k in older {
-                        self.seal_group(&k, SealReason::Partition);
+            };
+            match self.single_partition(&s) {
+                Some(p) => self.apply_part(&sg, p, lsn, (received, now), replay, s, &mut touched),
+                None => {
+                    for (p, part) in self.split_partitions(s) {
+                        self.apply_part(&sg, p, lsn, (received, now), replay, part, &mut touched);
                     }
                 }
             }
         }
+        for (sg, p) in touched {
+            let newest = self.newest_partition.entry(sg.clone()).or_insert(p);
+            if p > *newest {
+                *newest = p;
+                let older: Vec<_> = self
+                    .groups
+                    .iter()
+                    .filter(|((g, q), gr)| g == &sg && *q < p && gr.has_data())
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in older {
+                    self.seal_group(&k, SealReason::Partition);
+                }
+            }
+        }
         self.enforce_budget();
-        self.metrics
-            .memtable_bytes
-            .with_label_values(&[&self.opts.pipeline])
-            .set(self.mem_total as i64);
+        self.memtable_gauge.set(self.mem_total as i64);
+    }
+
+    /// Inserts one partition's part of a series unless its points are sealed already
+    /// (`replay`) or its partition is failed; records the partition in `touched` when
+    /// partitions roll (time partitioning on).
+    #[allow(clippy::too_many_arguments)]
+    fn apply_part(
+        &mut self,
+        sg: &Arc<str>,
+        p: i64,
+        lsn: Lsn,
+        (received, now): (Instant, Instant),
+        replay: bool,
+        part: SeriesData,
+        touched: &mut Vec<(Arc<str>, i64)>,
+    ) {
+        if (replay && self.is_covered(sg, p, lsn)) || self.is_failed(sg, p) {
+            return;
+        }
+        self.insert_series(sg, p, lsn, (received, now), part);
+        if self.opts.partition_interval.is_some()
+            && !touched.iter().any(|(a, b)| a == sg && *b == p)
+        {
+            touched.push((sg.clone(), p));
+        }
     }
 
     fn is_covered(&self, sg: &str, p: i64, lsn: Lsn) -> bool {

@@ -72,10 +72,7 @@ impl Engine {
             "storage failed: the partition's points stay in the write-ahead log; intake is refused until a retry succeeds"
         );
         self.health.failed(op, kind, error);
-        self.metrics
-            .memtable_bytes
-            .with_label_values(&[&self.opts.pipeline])
-            .set(self.mem_total as i64);
+        self.memtable_gauge.set(self.mem_total as i64);
         self.update_open_files();
     }
 
@@ -171,7 +168,7 @@ impl Engine {
             }
             for (p, part) in self.split_partitions(s) {
                 if p == key.1 {
-                    self.insert_series(&sg, p, lsn, received, part);
+                    self.insert_series(&sg, p, lsn, (received, received), part);
                 }
             }
         }
