@@ -18,6 +18,8 @@ use tsfile::{Compression, DataType, Encoding};
 use tsfiled_connectors::FieldValue;
 use tsfiled_fsio::{FsFile, FsRef};
 
+use crate::hasher::FxBuild;
+
 /// Type, encoding and compression of a series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SeriesType {
@@ -340,7 +342,7 @@ pub struct SeriesInfo {
 #[derive(Debug, Default)]
 struct DeviceEntry {
     device: Arc<str>,
-    series: HashMap<Box<str>, (Arc<str>, SeriesType)>,
+    series: HashMap<Box<str>, (Arc<str>, SeriesType), FxBuild>,
     /// Series whose encoding is still to be chosen at a flush ([`Registry::settle`]).
     pending: HashSet<Box<str>>,
     /// Series whose encoding was chosen in this run: the type files are written with. Intake
@@ -354,7 +356,7 @@ const TAG_LINE: char = '\u{1e}';
 
 /// All series of a pipeline with their frozen types, plus the rules for new ones.
 pub struct Registry {
-    devices: HashMap<Box<str>, DeviceEntry>,
+    devices: HashMap<Box<str>, DeviceEntry, FxBuild>,
     /// Per table owner, its columns (name, is a TAG) in first-seen order.
     tables: HashMap<Box<str>, Vec<(Arc<str>, bool)>>,
     rules: Vec<SchemaRule>,
@@ -372,7 +374,7 @@ impl Registry {
     /// An empty registry without a journal (tests).
     pub fn in_memory(rules: Vec<SchemaRule>) -> Registry {
         Registry {
-            devices: HashMap::new(),
+            devices: HashMap::default(),
             tables: HashMap::new(),
             rules,
             defaults: TypeDefaults::default(),

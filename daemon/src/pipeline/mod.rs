@@ -440,8 +440,13 @@ impl Pipeline {
                             table,
                             invalid,
                             records: per_device.get(&rec.device).copied().unwrap_or(0),
-                            series: HashMap::default(),
-                            recent: Vec::new(),
+                            // Room for the first record's fields (a device's records
+                            // mostly share them): no rehash while they go in.
+                            series: HashMap::with_capacity_and_hasher(
+                                rec.fields.len(),
+                                FxBuild::default(),
+                            ),
+                            recent: Vec::with_capacity(rec.fields.len()),
                         });
                         dev_index.insert(rec.device.clone(), slots.len() - 1);
                         slots.len() - 1
