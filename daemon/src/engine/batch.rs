@@ -144,19 +144,31 @@ impl WriteBatch {
         payload: &[u8],
         intern: impl FnMut(&str, &str, SeriesType) -> (Arc<str>, Arc<str>),
     ) -> tsfile::Result<WriteBatch> {
+        let mut batch = WriteBatch { series: Vec::new() };
+        batch.decode_from(payload, intern)?;
+        Ok(batch)
+    }
+
+    /// [`WriteBatch::decode`] into this batch, reusing its series' vectors. On an error the
+    /// batch holds a part of the record and is to be discarded.
+    pub fn decode_from(
+        &mut self,
+        payload: &[u8],
+        intern: impl FnMut(&str, &str, SeriesType) -> (Arc<str>, Arc<str>),
+    ) -> tsfile::Result<()> {
         let mut r = ByteReader::new(payload, 0);
-        let series = match r.read_u8("record kind")? {
-            1 => decode_v1(&mut r, intern)?,
-            2 => decode_v2(&mut r, intern)?,
+        match r.read_u8("record kind")? {
+            1 => self.series = decode_v1(&mut r, intern)?,
+            2 => decode_v2_into(&mut r, intern, &mut self.series)?,
             kind => {
                 return Err(ByteReader::new(payload, 0)
                     .error(format_args!("record kind 1 or 2, found {kind}")))
             }
-        };
+        }
         if !r.is_empty() {
             return Err(r.error("the end of the record"));
         }
-        Ok(WriteBatch { series })
+        Ok(())
     }
 }
 
@@ -254,17 +266,55 @@ fn read_count(r: &mut ByteReader<'_>, what: &str, min: usize) -> tsfile::Result<
     }
 }
 
-/// Reads `n` [`put_deltas`] values.
-fn read_deltas(r: &mut ByteReader<'_>, n: usize, what: &str) -> tsfile::Result<Vec<i64>> {
-    let mut out = Vec::with_capacity(n);
+/// Reads `n` [`put_deltas`] values into `out`, each converted by `conv` (its error names
+/// what was expected). The var-ints are read from the record's bytes directly; a malformed
+/// one is read again by [`read_var`] for its error.
+fn read_deltas_into<T>(
+    r: &mut ByteReader<'_>,
+    n: usize,
+    what: &str,
+    out: &mut Vec<T>,
+    conv: impl Fn(i64) -> Result<T, &'static str>,
+) -> tsfile::Result<()> {
+    out.reserve(n);
+    let buf = r.rest();
+    let mut pos = 0usize;
     let mut prev = 0i64;
     for _ in 0..n {
-        let z = read_var(r, what)?;
+        let start = pos;
+        let mut z = 0u64;
+        let mut i = 0;
+        loop {
+            match buf.get(pos) {
+                Some(&b) if i < MAX_VARINT => {
+                    z |= ((b & 0x7f) as u64) << (7 * i);
+                    pos += 1;
+                    i += 1;
+                    if b & 0x80 == 0 {
+                        break;
+                    }
+                }
+                _ => {
+                    r.take(start, what)?;
+                    return Err(match read_var(r, what) {
+                        Err(e) => e,
+                        Ok(_) => r.error(format_args!("{what}: a var-int")),
+                    });
+                }
+            }
+        }
         let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
         prev = prev.wrapping_add(d);
-        out.push(prev);
+        match conv(prev) {
+            Ok(v) => out.push(v),
+            Err(e) => {
+                r.take(pos, what)?;
+                return Err(r.error(e));
+            }
+        }
     }
-    Ok(out)
+    r.take(pos, what)?;
+    Ok(())
 }
 
 fn read_type(r: &mut ByteReader<'_>) -> tsfile::Result<SeriesType> {
@@ -283,15 +333,18 @@ fn utf8<'a>(r: &ByteReader<'_>, b: &'a [u8], what: &str) -> tsfile::Result<&'a s
     std::str::from_utf8(b).map_err(|_| r.error(format_args!("a UTF-8 {what}")))
 }
 
-/// The body of a kind-2 record (after its kind byte).
-fn decode_v2(
+/// The body of a kind-2 record (after its kind byte) into `out`, whose series' vectors are
+/// reused: `out` ends with the record's series, in order. On an error `out` holds a part of
+/// the record and is to be discarded.
+fn decode_v2_into(
     r: &mut ByteReader<'_>,
     mut intern: impl FnMut(&str, &str, SeriesType) -> (Arc<str>, Arc<str>),
-) -> tsfile::Result<Vec<SeriesData>> {
+    out: &mut Vec<SeriesData>,
+) -> tsfile::Result<()> {
     let n = read_count(r, "series count", 6)?;
-    let mut series: Vec<SeriesData> = Vec::with_capacity(n);
+    out.truncate(n);
     let mut device: Option<&[u8]> = None;
-    for _ in 0..n {
+    for i in 0..n {
         let d = read_var(r, "device length")?;
         if d > 0 {
             let len = usize::try_from(d - 1).unwrap_or(usize::MAX);
@@ -306,59 +359,79 @@ fn decode_v2(
         let m = utf8(r, m, "measurement")?;
         let ty = read_type(r)?;
         let count = read_count(r, "point count", 1)?;
-        let times = match r.read_u8("times tag")? {
-            TIMES_SHARED => match series.last() {
-                Some(p) if p.times.len() == count => p.times.clone(),
+        let (device, measurement) = intern(dev, m, ty);
+        if i == out.len() {
+            out.push(SeriesData {
+                device,
+                measurement,
+                ty,
+                times: Vec::new(),
+                values: Column::new(ty.data_type),
+            });
+        } else {
+            let s = &mut out[i];
+            s.device = device;
+            s.measurement = measurement;
+            s.ty = ty;
+            s.times.clear();
+            clear_for(&mut s.values, ty.data_type);
+        }
+        let (before, rest) = out.split_at_mut(i);
+        let s = &mut rest[0];
+        match r.read_u8("times tag")? {
+            TIMES_SHARED => match before.last() {
+                Some(p) if p.times.len() == count => s.times.extend_from_slice(&p.times),
                 _ => return Err(r.error("shared times of the series before, of the same count")),
             },
-            TIMES_OWN => read_deltas(r, count, "time")?,
+            TIMES_OWN => read_deltas_into(r, count, "time", &mut s.times, Ok)?,
             t => return Err(r.error(format_args!("a times tag 0 or 1, found {t}"))),
-        };
-        let values = match ty.data_type.storage_type() {
-            DataType::BOOLEAN => {
-                Column::Boolean(r.take(count, "values")?.iter().map(|b| *b != 0).collect())
-            }
-            DataType::INT32 => Column::Int32(
-                read_deltas(r, count, "value")?
-                    .into_iter()
-                    .map(|v| i32::try_from(v).map_err(|_| r.error("an INT32 value")))
-                    .collect::<tsfile::Result<_>>()?,
-            ),
-            DataType::INT64 => Column::Int64(read_deltas(r, count, "value")?),
-            DataType::FLOAT => Column::Float(
+        }
+        match &mut s.values {
+            Column::Boolean(v) => v.extend(r.take(count, "values")?.iter().map(|b| *b != 0)),
+            Column::Int32(v) => read_deltas_into(r, count, "value", v, |x| {
+                i32::try_from(x).map_err(|_| "an INT32 value")
+            })?,
+            Column::Int64(v) => read_deltas_into(r, count, "value", v, Ok)?,
+            Column::Float(v) => v.extend(
                 r.take(count.saturating_mul(4), "values")?
                     .chunks_exact(4)
-                    .map(|b| f32::from_bits(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-                    .collect(),
+                    .map(|b| f32::from_bits(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
             ),
-            DataType::DOUBLE => Column::Double(
+            Column::Double(v) => v.extend(
                 r.take(count.saturating_mul(8), "values")?
                     .chunks_exact(8)
                     .map(|b| {
                         let mut a = [0u8; 8];
                         a.copy_from_slice(b);
                         f64::from_bits(u64::from_le_bytes(a))
-                    })
-                    .collect(),
+                    }),
             ),
-            _ => {
-                let mut v = Vec::with_capacity(count);
+            Column::Text(v) => {
+                v.reserve(count);
                 for _ in 0..count {
                     let len = read_count(r, "value length", 1)?;
                     v.push(r.take(len, "value")?.to_vec());
                 }
-                Column::Text(v)
             }
-        };
-        series.push(SeriesData::interned(
-            &mut intern,
-            (dev, m),
-            ty,
-            times,
-            values,
-        ));
+        }
     }
-    Ok(series)
+    Ok(())
+}
+
+/// Empties `c` for values of `data_type`, keeping its allocation when its type is that.
+fn clear_for(c: &mut Column, data_type: DataType) {
+    if c.data_type().storage_type() != data_type.storage_type() {
+        *c = Column::new(data_type);
+        return;
+    }
+    match c {
+        Column::Boolean(v) => v.clear(),
+        Column::Int32(v) => v.clear(),
+        Column::Int64(v) => v.clear(),
+        Column::Float(v) => v.clear(),
+        Column::Double(v) => v.clear(),
+        Column::Text(v) => v.clear(),
+    }
 }
 
 /// The body of a kind-1 record (after its kind byte), as versions before kind 2 wrote it.

@@ -153,7 +153,7 @@ impl Engine {
         p: i64,
         lsn: Lsn,
         (received, now): (Instant, Instant),
-        s: SeriesData,
+        s: &SeriesData,
     ) {
         let g = self.group(sg, p);
         if g.first_lsn.is_none() {

@@ -170,6 +170,9 @@ impl SealReason {
     }
 }
 
+/// Records of at most this many points leave their decoded vectors to the next record.
+const SCRATCH_POINTS: u64 = 1 << 16;
+
 /// Messages to the engine thread.
 pub enum EngineMsg {
     /// A durable batch.
@@ -249,6 +252,8 @@ pub struct Engine {
     last_create_millis: i64,
     /// Names of decoded records.
     names: batch::Names,
+    /// The last record decoded, its vectors kept for the next one.
+    scratch: WriteBatch,
     /// The memtable-bytes gauge of this pipeline.
     memtable_gauge: prometheus::IntGauge,
 }
@@ -332,6 +337,7 @@ impl Engine {
             // New names sort after every existing file even if the clock went back.
             last_create_millis: state.max_create_millis,
             names: batch::Names::default(),
+            scratch: WriteBatch::default(),
             memtable_gauge,
         })
     }
@@ -414,9 +420,9 @@ impl Engine {
     }
 
     /// A series split by time partition (one part when it lies in one).
-    fn split_partitions(&self, s: SeriesData) -> Vec<(i64, SeriesData)> {
-        if let Some(p) = self.single_partition(&s) {
-            return vec![(p, s)];
+    fn split_partitions(&self, s: &SeriesData) -> Vec<(i64, SeriesData)> {
+        if let Some(p) = self.single_partition(s) {
+            return vec![(p, s.clone())];
         }
         let mut parts: HashMap<i64, Vec<usize>> = HashMap::new();
         for (i, &t) in s.times.iter().enumerate() {
@@ -448,10 +454,15 @@ impl Engine {
     /// logged; its points stay in the log, which replay reads the same way.
     fn write(&mut self, lsn: Lsn, payload: Vec<u8>, received: Instant) {
         let names = &mut self.names;
-        match WriteBatch::decode(&payload, |d, m, _| names.series(d, m)) {
-            Ok(batch) => {
+        let mut batch = std::mem::take(&mut self.scratch);
+        match batch.decode_from(&payload, |d, m, _| names.series(d, m)) {
+            Ok(()) => {
                 drop(payload);
-                self.apply(lsn, batch, received, false);
+                self.apply_batch(lsn, &batch, received, false);
+                // The next record reuses the vectors, unless this one was large.
+                if batch.points() <= SCRATCH_POINTS {
+                    self.scratch = batch;
+                }
             }
             Err(e) => {
                 self.last_lsn = Some(lsn);
@@ -463,13 +474,18 @@ impl Engine {
     /// Applies one durable batch. `replay` skips points already sealed. Points of a failed
     /// partition are skipped: they are read back from the WAL when it is retried.
     pub fn apply(&mut self, lsn: Lsn, batch: WriteBatch, received: Instant, replay: bool) {
+        self.apply_batch(lsn, &batch, received, replay);
+    }
+
+    /// [`Engine::apply`] of a borrowed batch.
+    fn apply_batch(&mut self, lsn: Lsn, batch: &WriteBatch, received: Instant, replay: bool) {
         self.last_lsn = Some(lsn);
         let now = Instant::now();
         let mut touched: Vec<(Arc<str>, i64)> = Vec::new();
         // The series of a record mostly share their device: its storage group is looked up
         // once per run of them.
         let mut last: Option<(Arc<str>, Arc<str>)> = None;
-        for s in batch.series {
+        for s in &batch.series {
             if s.is_empty() {
                 continue;
             }
@@ -481,11 +497,11 @@ impl Engine {
                     sg
                 }
             };
-            match self.single_partition(&s) {
+            match self.single_partition(s) {
                 Some(p) => self.apply_part(&sg, p, lsn, (received, now), replay, s, &mut touched),
                 None => {
                     for (p, part) in self.split_partitions(s) {
-                        self.apply_part(&sg, p, lsn, (received, now), replay, part, &mut touched);
+                        self.apply_part(&sg, p, lsn, (received, now), replay, &part, &mut touched);
                     }
                 }
             }
@@ -520,7 +536,7 @@ impl Engine {
         lsn: Lsn,
         (received, now): (Instant, Instant),
         replay: bool,
-        part: SeriesData,
+        part: &SeriesData,
         touched: &mut Vec<(Arc<str>, i64)>,
     ) {
         if (replay && self.is_covered(sg, p, lsn)) || self.is_failed(sg, p) {

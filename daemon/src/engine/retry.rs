@@ -166,9 +166,9 @@ impl Engine {
             if sg != key.0 {
                 continue;
             }
-            for (p, part) in self.split_partitions(s) {
+            for (p, part) in self.split_partitions(&s) {
                 if p == key.1 {
-                    self.insert_series(&sg, p, lsn, (received, received), part);
+                    self.insert_series(&sg, p, lsn, (received, received), &part);
                 }
             }
         }
