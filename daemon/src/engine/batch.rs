@@ -734,7 +734,14 @@ mod tests {
 
     #[test]
     fn bad_kind_2_records_are_errors() {
-        let bad: [&[u8]; 9] = [
+        let bad: [&[u8]; 11] = [
+            // A time var-int cut by the end of the record.
+            &[2, 1, 2, b'd', 1, b'a', 2, 0, 0, 1, 1, 0x80],
+            // A value var-int longer than ten bytes.
+            &[
+                2, 1, 2, b'd', 1, b'a', 2, 0, 0, 1, 1, 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                0x80, 0x80, 0x80, 0x01,
+            ],
             // Unknown kind.
             &[3, 0],
             // The first series refers to the device before it.
@@ -771,5 +778,73 @@ mod tests {
         ];
         let b = WriteBatch::decode(&ok, names).unwrap();
         assert_eq!(b.series[0].values, Column::Int32(vec![i32::MAX]));
+        // Ten bytes is the longest var-int: zigzag 2^64 - 1 (nine 0xff bytes, then 0x01) is
+        // the difference -2^63, so the value i64::MIN.
+        let longest = [
+            2, 1, 2, b'd', 1, b'a', 2, 0, 0, 1, 1, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0x01,
+        ];
+        let b = WriteBatch::decode(&longest, names).unwrap();
+        assert_eq!(b.series[0].values, Column::Int64(vec![i64::MIN]));
+    }
+
+    /// Decoding into a batch that held another record gives what a fresh decode gives:
+    /// fewer series, a slot whose type changes, shared times, names of the new record.
+    #[test]
+    fn decode_from_reuses_a_batch_without_keeping_the_record_before() {
+        let first = WriteBatch {
+            series: vec![
+                series(
+                    "root.a.d1",
+                    "x",
+                    DataType::INT64,
+                    vec![1, 2, 3],
+                    Column::Int64(vec![7, 8, 9]),
+                ),
+                series(
+                    "root.a.d1",
+                    "y",
+                    DataType::INT64,
+                    vec![1, 2, 3],
+                    Column::Int64(vec![1, 1, 1]),
+                ),
+                series(
+                    "root.a.d2",
+                    "z",
+                    DataType::TEXT,
+                    vec![5],
+                    Column::Text(vec![b"q".to_vec()]),
+                ),
+            ],
+        };
+        let second = WriteBatch {
+            series: vec![
+                series(
+                    "root.b.d9",
+                    "x",
+                    DataType::DOUBLE,
+                    vec![10, 20],
+                    Column::Double(vec![0.5, -2.0]),
+                ),
+                series(
+                    "root.b.d9",
+                    "w",
+                    DataType::INT64,
+                    vec![10, 20],
+                    Column::Int64(vec![-4, 6]),
+                ),
+            ],
+        };
+        let mut b = WriteBatch::default();
+        b.decode_from(&first.encode(), names).unwrap();
+        assert_eq!(b, first);
+        b.decode_from(&second.encode(), names).unwrap();
+        assert_eq!(b, second);
+        // A bad record leaves the batch to be discarded; the next good one reads whole.
+        assert!(b
+            .decode_from(&[2, 1, 2, b'd', 1, b'a', 2, 0, 0, 1, 1, 0x80], names)
+            .is_err());
+        b.decode_from(&first.encode(), names).unwrap();
+        assert_eq!(b, first);
     }
 }
