@@ -318,9 +318,8 @@ fn read_deltas_into<T>(
 }
 
 fn read_type(r: &mut ByteReader<'_>) -> tsfile::Result<SeriesType> {
-    let dt = r.read_u8("data type")?;
-    let en = r.read_u8("encoding")?;
-    let co = r.read_u8("compression")?;
+    let b = r.take(3, "data type, encoding and compression")?;
+    let (dt, en, co) = (b[0], b[1], b[2]);
     Ok(SeriesType {
         data_type: DataType::from_code(dt as i16).ok_or_else(|| r.error("a data type code"))?,
         encoding: Encoding::from_code(en as i16).ok_or_else(|| r.error("an encoding code"))?,
@@ -343,17 +342,18 @@ fn decode_v2_into(
 ) -> tsfile::Result<()> {
     let n = read_count(r, "series count", 6)?;
     out.truncate(n);
-    let mut device: Option<&[u8]> = None;
+    // The device of the series before, checked when it was read.
+    let mut device: Option<&str> = None;
     for i in 0..n {
         let d = read_var(r, "device length")?;
         if d > 0 {
             let len = usize::try_from(d - 1).unwrap_or(usize::MAX);
-            device = Some(r.take(len, "device")?);
+            let bytes = r.take(len, "device")?;
+            device = Some(utf8(r, bytes, "device")?);
         }
         let Some(dev) = device else {
             return Err(r.error("a device (the first series names one)"));
         };
-        let dev = utf8(r, dev, "device")?;
         let len = read_count(r, "measurement length", 1)?;
         let m = r.take(len, "measurement")?;
         let m = utf8(r, m, "measurement")?;

@@ -166,9 +166,17 @@ impl Engine {
             if sg != key.0 {
                 continue;
             }
-            for (p, part) in self.split_partitions(&s) {
-                if p == key.1 {
-                    self.insert_series(&sg, p, lsn, (received, received), &part);
+            match self.single_partition(&s) {
+                Some(p) if p == key.1 => {
+                    self.insert_series(&sg, p, lsn, (received, received), &s);
+                }
+                Some(_) => {}
+                None => {
+                    for (p, part) in self.split_partitions(&s) {
+                        if p == key.1 {
+                            self.insert_series(&sg, p, lsn, (received, received), &part);
+                        }
+                    }
                 }
             }
         }
