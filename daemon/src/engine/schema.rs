@@ -229,6 +229,34 @@ pub fn storable(v: &tsfile::Value, encoding: Encoding) -> Result<(), &'static st
     }
 }
 
+/// Appends `v` to `column`, the values of a series of type `ty`: converted by [`convert`],
+/// if [`storable`] with the series' encoding; otherwise says why, naming the type (and the
+/// encoding when that refuses the value).
+#[inline]
+pub fn append(column: &mut Column, v: &FieldValue, ty: SeriesType) -> Result<(), String> {
+    use tsfile::Value as V;
+    let value = convert(v, ty.data_type).map_err(|msg| format!("{msg} ({})", ty.data_type))?;
+    storable(&value, ty.encoding)
+        .map_err(|msg| format!("{msg} ({} {})", ty.data_type, ty.encoding.name()))?;
+    // Into the column's vector directly (`Column::push` is not inlined here).
+    match (column, value) {
+        (Column::Boolean(c), V::Boolean(x)) => c.push(x),
+        (Column::Int32(c), V::Int32(x)) => c.push(x),
+        (Column::Int64(c), V::Int64(x)) => c.push(x),
+        (Column::Float(c), V::Float(x)) => c.push(x),
+        (Column::Double(c), V::Double(x)) => c.push(x),
+        (Column::Text(c), V::Text(x)) => c.push(x),
+        (column, value) => {
+            return Err(format!(
+                "a {} value for a {} column",
+                value.data_type(),
+                column.data_type()
+            ))
+        }
+    }
+    Ok(())
+}
+
 /// Fewest points a flush must hold for [`choose`] to decide a series' encoding on them; a
 /// series flushed with fewer keeps its starting encoding until a larger flush.
 pub const MIN_SAMPLE: usize = 256;

@@ -126,24 +126,25 @@ struct DevSlot {
     recent: Vec<(Arc<str>, Option<usize>)>,
 }
 
+/// Distinct device strings a batch's records are matched by pointer comparison first (the
+/// records of a batch usually share one string per device); more are found by hash.
+const FEW_DEVICES: usize = 8;
+
 /// The records of each device in `records`, and the number of fields of them all.
 fn device_records(records: &[Record]) -> (HashMap<Arc<str>, usize, FxBuild>, usize) {
     let mut counts: HashMap<Arc<str>, usize, FxBuild> = HashMap::default();
     let mut fields = 0;
-    // Consecutive records of one device (the usual case) are counted by pointer comparison.
-    let mut run: Option<(&Arc<str>, usize)> = None;
+    // Counts by device string (pointer), for the first few strings; the rest by hash.
+    let mut few: Vec<(&Arc<str>, usize)> = Vec::new();
     for r in records {
         fields += r.fields.len();
-        match &mut run {
-            Some((d, n)) if Arc::ptr_eq(d, &r.device) => *n += 1,
-            _ => {
-                if let Some((d, n)) = run.replace((&r.device, 1)) {
-                    *counts.entry(d.clone()).or_default() += n;
-                }
-            }
+        match few.iter().position(|(d, _)| Arc::ptr_eq(d, &r.device)) {
+            Some(i) => few[i].1 += 1,
+            None if few.len() < FEW_DEVICES => few.push((&r.device, 1)),
+            None => *counts.entry(r.device.clone()).or_default() += 1,
         }
     }
-    if let Some((d, n)) = run {
+    for (d, n) in few {
         *counts.entry(d.clone()).or_default() += n;
     }
     (counts, fields)
@@ -412,7 +413,14 @@ impl Pipeline {
         // count in all: a device with many sparse series cannot reserve more than the batch.
         let (per_device, mut room) = device_records(&batch.records);
         for (ri, rec) in batch.records.into_iter().enumerate() {
-            let slot_i = match last.filter(|&i| slots[i].device == rec.device) {
+            // The slot of this device string (pointer), of the last record's device (equal
+            // text), or by hash.
+            let known = slots
+                .iter()
+                .take(FEW_DEVICES)
+                .position(|s| Arc::ptr_eq(&s.device, &rec.device))
+                .or_else(|| last.filter(|&i| slots[i].device == rec.device));
+            let slot_i = match known {
                 Some(i) => i,
                 None => match dev_index.get(&rec.device) {
                     Some(&i) => i,
@@ -588,20 +596,8 @@ impl Pipeline {
                 }
                 // A value the series' encoding cannot store (its end-of-page marker) is
                 // rejected here: the flush would refuse it.
-                let typed = schema::convert(&f.value, s.ty.data_type)
-                    .map_err(|msg| format!("{msg} ({})", s.ty.data_type))
-                    .and_then(|v| {
-                        schema::storable(&v, s.ty.encoding)
-                            .map(|()| v)
-                            .map_err(|msg| {
-                                format!("{msg} ({} {})", s.ty.data_type, s.ty.encoding.name())
-                            })
-                    });
-                match typed {
-                    Ok(v) => {
-                        s.times.push(rec.time);
-                        let _ = s.values.push(v);
-                    }
+                match schema::append(&mut s.values, &f.value, s.ty) {
+                    Ok(()) => s.times.push(rec.time),
                     Err(message) => rejections.push(Rejection {
                         location: Location::Record {
                             index: ri,
