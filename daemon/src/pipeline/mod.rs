@@ -412,7 +412,7 @@ impl Pipeline {
         // them point by point cost more than typing the points), within the batch's field
         // count in all: a device with many sparse series cannot reserve more than the batch.
         let (per_device, mut room) = device_records(&batch.records);
-        for (ri, rec) in batch.records.into_iter().enumerate() {
+        for (ri, rec) in batch.records.iter().enumerate() {
             // The slot of this device string (pointer), of the last record's device (equal
             // text), or by hash.
             let known = slots
@@ -469,20 +469,16 @@ impl Pipeline {
                 });
                 continue;
             }
-            for (k, f) in rec.fields.into_iter().enumerate() {
+            for (k, f) in rec.fields.iter().enumerate() {
                 let declared = f.type_hint;
-                let recent = slot
-                    .recent
-                    .get(k)
-                    .filter(|(m, _)| Arc::ptr_eq(m, &f.measurement))
-                    .map(|(_, t)| *t);
-                let target = match recent.or_else(|| slot.series.get(&f.measurement).copied()) {
-                    Some(t) => {
-                        if recent.is_none() {
-                            remember(&mut slot.recent, k, &f.measurement, t);
-                        }
-                        t
-                    }
+                let known = match slot.recent.get(k) {
+                    Some((m, t)) if Arc::ptr_eq(m, &f.measurement) => Some(*t),
+                    _ => slot.series.get(&f.measurement).copied().inspect(|t| {
+                        remember(&mut slot.recent, k, &f.measurement, *t);
+                    }),
+                };
+                let target = match known {
+                    Some(t) => t,
                     None => {
                         let reg = reg.get_or_insert_with(lock);
                         // A table's column names are lower case (IoTDB's table model).
