@@ -98,6 +98,9 @@ impl TimeParser {
         match &self.kind {
             Kind::Epoch(unit) => parse_epoch(cell, *unit, self.precision),
             Kind::Auto => {
+                if let Some(t) = short_epoch(cell, TimeUnit::Millis, self.precision) {
+                    return t;
+                }
                 if is_integer(cell) {
                     return parse_epoch(cell, TimeUnit::Millis, self.precision);
                 }
@@ -235,6 +238,36 @@ fn is_integer(cell: &[u8]) -> bool {
     !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
 }
 
+fn overflows(cell: &[u8], target: TimeUnit) -> String {
+    format!("{} overflows {} timestamps", show(cell), target.name())
+}
+
+/// [`parse_epoch`]'s fast path: `Some` for an optional sign and 1 to 18 digits (below 10^18,
+/// so reading them cannot overflow), `None` for any other cell.
+#[inline]
+fn short_epoch(cell: &[u8], unit: TimeUnit, target: TimeUnit) -> Option<Result<i64, String>> {
+    let (neg, body) = match cell.first()? {
+        b'-' => (true, &cell[1..]),
+        b'+' => (false, &cell[1..]),
+        _ => (false, cell),
+    };
+    if body.is_empty() || body.len() > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in body {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + i64::from(d);
+    }
+    Some(
+        unit.convert(if neg { -v } else { v }, target)
+            .ok_or_else(|| overflows(cell, target)),
+    )
+}
+
 /// An epoch number in `unit` (optional sign, digits, optional `.fraction`) in `target`,
 /// exactly (integer arithmetic; fractions below a nanosecond are dropped, the result is
 /// floored to the target unit).
@@ -251,20 +284,9 @@ pub(crate) fn parse_epoch(cell: &[u8], unit: TimeUnit, target: TimeUnit) -> Resu
         Some(b'+') => (false, &cell[1..]),
         _ => (false, cell),
     };
-    let overflow = || format!("{} overflows {} timestamps", show(cell), target.name());
-    // Fast path: an integer of up to 18 digits (below 10^18, no overflow).
-    if !body.is_empty() && body.len() <= 18 {
-        let mut v: i64 = 0;
-        let digits = body.iter().all(|&c| {
-            let d = c.wrapping_sub(b'0');
-            v = v * 10 + i64::from(d);
-            d <= 9
-        });
-        if digits {
-            return unit
-                .convert(if neg { -v } else { v }, target)
-                .ok_or_else(overflow);
-        }
+    let overflow = || overflows(cell, target);
+    if let Some(t) = short_epoch(cell, unit, target) {
+        return t;
     }
     let (int, frac) = match memchr::memchr(b'.', body) {
         Some(i) => (&body[..i], &body[i + 1..]),
