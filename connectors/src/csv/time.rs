@@ -553,6 +553,32 @@ mod tests {
         );
         assert_eq!(auto.parse(b"-1500"), Ok(-1500));
         assert_eq!(auto.parse(b"+1500"), Ok(1500));
+        // 18 digits (the short path) and 19 (the general one).
+        assert_eq!(
+            auto.parse(b"999999999999999999"),
+            Ok(999_999_999_999_999_999)
+        );
+        assert_eq!(
+            auto.parse(b"1000000000000000000"),
+            Ok(1_000_000_000_000_000_000)
+        );
+        assert!(auto.parse(b"17000000000x0").is_err());
+        assert!(auto.parse(b"-").is_err());
+        // Milliseconds into nanoseconds (x 10^6): i64::MAX ns is 9,223,372,036,854.775807 ms.
+        let nanos = p(
+            TimeFormat::Auto,
+            "UTC",
+            AmbiguousTime::Reject,
+            TimeUnit::Nanos,
+        );
+        assert_eq!(
+            nanos.parse(b"9223372036854"),
+            Ok(9_223_372_036_854_000_000)
+        );
+        assert_eq!(
+            nanos.parse(b"9223372036855"),
+            Err("\"9223372036855\" overflows ns timestamps".to_string())
+        );
         assert!(auto.parse(b"\xff").unwrap_err().contains("not valid UTF-8"));
         for (unit, words) in [
             (TimeUnit::Seconds, "seconds"),

@@ -456,7 +456,7 @@ impl Pipeline {
             };
             last = Some(slot_i);
             let slot = &mut slots[slot_i];
-            let device = slot.key.clone();
+            let device = &slot.key;
             if let Some(msg) = &slot.invalid {
                 rejections.push(Rejection {
                     location: Location::Record {
@@ -488,7 +488,7 @@ impl Pipeline {
                             f.measurement.clone()
                         };
                         let tag_column = slot.table
-                            && table::owner(&device).is_some_and(|o| {
+                            && table::owner(device).is_some_and(|o| {
                                 reg.table_columns(o)
                                     .iter()
                                     .any(|(c, tag)| *tag && *c == name)
@@ -497,7 +497,7 @@ impl Pipeline {
                         let same = (slot.table && *name != *f.measurement)
                             .then(|| slot.series.get(&name).copied())
                             .flatten();
-                        let info = match reg.get(&device, &name) {
+                        let info = match reg.get(device, &name) {
                             _ if same.is_some() => None,
                             Some(i) => Some((i.device, i.measurement, i.ty, false)),
                             None if tag_column => {
@@ -514,7 +514,7 @@ impl Pipeline {
                             }
                             None => match schema::validate_measurement(&name) {
                                 Ok(()) => {
-                                    let ty = reg.type_for_new(&device, &name, &f.value, declared);
+                                    let ty = reg.type_for_new(device, &name, &f.value, declared);
                                     Some((device.clone(), name.clone(), ty, true))
                                 }
                                 Err(msg) => {
@@ -576,7 +576,7 @@ impl Pipeline {
                         location: Location::Record {
                             index: ri,
                             point: Some(PointAt {
-                                device: shown(&device),
+                                device: shown(device),
                                 measurement: f.measurement.clone(),
                                 time: rec.time,
                             }),
@@ -598,7 +598,7 @@ impl Pipeline {
                         location: Location::Record {
                             index: ri,
                             point: Some(PointAt {
-                                device: shown(&device),
+                                device: shown(device),
                                 measurement: f.measurement.clone(),
                                 time: rec.time,
                             }),
