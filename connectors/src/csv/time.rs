@@ -571,10 +571,7 @@ mod tests {
             AmbiguousTime::Reject,
             TimeUnit::Nanos,
         );
-        assert_eq!(
-            nanos.parse(b"9223372036854"),
-            Ok(9_223_372_036_854_000_000)
-        );
+        assert_eq!(nanos.parse(b"9223372036854"), Ok(9_223_372_036_854_000_000));
         assert_eq!(
             nanos.parse(b"9223372036855"),
             Err("\"9223372036855\" overflows ns timestamps".to_string())

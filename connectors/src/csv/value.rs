@@ -380,7 +380,10 @@ mod tests {
             ("-Infinity", FieldValue::Float(f64::NEG_INFINITY)),
             ("-.5", FieldValue::Float(-0.5)),
             // 16 digits: past the fast path.
-            ("1234567890.123456", FieldValue::Float(1_234_567_890.123_456)),
+            (
+                "1234567890.123456",
+                FieldValue::Float(1_234_567_890.123_456),
+            ),
             ("1.2.3", FieldValue::Text("1.2.3".into())),
             ("1..5", FieldValue::Text("1..5".into())),
             ("+.", FieldValue::Text("+.".into())),

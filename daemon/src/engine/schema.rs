@@ -881,11 +881,21 @@ mod tests {
         // Accepted values, appended in order.
         let mut doubles = Column::with_capacity(DataType::DOUBLE, 0);
         append(&mut doubles, &FieldValue::Int(3), plain(DataType::DOUBLE)).unwrap();
-        append(&mut doubles, &FieldValue::Float(-2.5), plain(DataType::DOUBLE)).unwrap();
+        append(
+            &mut doubles,
+            &FieldValue::Float(-2.5),
+            plain(DataType::DOUBLE),
+        )
+        .unwrap();
         assert_eq!(doubles, Column::Double(vec![3.0, -2.5]));
         let mut floats = Column::with_capacity(DataType::FLOAT, 0);
         append(&mut floats, &FieldValue::Int(-4), plain(DataType::FLOAT)).unwrap();
-        append(&mut floats, &FieldValue::Float(0.25), plain(DataType::FLOAT)).unwrap();
+        append(
+            &mut floats,
+            &FieldValue::Float(0.25),
+            plain(DataType::FLOAT),
+        )
+        .unwrap();
         assert_eq!(floats, Column::Float(vec![-4.0, 0.25]));
         let mut ints = Column::with_capacity(DataType::INT32, 0);
         append(&mut ints, &FieldValue::Int(-7), plain(DataType::INT32)).unwrap();
@@ -895,13 +905,23 @@ mod tests {
         );
         assert_eq!(ints, Column::Int32(vec![-7]));
         let mut longs = Column::with_capacity(DataType::INT64, 0);
-        append(&mut longs, &FieldValue::Int(i64::MIN), plain(DataType::INT64)).unwrap();
+        append(
+            &mut longs,
+            &FieldValue::Int(i64::MIN),
+            plain(DataType::INT64),
+        )
+        .unwrap();
         assert_eq!(
             append(&mut longs, &FieldValue::Float(3.5), plain(DataType::INT64)),
             Err("a float does not fit this series' type (INT64)".to_string())
         );
         assert!(append(&mut longs, &FieldValue::Bool(true), plain(DataType::INT64)).is_err());
-        assert!(append(&mut longs, &FieldValue::Text("1".into()), plain(DataType::INT64)).is_err());
+        assert!(append(
+            &mut longs,
+            &FieldValue::Text("1".into()),
+            plain(DataType::INT64)
+        )
+        .is_err());
         // TsFile 2.x's GORILLA ends a page with the INT64 minimum.
         let gorilla2 = ty(DataType::INT64, Encoding::GORILLA_V2);
         let refused = append(&mut longs, &FieldValue::Int(i64::MIN), gorilla2).unwrap_err();
@@ -911,14 +931,24 @@ mod tests {
         assert!(append(&mut doubles, &FieldValue::Float(f64::NAN), gorilla).is_err());
         assert_eq!(doubles.len(), 2);
         let mut texts = Column::with_capacity(DataType::TEXT, 0);
-        append(&mut texts, &FieldValue::Text("a".into()), plain(DataType::TEXT)).unwrap();
+        append(
+            &mut texts,
+            &FieldValue::Text("a".into()),
+            plain(DataType::TEXT),
+        )
+        .unwrap();
         assert_eq!(
             append(&mut texts, &FieldValue::Int(1), plain(DataType::TEXT)),
             Err("an integer does not fit this series' type (TEXT)".to_string())
         );
         assert_eq!(texts, Column::Text(vec![b"a".to_vec()]));
         let mut bools = Column::with_capacity(DataType::BOOLEAN, 0);
-        append(&mut bools, &FieldValue::Bool(true), plain(DataType::BOOLEAN)).unwrap();
+        append(
+            &mut bools,
+            &FieldValue::Bool(true),
+            plain(DataType::BOOLEAN),
+        )
+        .unwrap();
         assert_eq!(bools, Column::Boolean(vec![true]));
     }
 
