@@ -543,6 +543,28 @@ mod tests {
         assert_eq!(d.parse(b"19700102"), Ok(86_400 - 9 * 3600));
     }
 
+    /// The fast path takes exactly an optional sign and 1 to 18 digits (anything else goes to
+    /// the general path, which gives the same results, so only this test tells them apart).
+    #[test]
+    fn short_epochs_are_a_sign_and_up_to_18_digits() {
+        let ms = TimeUnit::Millis;
+        assert_eq!(short_epoch(b"-15", ms, ms), Some(Ok(-15)));
+        assert_eq!(short_epoch(b"+15", ms, ms), Some(Ok(15)));
+        assert_eq!(short_epoch(b"99", ms, ms), Some(Ok(99)));
+        assert_eq!(short_epoch(b"9", TimeUnit::Seconds, ms), Some(Ok(9000)));
+        assert_eq!(
+            short_epoch(b"999999999999999999", ms, ms),
+            Some(Ok(999_999_999_999_999_999))
+        );
+        assert_eq!(
+            short_epoch(b"9223372036855", ms, TimeUnit::Nanos),
+            Some(Err("\"9223372036855\" overflows ns timestamps".to_string()))
+        );
+        for cell in ["1000000000000000000", "-", "", "1.5", "19:", "+-1"] {
+            assert_eq!(short_epoch(cell.as_bytes(), ms, ms), None, "{cell:?}");
+        }
+    }
+
     #[test]
     fn signed_epochs_and_messages() {
         let auto = p(
