@@ -98,6 +98,9 @@ impl TimeParser {
         match &self.kind {
             Kind::Epoch(unit) => parse_epoch(cell, *unit, self.precision),
             Kind::Auto => {
+                if let Some(t) = short_epoch(cell, TimeUnit::Millis, self.precision) {
+                    return t;
+                }
                 if is_integer(cell) {
                     return parse_epoch(cell, TimeUnit::Millis, self.precision);
                 }
@@ -235,6 +238,36 @@ fn is_integer(cell: &[u8]) -> bool {
     !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
 }
 
+fn overflows(cell: &[u8], target: TimeUnit) -> String {
+    format!("{} overflows {} timestamps", show(cell), target.name())
+}
+
+/// [`parse_epoch`]'s fast path: `Some` for an optional sign and 1 to 18 digits (below 10^18,
+/// so reading them cannot overflow), `None` for any other cell.
+#[inline]
+fn short_epoch(cell: &[u8], unit: TimeUnit, target: TimeUnit) -> Option<Result<i64, String>> {
+    let (neg, body) = match cell.first()? {
+        b'-' => (true, &cell[1..]),
+        b'+' => (false, &cell[1..]),
+        _ => (false, cell),
+    };
+    if body.is_empty() || body.len() > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in body {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + i64::from(d);
+    }
+    Some(
+        unit.convert(if neg { -v } else { v }, target)
+            .ok_or_else(|| overflows(cell, target)),
+    )
+}
+
 /// An epoch number in `unit` (optional sign, digits, optional `.fraction`) in `target`,
 /// exactly (integer arithmetic; fractions below a nanosecond are dropped, the result is
 /// floored to the target unit).
@@ -251,20 +284,9 @@ pub(crate) fn parse_epoch(cell: &[u8], unit: TimeUnit, target: TimeUnit) -> Resu
         Some(b'+') => (false, &cell[1..]),
         _ => (false, cell),
     };
-    let overflow = || format!("{} overflows {} timestamps", show(cell), target.name());
-    // Fast path: an integer of up to 18 digits (below 10^18, no overflow).
-    if !body.is_empty() && body.len() <= 18 {
-        let mut v: i64 = 0;
-        let digits = body.iter().all(|&c| {
-            let d = c.wrapping_sub(b'0');
-            v = v * 10 + i64::from(d);
-            d <= 9
-        });
-        if digits {
-            return unit
-                .convert(if neg { -v } else { v }, target)
-                .ok_or_else(overflow);
-        }
+    let overflow = || overflows(cell, target);
+    if let Some(t) = short_epoch(cell, unit, target) {
+        return t;
     }
     let (int, frac) = match memchr::memchr(b'.', body) {
         Some(i) => (&body[..i], &body[i + 1..]),
@@ -521,6 +543,28 @@ mod tests {
         assert_eq!(d.parse(b"19700102"), Ok(86_400 - 9 * 3600));
     }
 
+    /// The fast path takes exactly an optional sign and 1 to 18 digits (anything else goes to
+    /// the general path, which gives the same results, so only this test tells them apart).
+    #[test]
+    fn short_epochs_are_a_sign_and_up_to_18_digits() {
+        let ms = TimeUnit::Millis;
+        assert_eq!(short_epoch(b"-15", ms, ms), Some(Ok(-15)));
+        assert_eq!(short_epoch(b"+15", ms, ms), Some(Ok(15)));
+        assert_eq!(short_epoch(b"99", ms, ms), Some(Ok(99)));
+        assert_eq!(short_epoch(b"9", TimeUnit::Seconds, ms), Some(Ok(9000)));
+        assert_eq!(
+            short_epoch(b"999999999999999999", ms, ms),
+            Some(Ok(999_999_999_999_999_999))
+        );
+        assert_eq!(
+            short_epoch(b"9223372036855", ms, TimeUnit::Nanos),
+            Some(Err("\"9223372036855\" overflows ns timestamps".to_string()))
+        );
+        for cell in ["1000000000000000000", "-", "", "1.5", "19:", "+-1"] {
+            assert_eq!(short_epoch(cell.as_bytes(), ms, ms), None, "{cell:?}");
+        }
+    }
+
     #[test]
     fn signed_epochs_and_messages() {
         let auto = p(
@@ -531,6 +575,29 @@ mod tests {
         );
         assert_eq!(auto.parse(b"-1500"), Ok(-1500));
         assert_eq!(auto.parse(b"+1500"), Ok(1500));
+        // 18 digits (the short path) and 19 (the general one).
+        assert_eq!(
+            auto.parse(b"999999999999999999"),
+            Ok(999_999_999_999_999_999)
+        );
+        assert_eq!(
+            auto.parse(b"1000000000000000000"),
+            Ok(1_000_000_000_000_000_000)
+        );
+        assert!(auto.parse(b"17000000000x0").is_err());
+        assert!(auto.parse(b"-").is_err());
+        // Milliseconds into nanoseconds (x 10^6): i64::MAX ns is 9,223,372,036,854.775807 ms.
+        let nanos = p(
+            TimeFormat::Auto,
+            "UTC",
+            AmbiguousTime::Reject,
+            TimeUnit::Nanos,
+        );
+        assert_eq!(nanos.parse(b"9223372036854"), Ok(9_223_372_036_854_000_000));
+        assert_eq!(
+            nanos.parse(b"9223372036855"),
+            Err("\"9223372036855\" overflows ns timestamps".to_string())
+        );
         assert!(auto.parse(b"\xff").unwrap_err().contains("not valid UTF-8"));
         for (unit, words) in [
             (TimeUnit::Seconds, "seconds"),

@@ -18,6 +18,11 @@ pub(crate) fn show(cell: &[u8]) -> String {
 /// Trims ASCII spaces and tabs.
 #[inline]
 pub(crate) fn trim(cell: &[u8]) -> &[u8] {
+    let blank = |c: &u8| matches!(c, b' ' | b'\t');
+    // Most cells have nothing to trim.
+    if !cell.first().is_some_and(blank) && !cell.last().is_some_and(blank) {
+        return cell;
+    }
     let mut a = 0;
     let mut b = cell.len();
     while a < b && matches!(cell[a], b' ' | b'\t') {
@@ -41,6 +46,17 @@ pub(crate) fn parse_int(cell: &[u8]) -> Option<i64> {
         return None;
     }
     let mut v: i64 = 0;
+    // Up to 18 digits the value stays below 10^18: no overflow to check.
+    if digits.len() <= 18 {
+        for &d in digits {
+            let d = d.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + i64::from(d);
+        }
+        return Some(if neg { -v } else { v });
+    }
     for &d in digits {
         let d = d.wrapping_sub(b'0');
         if d > 9 {
@@ -94,32 +110,24 @@ fn fast_float(cell: &[u8]) -> Option<f64> {
     if body.len() > 16 {
         return None;
     }
+    // One pass: digits into `m`, the position of a single point.
     let mut m: u64 = 0;
-    let mut digits = |part: &[u8]| -> usize {
-        let mut n = 0;
-        for &c in part {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
+    let mut point = None;
+    for (i, &c) in body.iter().enumerate() {
+        let d = c.wrapping_sub(b'0');
+        if d <= 9 {
             m = m * 10 + u64::from(d);
-            n += 1;
+        } else if c == b'.' && point.is_none() {
+            point = Some(i);
+        } else {
+            return None;
         }
-        n
+    }
+    let (digits, k) = match point {
+        Some(p) => (body.len() - 1, body.len() - 1 - p),
+        None => (body.len(), 0),
     };
-    let int = digits(body);
-    let k = match body.get(int) {
-        None => 0,
-        Some(b'.') => {
-            let k = digits(&body[int + 1..]);
-            if int + 1 + k != body.len() {
-                return None;
-            }
-            k
-        }
-        Some(_) => return None,
-    };
-    if int + k == 0 || int + k > 15 {
+    if digits == 0 || digits > 15 {
         return None;
     }
     let v = crate::decimal::exact(m, k)?;
@@ -337,6 +345,11 @@ mod tests {
             ("0009", Some(9)),
             ("1234567890123456789", Some(1_234_567_890_123_456_789)),
             ("9223372036854775807", Some(i64::MAX)),
+            ("-9223372036854775808", Some(i64::MIN)),
+            ("999999999999999999", Some(999_999_999_999_999_999)),
+            ("-999999999999999999", Some(-999_999_999_999_999_999)),
+            ("9223372036854775808", None),
+            ("12a4", None),
             ("00000000000000000001", None),
             ("-9223372036854775809", None),
             ("+", None),
@@ -365,7 +378,15 @@ mod tests {
             ),
             ("+Infinity", FieldValue::Float(f64::INFINITY)),
             ("-Infinity", FieldValue::Float(f64::NEG_INFINITY)),
+            ("-.5", FieldValue::Float(-0.5)),
+            // 16 digits: past the fast path.
+            (
+                "1234567890.123456",
+                FieldValue::Float(1_234_567_890.123_456),
+            ),
             ("1.2.3", FieldValue::Text("1.2.3".into())),
+            ("1..5", FieldValue::Text("1..5".into())),
+            ("+.", FieldValue::Text("+.".into())),
             (".", FieldValue::Text(".".into())),
             ("-", FieldValue::Text("-".into())),
             ("1e", FieldValue::Text("1e".into())),

@@ -181,28 +181,6 @@ pub fn storage_group(device: &str, level: usize) -> &str {
     }
 }
 
-/// Converts a value into a series of `data_type`, or says why not.
-#[inline]
-pub fn convert(v: &FieldValue, data_type: DataType) -> Result<tsfile::Value, &'static str> {
-    use tsfile::Value as V;
-    Ok(match (v, data_type) {
-        (FieldValue::Int(i), DataType::INT64) => V::Int64(*i),
-        (FieldValue::Int(i), DataType::INT32) => {
-            V::Int32(i32::try_from(*i).map_err(|_| "integer out of INT32 range")?)
-        }
-        (FieldValue::Int(i), DataType::DOUBLE) => V::Double(*i as f64),
-        (FieldValue::Int(i), DataType::FLOAT) => V::Float(*i as f32),
-        (FieldValue::Float(f), DataType::DOUBLE) => V::Double(*f),
-        (FieldValue::Float(f), DataType::FLOAT) => V::Float(*f as f32),
-        (FieldValue::Bool(b), DataType::BOOLEAN) => V::Boolean(*b),
-        (FieldValue::Text(s), DataType::TEXT) => V::Text(s.as_bytes().to_vec()),
-        (FieldValue::Float(_), _) => return Err("a float does not fit this series' type"),
-        (FieldValue::Int(_), _) => return Err("an integer does not fit this series' type"),
-        (FieldValue::Bool(_), _) => return Err("a boolean does not fit this series' type"),
-        (FieldValue::Text(_), _) => return Err("a string does not fit this series' type"),
-    })
-}
-
 /// Whether `encoding` can store `v`: GORILLA (TsFile 0.10's and 2.x's), CHIMP and SPRINTZ
 /// end a page with NaN (FLOAT/DOUBLE), and TsFile 2.x's GORILLA and CHIMP with the INT32 or
 /// INT64 minimum (their end-of-page marker), so they refuse those values; such a point is
@@ -228,6 +206,51 @@ pub fn storable(v: &tsfile::Value, encoding: Encoding) -> Result<(), &'static st
             "NaN and the INT32/INT64 minimum cannot be stored with this series' encoding (its end-of-page marker)",
         ),
         _ => Ok(()),
+    }
+}
+
+/// Appends `v` to `column`, the values of a series of type `ty` (the column's type), or says
+/// why not: an integer goes into INT64, INT32 (if in range), DOUBLE or FLOAT, a float into
+/// DOUBLE or FLOAT, a boolean into BOOLEAN, a string into TEXT, and only a value [`storable`]
+/// with the series' encoding. The message names the type (and the encoding when that refuses
+/// the value).
+#[inline]
+pub fn append(column: &mut Column, v: &FieldValue, ty: SeriesType) -> Result<(), String> {
+    use tsfile::Value as V;
+    let unfit = |msg: &str| format!("{msg} ({})", ty.data_type);
+    let stored = |value: &V| {
+        storable(value, ty.encoding)
+            .map_err(|msg| format!("{msg} ({} {})", ty.data_type, ty.encoding.name()))
+    };
+    match (column, v) {
+        (Column::Int64(c), FieldValue::Int(i)) => stored(&V::Int64(*i)).map(|()| c.push(*i)),
+        (Column::Int32(c), FieldValue::Int(i)) => {
+            let x = i32::try_from(*i).map_err(|_| unfit("integer out of INT32 range"))?;
+            stored(&V::Int32(x)).map(|()| c.push(x))
+        }
+        (Column::Double(c), FieldValue::Int(i)) => {
+            stored(&V::Double(*i as f64)).map(|()| c.push(*i as f64))
+        }
+        (Column::Float(c), FieldValue::Int(i)) => {
+            stored(&V::Float(*i as f32)).map(|()| c.push(*i as f32))
+        }
+        (Column::Double(c), FieldValue::Float(f)) => stored(&V::Double(*f)).map(|()| c.push(*f)),
+        (Column::Float(c), FieldValue::Float(f)) => {
+            stored(&V::Float(*f as f32)).map(|()| c.push(*f as f32))
+        }
+        (Column::Boolean(c), FieldValue::Bool(b)) => stored(&V::Boolean(*b)).map(|()| c.push(*b)),
+        (Column::Text(c), FieldValue::Text(s)) => {
+            let value = V::Text(s.as_bytes().to_vec());
+            stored(&value)?;
+            if let V::Text(x) = value {
+                c.push(x);
+            }
+            Ok(())
+        }
+        (_, FieldValue::Float(_)) => Err(unfit("a float does not fit this series' type")),
+        (_, FieldValue::Int(_)) => Err(unfit("an integer does not fit this series' type")),
+        (_, FieldValue::Bool(_)) => Err(unfit("a boolean does not fit this series' type")),
+        (_, FieldValue::Text(_)) => Err(unfit("a string does not fit this series' type")),
     }
 }
 
@@ -851,15 +874,84 @@ mod tests {
 
     #[test]
     fn conversions() {
-        use tsfile::Value as V;
+        let ty = |data_type, encoding| SeriesType {
+            data_type,
+            encoding,
+            compression: Compression::SNAPPY,
+        };
+        let plain = |t| ty(t, Encoding::PLAIN);
+        // Accepted values, appended in order.
+        let mut doubles = Column::with_capacity(DataType::DOUBLE, 0);
+        append(&mut doubles, &FieldValue::Int(3), plain(DataType::DOUBLE)).unwrap();
+        append(
+            &mut doubles,
+            &FieldValue::Float(-2.5),
+            plain(DataType::DOUBLE),
+        )
+        .unwrap();
+        assert_eq!(doubles, Column::Double(vec![3.0, -2.5]));
+        let mut floats = Column::with_capacity(DataType::FLOAT, 0);
+        append(&mut floats, &FieldValue::Int(-4), plain(DataType::FLOAT)).unwrap();
+        append(
+            &mut floats,
+            &FieldValue::Float(0.25),
+            plain(DataType::FLOAT),
+        )
+        .unwrap();
+        assert_eq!(floats, Column::Float(vec![-4.0, 0.25]));
+        let mut ints = Column::with_capacity(DataType::INT32, 0);
+        append(&mut ints, &FieldValue::Int(-7), plain(DataType::INT32)).unwrap();
         assert_eq!(
-            convert(&FieldValue::Int(3), DataType::DOUBLE),
-            Ok(V::Double(3.0))
+            append(&mut ints, &FieldValue::Int(1 << 40), plain(DataType::INT32)),
+            Err("integer out of INT32 range (INT32)".to_string())
         );
-        assert!(convert(&FieldValue::Float(3.5), DataType::INT64).is_err());
-        assert!(convert(&FieldValue::Int(1 << 40), DataType::INT32).is_err());
-        assert!(convert(&FieldValue::Bool(true), DataType::INT64).is_err());
-        assert!(convert(&FieldValue::Text("a".into()), DataType::TEXT).is_ok());
+        assert_eq!(ints, Column::Int32(vec![-7]));
+        let mut longs = Column::with_capacity(DataType::INT64, 0);
+        append(
+            &mut longs,
+            &FieldValue::Int(i64::MIN),
+            plain(DataType::INT64),
+        )
+        .unwrap();
+        assert_eq!(
+            append(&mut longs, &FieldValue::Float(3.5), plain(DataType::INT64)),
+            Err("a float does not fit this series' type (INT64)".to_string())
+        );
+        assert!(append(&mut longs, &FieldValue::Bool(true), plain(DataType::INT64)).is_err());
+        assert!(append(
+            &mut longs,
+            &FieldValue::Text("1".into()),
+            plain(DataType::INT64)
+        )
+        .is_err());
+        // TsFile 2.x's GORILLA ends a page with the INT64 minimum.
+        let gorilla2 = ty(DataType::INT64, Encoding::GORILLA_V2);
+        let refused = append(&mut longs, &FieldValue::Int(i64::MIN), gorilla2).unwrap_err();
+        assert!(refused.ends_with("(INT64 GORILLA_V2)"), "{refused}");
+        assert_eq!(longs, Column::Int64(vec![i64::MIN]));
+        let gorilla = ty(DataType::DOUBLE, Encoding::GORILLA);
+        assert!(append(&mut doubles, &FieldValue::Float(f64::NAN), gorilla).is_err());
+        assert_eq!(doubles.len(), 2);
+        let mut texts = Column::with_capacity(DataType::TEXT, 0);
+        append(
+            &mut texts,
+            &FieldValue::Text("a".into()),
+            plain(DataType::TEXT),
+        )
+        .unwrap();
+        assert_eq!(
+            append(&mut texts, &FieldValue::Int(1), plain(DataType::TEXT)),
+            Err("an integer does not fit this series' type (TEXT)".to_string())
+        );
+        assert_eq!(texts, Column::Text(vec![b"a".to_vec()]));
+        let mut bools = Column::with_capacity(DataType::BOOLEAN, 0);
+        append(
+            &mut bools,
+            &FieldValue::Bool(true),
+            plain(DataType::BOOLEAN),
+        )
+        .unwrap();
+        assert_eq!(bools, Column::Boolean(vec![true]));
     }
 
     /// A rule's v4 encoding (validated by the configuration for a v4 pipeline) types the

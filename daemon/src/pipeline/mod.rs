@@ -128,24 +128,25 @@ struct DevSlot {
     recent: Vec<(Arc<str>, Option<usize>)>,
 }
 
+/// Distinct device strings a batch's records are matched by pointer comparison first (the
+/// records of a batch usually share one string per device); more are found by hash.
+const FEW_DEVICES: usize = 8;
+
 /// The records of each device in `records`, and the number of fields of them all.
 fn device_records(records: &[Record]) -> (HashMap<Arc<str>, usize, FxBuild>, usize) {
     let mut counts: HashMap<Arc<str>, usize, FxBuild> = HashMap::default();
     let mut fields = 0;
-    // Consecutive records of one device (the usual case) are counted by pointer comparison.
-    let mut run: Option<(&Arc<str>, usize)> = None;
+    // Counts by device string (pointer), for the first few strings; the rest by hash.
+    let mut few: Vec<(&Arc<str>, usize)> = Vec::new();
     for r in records {
         fields += r.fields.len();
-        match &mut run {
-            Some((d, n)) if Arc::ptr_eq(d, &r.device) => *n += 1,
-            _ => {
-                if let Some((d, n)) = run.replace((&r.device, 1)) {
-                    *counts.entry(d.clone()).or_default() += n;
-                }
-            }
+        match few.iter().position(|(d, _)| Arc::ptr_eq(d, &r.device)) {
+            Some(i) => few[i].1 += 1,
+            None if few.len() < FEW_DEVICES => few.push((&r.device, 1)),
+            None => *counts.entry(r.device.clone()).or_default() += 1,
         }
     }
-    if let Some((d, n)) = run {
+    for (d, n) in few {
         *counts.entry(d.clone()).or_default() += n;
     }
     (counts, fields)
@@ -413,8 +414,15 @@ impl Pipeline {
         // them point by point cost more than typing the points), within the batch's field
         // count in all: a device with many sparse series cannot reserve more than the batch.
         let (per_device, mut room) = device_records(&batch.records);
-        for (ri, rec) in batch.records.into_iter().enumerate() {
-            let slot_i = match last.filter(|&i| slots[i].device == rec.device) {
+        for (ri, rec) in batch.records.iter().enumerate() {
+            // The slot of this device string (pointer), of the last record's device (equal
+            // text), or by hash.
+            let known = slots
+                .iter()
+                .take(FEW_DEVICES)
+                .position(|s| Arc::ptr_eq(&s.device, &rec.device))
+                .or_else(|| last.filter(|&i| slots[i].device == rec.device));
+            let slot_i = match known {
                 Some(i) => i,
                 None => match dev_index.get(&rec.device) {
                     Some(&i) => i,
@@ -455,7 +463,7 @@ impl Pipeline {
             };
             last = Some(slot_i);
             let slot = &mut slots[slot_i];
-            let device = slot.key.clone();
+            let device = &slot.key;
             if let Some(msg) = &slot.invalid {
                 rejections.push(Rejection {
                     location: Location::Record {
@@ -468,20 +476,16 @@ impl Pipeline {
                 });
                 continue;
             }
-            for (k, f) in rec.fields.into_iter().enumerate() {
+            for (k, f) in rec.fields.iter().enumerate() {
                 let declared = f.type_hint;
-                let recent = slot
-                    .recent
-                    .get(k)
-                    .filter(|(m, _)| Arc::ptr_eq(m, &f.measurement))
-                    .map(|(_, t)| *t);
-                let target = match recent.or_else(|| slot.series.get(&f.measurement).copied()) {
-                    Some(t) => {
-                        if recent.is_none() {
-                            remember(&mut slot.recent, k, &f.measurement, t);
-                        }
-                        t
-                    }
+                let known = match slot.recent.get(k) {
+                    Some((m, t)) if Arc::ptr_eq(m, &f.measurement) => Some(*t),
+                    _ => slot.series.get(&f.measurement).copied().inspect(|t| {
+                        remember(&mut slot.recent, k, &f.measurement, *t);
+                    }),
+                };
+                let target = match known {
+                    Some(t) => t,
                     None => {
                         let reg = reg.get_or_insert_with(lock);
                         // A table's column names are lower case (IoTDB's table model).
@@ -491,7 +495,7 @@ impl Pipeline {
                             f.measurement.clone()
                         };
                         let tag_column = slot.table
-                            && table::owner(&device).is_some_and(|o| {
+                            && table::owner(device).is_some_and(|o| {
                                 reg.table_columns(o)
                                     .iter()
                                     .any(|(c, tag)| *tag && *c == name)
@@ -500,7 +504,7 @@ impl Pipeline {
                         let same = (slot.table && *name != *f.measurement)
                             .then(|| slot.series.get(&name).copied())
                             .flatten();
-                        let info = match reg.get(&device, &name) {
+                        let info = match reg.get(device, &name) {
                             _ if same.is_some() => None,
                             Some(i) => Some((i.device, i.measurement, i.ty, false)),
                             None if tag_column => {
@@ -517,7 +521,7 @@ impl Pipeline {
                             }
                             None => match schema::validate_measurement(&name) {
                                 Ok(()) => {
-                                    let ty = reg.type_for_new(&device, &name, &f.value, declared);
+                                    let ty = reg.type_for_new(device, &name, &f.value, declared);
                                     Some((device.clone(), name.clone(), ty, true))
                                 }
                                 Err(msg) => {
@@ -579,7 +583,7 @@ impl Pipeline {
                         location: Location::Record {
                             index: ri,
                             point: Some(PointAt {
-                                device: shown(&device),
+                                device: shown(device),
                                 measurement: f.measurement.clone(),
                                 time: rec.time,
                             }),
@@ -595,25 +599,13 @@ impl Pipeline {
                 }
                 // A value the series' encoding cannot store (its end-of-page marker) is
                 // rejected here: the flush would refuse it.
-                let typed = schema::convert(&f.value, s.ty.data_type)
-                    .map_err(|msg| format!("{msg} ({})", s.ty.data_type))
-                    .and_then(|v| {
-                        schema::storable(&v, s.ty.encoding)
-                            .map(|()| v)
-                            .map_err(|msg| {
-                                format!("{msg} ({} {})", s.ty.data_type, s.ty.encoding.name())
-                            })
-                    });
-                match typed {
-                    Ok(v) => {
-                        s.times.push(rec.time);
-                        let _ = s.values.push(v);
-                    }
+                match schema::append(&mut s.values, &f.value, s.ty) {
+                    Ok(()) => s.times.push(rec.time),
                     Err(message) => rejections.push(Rejection {
                         location: Location::Record {
                             index: ri,
                             point: Some(PointAt {
-                                device: shown(&device),
+                                device: shown(device),
                                 measurement: f.measurement.clone(),
                                 time: rec.time,
                             }),

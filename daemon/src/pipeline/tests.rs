@@ -819,3 +819,69 @@ fn device_records_counts_the_records_of_each_device_and_all_fields() {
     assert_eq!(counts.get("root.a.d2"), Some(&1));
     assert_eq!(device_records(&[]), (HashMap::default(), 0));
 }
+
+/// Records alternating between more devices than are matched by pointer, and one device also
+/// in strings of its own, all reach their own series, each point once.
+#[test]
+fn records_alternating_between_many_devices_reach_their_series() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = Pipeline::open(PipelineOptions::new("t", tmp.path()), Metrics::new()).unwrap();
+    let devices: Vec<Arc<str>> = (0..10)
+        .map(|d| Arc::from(format!("root.sg.d{d}")))
+        .collect();
+    let mut records = Vec::new();
+    for t in 0..3i64 {
+        for (d, device) in devices.iter().enumerate() {
+            records.push(Record {
+                device: device.clone(),
+                time: t,
+                fields: vec![Field::new("s", FieldValue::Int(100 * d as i64 + t))],
+            });
+        }
+        records.push(rec("root.sg.d3", 10 + t, &[("s", FieldValue::Int(-t))]));
+    }
+    records.push(Record {
+        device: devices[9].clone(),
+        time: 5,
+        fields: vec![Field::new("s", FieldValue::Float(0.5))],
+    });
+    let batch = Batch {
+        records,
+        rejections: vec![],
+    };
+    let out = p.submit_blocking("test", batch, Instant::now()).unwrap();
+    assert_eq!(out.accepted, 33);
+    assert_eq!(out.rejections.len(), 1, "{:?}", out.rejections);
+    assert_eq!(out.rejections[0].reason, RejectReason::TypeMismatch);
+    assert_eq!(
+        out.rejections[0].location,
+        Location::Record {
+            index: 33,
+            point: Some(PointAt {
+                device: "root.sg.d9".into(),
+                measurement: "s".into(),
+                time: 5,
+            }),
+        }
+    );
+    p.shutdown_blocking();
+    let (mut points, _) = read_dir_points(tmp.path());
+    points.sort_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
+    let mut expected = Vec::new();
+    for d in 0..10i64 {
+        for t in 0..3 {
+            expected.push((
+                format!("root.sg.d{d}"),
+                "s".to_string(),
+                t,
+                Value::Int64(100 * d + t),
+            ));
+        }
+        if d == 3 {
+            for t in 0..3 {
+                expected.push(("root.sg.d3".into(), "s".into(), 10 + t, Value::Int64(-t)));
+            }
+        }
+    }
+    assert_eq!(points, expected);
+}
