@@ -57,12 +57,21 @@ const IO_RETRY: Duration = Duration::from_millis(100);
 /// A connection that lasted this long resets the reconnect backoff.
 const STABLE_CONNECTION: Duration = Duration::from_secs(10);
 
-/// Acks waiting to be queued into rumqttc's request channel, for the current connection.
+/// Acks of the current connection not yet on their way to the broker.
+///
+/// MQTT 5 (`direct` false): acks go into rumqttc's request channel, which sends one per
+/// poll. MQTT 3.1.1 (`direct`): the poller writes the backlog into the connection itself
+/// between polls, all at once ([`Conn::write_acks`]); to wake a poller that waits on the
+/// socket, the first ack of a backlog goes through the channel, and nothing is written
+/// directly while an ack is in the channel (acks leave in arrival order).
 struct Gate {
     epoch: u64,
     backlog: VecDeque<(u8, u16)>,
     /// Acks queued into the channel in this epoch.
     queued: u64,
+    /// Acks of the channel rumqttc reported sent in this epoch.
+    sent: u64,
+    direct: bool,
 }
 
 type SharedGate = Arc<Mutex<Gate>>;
@@ -71,8 +80,20 @@ fn lock(g: &SharedGate) -> MutexGuard<'_, Gate> {
     g.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Moves backlog acks into the request channel until it is full.
+/// Moves backlog acks into the request channel: until it is full, or (`direct`) only the
+/// first one, and only when the channel holds no ack.
 fn flush_backlog(gate: &mut Gate, client: &Client) {
+    if gate.direct {
+        if gate.queued == gate.sent {
+            if let Some(&(qos, pkid)) = gate.backlog.front() {
+                if client.try_ack(qos, pkid) {
+                    gate.backlog.pop_front();
+                    gate.queued += 1;
+                }
+            }
+        }
+        return;
+    }
     while let Some(&(qos, pkid)) = gate.backlog.front() {
         if !client.try_ack(qos, pkid) {
             break;
@@ -150,6 +171,8 @@ pub async fn run(
         epoch: 0,
         backlog: VecDeque::new(),
         queued: 0,
+        sent: 0,
+        direct: conn.direct_acks(),
     }));
     let sem = Arc::new(Semaphore::new(window));
     let in_flight = Arc::new(AtomicU64::new(0));
@@ -276,7 +299,9 @@ impl Poller {
             seed(),
         );
         let mut epoch = 0u64;
-        let mut acks_sent = 0u64;
+        // Where the poller writes acks itself: the backlog taken out, and the flush limit.
+        let mut writing: VecDeque<(u8, u16)> = VecDeque::new();
+        let flush_timeout = Duration::from_secs(opts.runtime.connect_timeout.as_secs().max(1));
         let mut drain_deadline: Option<tokio::time::Instant> = None;
         let mut disconnecting = false;
         let mut worker_seen_done = false;
@@ -293,7 +318,7 @@ impl Poller {
                 }
                 if self.worker_done.is_cancelled() && !disconnecting {
                     let g = lock(&self.gate);
-                    if g.backlog.is_empty() && acks_sent >= g.queued {
+                    if g.backlog.is_empty() && g.sent >= g.queued {
                         drop(g);
                         disconnecting = self.client.try_disconnect();
                         if !disconnecting {
@@ -331,11 +356,13 @@ impl Poller {
                     if drain_deadline.is_some() => break,
             };
             pending = None;
+            let direct = c.direct_acks();
             conn = Some(c);
-            {
+            if !direct {
                 let mut g = lock(&self.gate);
                 flush_backlog(&mut g, &self.client);
             }
+            let mut lost = None;
             match result {
                 Ok(Event::ConnAck { session_present }) => {
                     tracing::info!(
@@ -415,41 +442,64 @@ impl Poller {
                         save_record(&mut recorded);
                     }
                 }
-                Ok(Event::AckSent) => acks_sent += 1,
+                Ok(Event::AckSent) => {
+                    // Never above what was queued: a report the purge missed cannot make
+                    // the channel look empty while an ack is in it.
+                    let mut g = lock(&self.gate);
+                    g.sent = (g.sent + 1).min(g.queued);
+                }
                 Ok(Event::DisconnectSent) => break,
                 Ok(Event::Other) => {}
-                Err(e) => {
-                    let was_up = connected_at.take();
+                Err(e) => lost = Some(e),
+            }
+            if lost.is_none() && direct {
+                if let Some(c) = conn.as_mut().filter(|c| c.writes_acks()) {
                     {
-                        // Acks of the gone connection must never reach the next one.
                         let mut g = lock(&self.gate);
-                        epoch += 1;
-                        g.epoch = epoch;
-                        g.backlog.clear();
-                        g.queued = 0;
-                        if let Some(c) = conn.as_mut() {
-                            c.clean();
+                        if g.queued == g.sent {
+                            std::mem::swap(&mut g.backlog, &mut writing);
                         }
                     }
-                    acks_sent = 0;
-                    self.metrics.connection_error();
-                    if let Some(t) = was_up {
-                        self.metrics.connected(false);
-                        if t.elapsed() >= STABLE_CONNECTION {
-                            backoff.reset();
+                    if !writing.is_empty() {
+                        if let Err(e) = c.write_acks(writing.make_contiguous(), flush_timeout).await
+                        {
+                            lost = Some(e);
                         }
-                        tracing::warn!(source = %opts.runtime.name, "connection lost: {e}");
-                    } else {
-                        tracing::warn!(source = %opts.runtime.name, "cannot connect to {}: {e}", opts.url);
+                        writing.clear();
                     }
-                    if drain_deadline.is_some() || disconnecting {
-                        break;
+                }
+            }
+            if let Some(e) = lost {
+                let was_up = connected_at.take();
+                {
+                    // Acks of the gone connection must never reach the next one.
+                    let mut g = lock(&self.gate);
+                    epoch += 1;
+                    g.epoch = epoch;
+                    g.backlog.clear();
+                    g.queued = 0;
+                    g.sent = 0;
+                    if let Some(c) = conn.as_mut() {
+                        c.clean();
                     }
-                    let delay = backoff.next_delay();
-                    tokio::select! {
-                        _ = self.stop.cancelled() => {}
-                        _ = tokio::time::sleep(delay) => {}
+                }
+                self.metrics.connection_error();
+                if let Some(t) = was_up {
+                    self.metrics.connected(false);
+                    if t.elapsed() >= STABLE_CONNECTION {
+                        backoff.reset();
                     }
+                    tracing::warn!(source = %opts.runtime.name, "connection lost: {e}");
+                } else {
+                    tracing::warn!(source = %opts.runtime.name, "cannot connect to {}: {e}", opts.url);
+                }
+                if drain_deadline.is_some() || disconnecting {
+                    break;
+                }
+                let delay = backoff.next_delay();
+                tokio::select! {
+                    _ = self.stop.cancelled() => {}
+                    _ = tokio::time::sleep(delay) => {}
                 }
             }
         }
