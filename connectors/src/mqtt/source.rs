@@ -45,7 +45,7 @@ use super::config::MqttSourceConfig;
 use super::dead_letter::{DeadLetters, Letter};
 use super::invalid;
 use super::metrics::{MessageError, MqttMetrics};
-use super::parse::Parsers;
+use super::parse::{LastRoute, Parsers};
 use super::session::SubscriptionRecord;
 use super::tls;
 use crate::Error;
@@ -570,6 +570,7 @@ impl Worker {
         let mut open = true;
         let mut sink_closed = false;
         let most = self.opts.runtime.max_concurrent_submits.max(1);
+        let mut route = LastRoute::default();
         loop {
             if !open && units.is_empty() {
                 break;
@@ -595,7 +596,7 @@ impl Worker {
                 }
                 m = rx.recv(), if take => {
                     match m {
-                        Some(first) => match self.gather(first, &mut rx) {
+                        Some(first) => match self.gather(first, &mut rx, &mut route) {
                             Some(unit) => units.push_back(unit),
                             None => {
                                 sink_closed = true;
@@ -642,7 +643,12 @@ impl Worker {
     /// the window) as one unit,
     /// parses it into one batch (dead-lettering what cannot be used) and admits that to the
     /// sink without waiting for its durability. `None`: the sink is closed.
-    fn gather(&self, first: Msg, rx: &mut mpsc::UnboundedReceiver<Msg>) -> Option<Unit> {
+    fn gather(
+        &self,
+        first: Msg,
+        rx: &mut mpsc::UnboundedReceiver<Msg>,
+        route: &mut LastRoute,
+    ) -> Option<Unit> {
         let received = first.received;
         let mut acks = Vec::new();
         let mut good = Vec::new();
@@ -656,7 +662,7 @@ impl Worker {
         let mut next = Some(first);
         while let Some(m) = next {
             acks.push((m.epoch, m.incoming.qos, m.incoming.pkid));
-            if let Some(g) = self.ctx.parse_one(m, &mut batch) {
+            if let Some(g) = self.ctx.parse_one(m, &mut batch, route) {
                 good.push(g);
             }
             next = if acks.len() < most {
@@ -751,7 +757,7 @@ impl UnitCtx {
     }
 
     /// Parses one message into `batch`; returns what a re-parse needs when it had records.
-    fn parse_one(&self, m: Msg, batch: &mut Batch) -> Option<Good> {
+    fn parse_one(&self, m: Msg, batch: &mut Batch, route: &mut LastRoute) -> Option<Good> {
         let qos = m.incoming.qos;
         let payload = m.incoming.payload;
         let topic = match m.incoming.topic {
@@ -777,7 +783,7 @@ impl UnitCtx {
             self.bad(&topic, qos, MessageError::TooLarge, &msg, &payload);
             return None;
         }
-        let Some(parser) = self.parsers.route(&topic) else {
+        let Some(parser) = self.parsers.route_again(&topic, route) else {
             self.bad(
                 &topic,
                 qos,
