@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, Semaphore, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{Batch, TimeUnit};
@@ -327,13 +327,21 @@ impl Poller {
                     }
                 }
             } else if pending.is_none() && !permit {
-                // The window: no new read from the socket until a slot is free.
-                tokio::select! {
-                    biased;
-                    _ = self.stop.cancelled() => continue,
-                    p = self.sem.acquire() => match p {
-                        Ok(p) => { p.forget(); permit = true; }
-                        Err(_) => break,
+                // The window: no new read from the socket until a slot is free. A free slot
+                // is taken without a wait (no waiter registered per message).
+                match self.sem.try_acquire() {
+                    Ok(p) => {
+                        p.forget();
+                        permit = true;
+                    }
+                    Err(TryAcquireError::Closed) => break,
+                    Err(TryAcquireError::NoPermits) => tokio::select! {
+                        biased;
+                        _ = self.stop.cancelled() => continue,
+                        p = self.sem.acquire() => match p {
+                            Ok(p) => { p.forget(); permit = true; }
+                            Err(_) => break,
+                        },
                     },
                 }
             }
