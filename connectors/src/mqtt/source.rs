@@ -15,7 +15,10 @@
 //!   again (re-parsed from its payloads) when it reaches the front; no new unit is taken
 //!   while one waits for that.
 //! - The poller never awaits the request channel: acks are queued with `try_ack` from a
-//!   backlog that both tasks flush, so neither can deadlock on a full channel.
+//!   backlog that both tasks flush, so neither can deadlock on a full channel. On MQTT 3.1.1
+//!   the poller writes the backlog into the connection itself between polls (one write for
+//!   many acks); the channel then only carries the first ack of a backlog, to end a poll
+//!   that waits on the socket, and nothing is written directly while an ack is in it.
 //! - At most `in_flight` messages are between arrival and durability: the poller takes a
 //!   window permit before each poll and stops polling (so stops reading the socket) while the
 //!   window is full, e.g. while the sink answers "full".
@@ -451,8 +454,8 @@ impl Poller {
                     }
                 }
                 Ok(Event::AckSent) => {
-                    // Never above what was queued: a report the purge missed cannot make
-                    // the channel look empty while an ack is in it.
+                    // Never above what was queued, so that a stray report cannot keep the
+                    // two counts apart (and the acks waiting) for the rest of the connection.
                     let mut g = lock(&self.gate);
                     g.sent = (g.sent + 1).min(g.queued);
                 }
