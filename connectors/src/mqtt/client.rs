@@ -225,9 +225,9 @@ impl Conn {
     /// Writes the acknowledgements of `acks` ((qos, pkid) in order: PUBACK for QoS 1, PUBREC
     /// for QoS 2, nothing for QoS 0) straight into the connection's write buffer and flushes
     /// them with one write (one per 8 KiB: the codec flushes a fuller buffer), instead of one
-    /// request, one poll and one write per ack. rumqttc keeps no state for an outgoing PUBACK or PUBREC of a manually
-    /// acknowledged message (its own `ack` only queues the packet), so this sends what
-    /// `try_ack` would. Only between polls (`&mut self`), and only where
+    /// request, one poll and one write per ack. rumqttc keeps no state for an outgoing PUBACK
+    /// or PUBREC of a manually acknowledged message (its own `ack` only queues the packet), so
+    /// this sends what `try_ack` would. Only between polls (`&mut self`), and only where
     /// [`Conn::writes_acks`]. `Err`: the connection failed; [`Conn::clean`] must follow.
     pub async fn write_acks(
         &mut self,
