@@ -208,11 +208,68 @@ impl Conn {
         }
     }
 
+    /// Whether [`Conn::write_acks`] works on this client: MQTT 3.1.1 (rumqttc keeps an MQTT 5
+    /// connection private; its acks go through the request channel, one per poll).
+    pub fn direct_acks(&self) -> bool {
+        matches!(self, Conn::V3(_))
+    }
+
+    /// Whether [`Conn::write_acks`] can write now: [`Conn::direct_acks`] and connected.
+    pub fn writes_acks(&self) -> bool {
+        match self {
+            Conn::V3(el) => el.network.is_some(),
+            Conn::V5(_) => false,
+        }
+    }
+
+    /// Writes the acknowledgements of `acks` ((qos, pkid) in order: PUBACK for QoS 1, PUBREC
+    /// for QoS 2, nothing for QoS 0) straight into the connection's write buffer and flushes
+    /// them with one write (one per 8 KiB: the codec flushes a fuller buffer), instead of one
+    /// request, one poll and one write per ack. rumqttc keeps no state for an outgoing PUBACK
+    /// or PUBREC of a manually acknowledged message (its own `ack` only queues the packet), so
+    /// this sends what `try_ack` would. Only between polls (`&mut self`), and only where
+    /// [`Conn::writes_acks`]. `Err`: the connection failed; [`Conn::clean`] must follow.
+    pub async fn write_acks(
+        &mut self,
+        acks: &[(u8, u16)],
+        flush_timeout: Duration,
+    ) -> Result<(), String> {
+        let Conn::V3(el) = self else {
+            return Err("acknowledgements go through the request channel on MQTT 5".into());
+        };
+        let Some(net) = el.network.as_mut() else {
+            return Err("not connected".into());
+        };
+        for &(qos, pkid) in acks {
+            let packet = match qos {
+                1 => rumqttc::Packet::PubAck(rumqttc::PubAck::new(pkid)),
+                2 => rumqttc::Packet::PubRec(rumqttc::PubRec::new(pkid)),
+                _ => continue,
+            };
+            net.write(packet).await.map_err(|e| e.to_string())?;
+        }
+        match tokio::time::timeout(flush_timeout, net.flush()).await {
+            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(_) => Err("flush timeout".into()),
+        }
+    }
+
     /// Drops the connection state and every PUBACK still queued in the request channel (they
     /// belong to a connection that is gone; the broker redelivers those messages).
+    /// Also drops rumqttc's reports of acks it sent on that connection and not yet returned
+    /// by a poll, so that the source's count of sent acks starts again at zero with the
+    /// next connection.
     pub fn clean(&mut self) {
         match self {
-            Conn::V3(el) => el.clean(),
+            Conn::V3(el) => {
+                el.clean();
+                el.state.events.retain(|e| {
+                    !matches!(
+                        e,
+                        rumqttc::Event::Outgoing(Outgoing::PubAck(_) | Outgoing::PubRec(_))
+                    )
+                });
+            }
             Conn::V5(el) => el.clean(),
         }
     }

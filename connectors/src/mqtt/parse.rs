@@ -134,7 +134,36 @@ impl Parsers {
             .find(|(f, _)| topic_matches(f, topic))
             .map(|(_, p)| p.as_ref())
     }
+
+    /// [`Parsers::route`], remembering the last topic's route in `last`: a stream that
+    /// repeats its topic is routed with one string comparison instead of matching the filters.
+    pub fn route_again(&self, topic: &str, last: &mut LastRoute) -> Option<&dyn PayloadParser> {
+        let index = match &mut last.0 {
+            Some((t, i)) if t == topic => *i,
+            slot => {
+                let i = self
+                    .routes
+                    .iter()
+                    .position(|(f, _)| topic_matches(f, topic));
+                match slot {
+                    Some((t, old)) => {
+                        t.clear();
+                        t.push_str(topic);
+                        *old = i;
+                    }
+                    None => *slot = Some((topic.to_string(), i)),
+                }
+                i
+            }
+        };
+        index.map(|i| self.routes[i].1.as_ref())
+    }
 }
+
+/// The last topic [`Parsers::route_again`] routed, and the index of its filter (`None`: no
+/// filter matched).
+#[derive(Default)]
+pub(crate) struct LastRoute(Option<(String, Option<usize>)>);
 
 /// Splits `$share/<group>/<filter>` into group and filter.
 pub fn split_shared(filter: &str) -> Option<(&str, &str)> {
@@ -206,6 +235,38 @@ mod tests {
         assert_eq!(&*b.records[0].device, "root.lp.cpu.a");
         assert_eq!(b.records[0].time, 2);
         assert!(p.route("other").is_none());
+    }
+
+    #[test]
+    fn remembered_routes_are_the_routes() {
+        let p = parsers();
+        let mut last = LastRoute::default();
+        // The payload each filter's parser reads, and what each gives for it (the filters of
+        // `parsers()`: IoTDB JSON, line protocol below root.lp, a value below root.plant).
+        let json = br#"{"device":"root.sg.d1","timestamp":5,"measurements":["s"],"values":[1]}"#;
+        let devices = |t: &str, last: &mut LastRoute| {
+            p.route_again(t, last).map(|r| {
+                let payload: &[u8] = match t.split('/').next() {
+                    Some("json") => json,
+                    Some("lp") => b"cpu v=1 1",
+                    _ => b"7",
+                };
+                r.parse(t, payload, 0).records[0].device.to_string()
+            })
+        };
+        for (topic, device) in [
+            ("json/a", Some("root.sg.d1")),
+            ("json/a", Some("root.sg.d1")),
+            ("lp/x", Some("root.lp.cpu")),
+            ("lp/x", Some("root.lp.cpu")),
+            ("other", None),
+            ("other", None),
+            ("plant/d/x/m", Some("root.plant.d")),
+            ("json/a", Some("root.sg.d1")),
+            ("", None),
+        ] {
+            assert_eq!(devices(topic, &mut last).as_deref(), device, "{topic}");
+        }
     }
 
     #[test]

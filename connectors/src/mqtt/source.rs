@@ -15,7 +15,10 @@
 //!   again (re-parsed from its payloads) when it reaches the front; no new unit is taken
 //!   while one waits for that.
 //! - The poller never awaits the request channel: acks are queued with `try_ack` from a
-//!   backlog that both tasks flush, so neither can deadlock on a full channel.
+//!   backlog that both tasks flush, so neither can deadlock on a full channel. On MQTT 3.1.1
+//!   the poller writes the backlog into the connection itself between polls (one write for
+//!   many acks); the channel then only carries the first ack of a backlog, to end a poll
+//!   that waits on the socket, and nothing is written directly while an ack is in it.
 //! - At most `in_flight` messages are between arrival and durability: the poller takes a
 //!   window permit before each poll and stops polling (so stops reading the socket) while the
 //!   window is full, e.g. while the sink answers "full".
@@ -33,7 +36,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, Semaphore, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{Batch, TimeUnit};
@@ -45,7 +48,7 @@ use super::config::MqttSourceConfig;
 use super::dead_letter::{DeadLetters, Letter};
 use super::invalid;
 use super::metrics::{MessageError, MqttMetrics};
-use super::parse::Parsers;
+use super::parse::{LastRoute, Parsers};
 use super::session::SubscriptionRecord;
 use super::tls;
 use crate::Error;
@@ -57,12 +60,21 @@ const IO_RETRY: Duration = Duration::from_millis(100);
 /// A connection that lasted this long resets the reconnect backoff.
 const STABLE_CONNECTION: Duration = Duration::from_secs(10);
 
-/// Acks waiting to be queued into rumqttc's request channel, for the current connection.
+/// Acks of the current connection not yet on their way to the broker.
+///
+/// MQTT 5 (`direct` false): acks go into rumqttc's request channel, which sends one per
+/// poll. MQTT 3.1.1 (`direct`): the poller writes the backlog into the connection itself
+/// between polls, all at once ([`Conn::write_acks`]); to wake a poller that waits on the
+/// socket, the first ack of a backlog goes through the channel, and nothing is written
+/// directly while an ack is in the channel (acks leave in arrival order).
 struct Gate {
     epoch: u64,
     backlog: VecDeque<(u8, u16)>,
     /// Acks queued into the channel in this epoch.
     queued: u64,
+    /// Acks of the channel rumqttc reported sent in this epoch.
+    sent: u64,
+    direct: bool,
 }
 
 type SharedGate = Arc<Mutex<Gate>>;
@@ -71,8 +83,20 @@ fn lock(g: &SharedGate) -> MutexGuard<'_, Gate> {
     g.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Moves backlog acks into the request channel until it is full.
+/// Moves backlog acks into the request channel: until it is full, or (`direct`) only the
+/// first one, and only when the channel holds no ack.
 fn flush_backlog(gate: &mut Gate, client: &Client) {
+    if gate.direct {
+        if gate.queued == gate.sent {
+            if let Some(&(qos, pkid)) = gate.backlog.front() {
+                if client.try_ack(qos, pkid) {
+                    gate.backlog.pop_front();
+                    gate.queued += 1;
+                }
+            }
+        }
+        return;
+    }
     while let Some(&(qos, pkid)) = gate.backlog.front() {
         if !client.try_ack(qos, pkid) {
             break;
@@ -150,6 +174,8 @@ pub async fn run(
         epoch: 0,
         backlog: VecDeque::new(),
         queued: 0,
+        sent: 0,
+        direct: conn.direct_acks(),
     }));
     let sem = Arc::new(Semaphore::new(window));
     let in_flight = Arc::new(AtomicU64::new(0));
@@ -276,7 +302,9 @@ impl Poller {
             seed(),
         );
         let mut epoch = 0u64;
-        let mut acks_sent = 0u64;
+        // Where the poller writes acks itself: the backlog taken out, and the flush limit.
+        let mut writing: VecDeque<(u8, u16)> = VecDeque::new();
+        let flush_timeout = Duration::from_secs(opts.runtime.connect_timeout.as_secs().max(1));
         let mut drain_deadline: Option<tokio::time::Instant> = None;
         let mut disconnecting = false;
         let mut worker_seen_done = false;
@@ -293,7 +321,7 @@ impl Poller {
                 }
                 if self.worker_done.is_cancelled() && !disconnecting {
                     let g = lock(&self.gate);
-                    if g.backlog.is_empty() && acks_sent >= g.queued {
+                    if g.backlog.is_empty() && g.sent >= g.queued {
                         drop(g);
                         disconnecting = self.client.try_disconnect();
                         if !disconnecting {
@@ -302,13 +330,21 @@ impl Poller {
                     }
                 }
             } else if pending.is_none() && !permit {
-                // The window: no new read from the socket until a slot is free.
-                tokio::select! {
-                    biased;
-                    _ = self.stop.cancelled() => continue,
-                    p = self.sem.acquire() => match p {
-                        Ok(p) => { p.forget(); permit = true; }
-                        Err(_) => break,
+                // The window: no new read from the socket until a slot is free. A free slot
+                // is taken without a wait (no waiter registered per message).
+                match self.sem.try_acquire() {
+                    Ok(p) => {
+                        p.forget();
+                        permit = true;
+                    }
+                    Err(TryAcquireError::Closed) => break,
+                    Err(TryAcquireError::NoPermits) => tokio::select! {
+                        biased;
+                        _ = self.stop.cancelled() => continue,
+                        p = self.sem.acquire() => match p {
+                            Ok(p) => { p.forget(); permit = true; }
+                            Err(_) => break,
+                        },
                     },
                 }
             }
@@ -331,11 +367,13 @@ impl Poller {
                     if drain_deadline.is_some() => break,
             };
             pending = None;
+            let direct = c.direct_acks();
             conn = Some(c);
-            {
+            if !direct {
                 let mut g = lock(&self.gate);
                 flush_backlog(&mut g, &self.client);
             }
+            let mut lost = None;
             match result {
                 Ok(Event::ConnAck { session_present }) => {
                     tracing::info!(
@@ -415,41 +453,64 @@ impl Poller {
                         save_record(&mut recorded);
                     }
                 }
-                Ok(Event::AckSent) => acks_sent += 1,
+                Ok(Event::AckSent) => {
+                    // Never above what was queued, so that a stray report cannot keep the
+                    // two counts apart (and the acks waiting) for the rest of the connection.
+                    let mut g = lock(&self.gate);
+                    g.sent = (g.sent + 1).min(g.queued);
+                }
                 Ok(Event::DisconnectSent) => break,
                 Ok(Event::Other) => {}
-                Err(e) => {
-                    let was_up = connected_at.take();
+                Err(e) => lost = Some(e),
+            }
+            if lost.is_none() && direct {
+                if let Some(c) = conn.as_mut().filter(|c| c.writes_acks()) {
                     {
-                        // Acks of the gone connection must never reach the next one.
                         let mut g = lock(&self.gate);
-                        epoch += 1;
-                        g.epoch = epoch;
-                        g.backlog.clear();
-                        g.queued = 0;
-                        if let Some(c) = conn.as_mut() {
-                            c.clean();
+                        if g.queued == g.sent {
+                            std::mem::swap(&mut g.backlog, &mut writing);
                         }
                     }
-                    acks_sent = 0;
-                    self.metrics.connection_error();
-                    if let Some(t) = was_up {
-                        self.metrics.connected(false);
-                        if t.elapsed() >= STABLE_CONNECTION {
-                            backoff.reset();
+                    if !writing.is_empty() {
+                        if let Err(e) = c.write_acks(writing.make_contiguous(), flush_timeout).await
+                        {
+                            lost = Some(e);
                         }
-                        tracing::warn!(source = %opts.runtime.name, "connection lost: {e}");
-                    } else {
-                        tracing::warn!(source = %opts.runtime.name, "cannot connect to {}: {e}", opts.url);
+                        writing.clear();
                     }
-                    if drain_deadline.is_some() || disconnecting {
-                        break;
+                }
+            }
+            if let Some(e) = lost {
+                let was_up = connected_at.take();
+                {
+                    // Acks of the gone connection must never reach the next one.
+                    let mut g = lock(&self.gate);
+                    epoch += 1;
+                    g.epoch = epoch;
+                    g.backlog.clear();
+                    g.queued = 0;
+                    g.sent = 0;
+                    if let Some(c) = conn.as_mut() {
+                        c.clean();
                     }
-                    let delay = backoff.next_delay();
-                    tokio::select! {
-                        _ = self.stop.cancelled() => {}
-                        _ = tokio::time::sleep(delay) => {}
+                }
+                self.metrics.connection_error();
+                if let Some(t) = was_up {
+                    self.metrics.connected(false);
+                    if t.elapsed() >= STABLE_CONNECTION {
+                        backoff.reset();
                     }
+                    tracing::warn!(source = %opts.runtime.name, "connection lost: {e}");
+                } else {
+                    tracing::warn!(source = %opts.runtime.name, "cannot connect to {}: {e}", opts.url);
+                }
+                if drain_deadline.is_some() || disconnecting {
+                    break;
+                }
+                let delay = backoff.next_delay();
+                tokio::select! {
+                    _ = self.stop.cancelled() => {}
+                    _ = tokio::time::sleep(delay) => {}
                 }
             }
         }
@@ -520,6 +581,7 @@ impl Worker {
         let mut open = true;
         let mut sink_closed = false;
         let most = self.opts.runtime.max_concurrent_submits.max(1);
+        let mut route = LastRoute::default();
         loop {
             if !open && units.is_empty() {
                 break;
@@ -545,7 +607,7 @@ impl Worker {
                 }
                 m = rx.recv(), if take => {
                     match m {
-                        Some(first) => match self.gather(first, &mut rx) {
+                        Some(first) => match self.gather(first, &mut rx, &mut route) {
                             Some(unit) => units.push_back(unit),
                             None => {
                                 sink_closed = true;
@@ -592,7 +654,12 @@ impl Worker {
     /// the window) as one unit,
     /// parses it into one batch (dead-lettering what cannot be used) and admits that to the
     /// sink without waiting for its durability. `None`: the sink is closed.
-    fn gather(&self, first: Msg, rx: &mut mpsc::UnboundedReceiver<Msg>) -> Option<Unit> {
+    fn gather(
+        &self,
+        first: Msg,
+        rx: &mut mpsc::UnboundedReceiver<Msg>,
+        route: &mut LastRoute,
+    ) -> Option<Unit> {
         let received = first.received;
         let mut acks = Vec::new();
         let mut good = Vec::new();
@@ -606,7 +673,7 @@ impl Worker {
         let mut next = Some(first);
         while let Some(m) = next {
             acks.push((m.epoch, m.incoming.qos, m.incoming.pkid));
-            if let Some(g) = self.ctx.parse_one(m, &mut batch) {
+            if let Some(g) = self.ctx.parse_one(m, &mut batch, route) {
                 good.push(g);
             }
             next = if acks.len() < most {
@@ -701,7 +768,7 @@ impl UnitCtx {
     }
 
     /// Parses one message into `batch`; returns what a re-parse needs when it had records.
-    fn parse_one(&self, m: Msg, batch: &mut Batch) -> Option<Good> {
+    fn parse_one(&self, m: Msg, batch: &mut Batch, route: &mut LastRoute) -> Option<Good> {
         let qos = m.incoming.qos;
         let payload = m.incoming.payload;
         let topic = match m.incoming.topic {
@@ -727,7 +794,7 @@ impl UnitCtx {
             self.bad(&topic, qos, MessageError::TooLarge, &msg, &payload);
             return None;
         }
-        let Some(parser) = self.parsers.route(&topic) else {
+        let Some(parser) = self.parsers.route_again(&topic, route) else {
             self.bad(
                 &topic,
                 qos,
