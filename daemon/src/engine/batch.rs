@@ -16,7 +16,7 @@
 //! `n × i64 time`, then the `n` values (BOOLEAN u8, INT32 i32, INT64 i64, FLOAT f32,
 //! DOUBLE f64, TEXT i32 length + bytes).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tsfile::basic::Column;
@@ -170,33 +170,65 @@ impl WriteBatch {
         }
         Ok(())
     }
+
+    /// [`WriteBatch::decode_from`] with the shared names of `names`. A kind-2 record is read
+    /// by a decoder that takes each device's series headers from the layout [`Names`] kept of
+    /// the device's record before when they are the same bytes; anything it does not read
+    /// whole is decoded again by [`WriteBatch::decode_from`], which gives the same batch or
+    /// the error.
+    pub fn decode_named(&mut self, payload: &[u8], names: &mut Names) -> tsfile::Result<()> {
+        if let Some((&2, body)) = payload.split_first() {
+            if decode_v2_layouts(body, names, &mut self.series).is_some() {
+                return Ok(());
+            }
+        }
+        self.decode_from(payload, |d, m, _| names.series(d, m))
+    }
 }
 
 /// One shared string per distinct name of the records the engine decodes, so that a record's
 /// series do not each allocate their names. Bounded: past [`Names::LIMIT`] names it starts
 /// afresh (the strings live on in the memtables that hold them).
+///
+/// It also keeps, per device, the layout of its last run of series in a record (see
+/// [`WriteBatch::decode_named`]): a record whose series headers are byte for byte those of the
+/// device's record before takes their names and types from there, without reading or
+/// looking them up again.
 #[derive(Default)]
 pub struct Names {
     set: HashSet<Arc<str>, FxBuild>,
     /// The device of the series before (a record's series are grouped by device).
     device: Option<Arc<str>>,
+    /// The layout of each device (its bytes) in `layouts`.
+    index: HashMap<Box<[u8]>, usize, FxBuild>,
+    layouts: Vec<Layout>,
+    /// Bytes (about) that `index` and `layouts` took since they were last emptied.
+    layout_bytes: usize,
+}
+
+/// Bytes a layout or a header in it takes besides its bytes (map slot, vector headers, name).
+const LAYOUT_OVERHEAD: usize = 64;
+
+/// The series headers of a device's last run of series in a record.
+struct Layout {
+    device: Arc<str>,
+    /// The headers as the record holds them (measurement length and bytes, data type,
+    /// encoding, compression), one after another.
+    bytes: Vec<u8>,
+    /// Per header: where it ends in `bytes`, its measurement and its type.
+    series: Vec<(usize, Arc<str>, SeriesType)>,
 }
 
 impl Names {
     /// Most names kept.
     pub const LIMIT: usize = 1 << 16;
 
+    /// Most bytes (about) kept in layouts; past it they start afresh.
+    pub const LAYOUT_LIMIT: usize = 1 << 21;
+
     /// The shared string for `name`.
     pub fn intern(&mut self, name: &str) -> Arc<str> {
-        if let Some(a) = self.set.get(name) {
-            return a.clone();
-        }
-        if self.set.len() >= Self::LIMIT {
-            self.set.clear();
-        }
-        let a: Arc<str> = Arc::from(name);
-        self.set.insert(a.clone());
-        a
+        intern_in(&mut self.set, name)
     }
 
     /// The shared strings for a series' device and measurement.
@@ -211,6 +243,19 @@ impl Names {
         };
         (device, self.intern(measurement))
     }
+}
+
+/// [`Names::intern`] in the set of names `set`.
+fn intern_in(set: &mut HashSet<Arc<str>, FxBuild>, name: &str) -> Arc<str> {
+    if let Some(a) = set.get(name) {
+        return a.clone();
+    }
+    if set.len() >= Names::LIMIT {
+        set.clear();
+    }
+    let a: Arc<str> = Arc::from(name);
+    set.insert(a.clone());
+    a
 }
 
 /// Most bytes of one [`put_var`].
@@ -432,6 +477,200 @@ fn clear_for(c: &mut Column, data_type: DataType) {
         Column::Double(v) => v.clear(),
         Column::Text(v) => v.clear(),
     }
+}
+
+/// A cursor over a record's bytes for [`decode_v2_layouts`]: `None` for anything malformed
+/// (the checks of [`read_var`], [`read_count`] and [`ByteReader::take`]).
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    #[inline]
+    fn u8(&mut self) -> Option<u8> {
+        let b = *self.buf.get(self.pos)?;
+        self.pos += 1;
+        Some(b)
+    }
+
+    #[inline]
+    fn var(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for i in 0..MAX_VARINT {
+            let b = self.u8()?;
+            v |= ((b & 0x7f) as u64) << (7 * i);
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    #[inline]
+    fn count(&mut self, min: usize) -> Option<usize> {
+        let n = usize::try_from(self.var()?).ok()?;
+        (n.saturating_mul(min) <= self.buf.len() - self.pos).then_some(n)
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let s = self.buf.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+
+    /// `n` [`put_deltas`] values into `out`, each converted by `conv`.
+    #[inline]
+    fn deltas<T>(
+        &mut self,
+        n: usize,
+        out: &mut Vec<T>,
+        conv: impl Fn(i64) -> Option<T>,
+    ) -> Option<()> {
+        out.reserve(n);
+        let mut prev = 0i64;
+        for _ in 0..n {
+            let z = self.var()?;
+            prev = prev.wrapping_add(((z >> 1) as i64) ^ -((z & 1) as i64));
+            out.push(conv(prev)?);
+        }
+        Some(())
+    }
+}
+
+/// The series type of three bytes (data type, encoding, compression codes).
+fn type_of(b: &[u8]) -> Option<SeriesType> {
+    Some(SeriesType {
+        data_type: DataType::from_code(b[0] as i16)?,
+        encoding: Encoding::from_code(b[1] as i16)?,
+        compression: Compression::from_code(b[2] as i16)?,
+    })
+}
+
+/// The body of a kind-2 record (after its kind byte) into `out` as [`decode_v2_into`] reads
+/// it, the names shared through `names`: a series header (measurement, type) that is the
+/// same bytes as the header at its place in the layout of the device's run of series before
+/// takes its name and type from there. `None` when the record does not decode (`out` is
+/// then to be decoded again).
+fn decode_v2_layouts(body: &[u8], names: &mut Names, out: &mut Vec<SeriesData>) -> Option<()> {
+    let mut r = Cursor { buf: body, pos: 0 };
+    let n = r.count(6)?;
+    out.truncate(n);
+    if names.layout_bytes > Names::LAYOUT_LIMIT {
+        names.index.clear();
+        names.layouts.clear();
+        names.layout_bytes = 0;
+    }
+    // The layout of the device of the series before, and the place in it of the next header.
+    let mut run: Option<(usize, usize)> = None;
+    for i in 0..n {
+        let d = r.var()?;
+        let (li, k) = if d > 0 {
+            let dev = r.take(usize::try_from(d - 1).ok()?)?;
+            let li = match names.index.get(dev) {
+                Some(&li) => li,
+                None => {
+                    let device = intern_in(&mut names.set, std::str::from_utf8(dev).ok()?);
+                    names.index.insert(dev.into(), names.layouts.len());
+                    names.layout_bytes += dev.len() + LAYOUT_OVERHEAD;
+                    names.layouts.push(Layout {
+                        device,
+                        bytes: Vec::new(),
+                        series: Vec::new(),
+                    });
+                    names.layouts.len() - 1
+                }
+            };
+            (li, 0)
+        } else {
+            run?
+        };
+        run = Some((li, k + 1));
+        let layout = &mut names.layouts[li];
+        let start = match k {
+            0 => 0,
+            _ => layout.series[k - 1].0,
+        };
+        let known = layout.series.get(k).and_then(|&(end, _, _)| {
+            let h = &layout.bytes[start..end];
+            r.buf[r.pos..].starts_with(h).then_some(h.len())
+        });
+        match known {
+            Some(len) => r.pos += len,
+            None => {
+                let from = r.pos;
+                let len = r.count(1)?;
+                let m = std::str::from_utf8(r.take(len)?).ok()?;
+                let ty = type_of(r.take(3)?)?;
+                let m = intern_in(&mut names.set, m);
+                layout.series.truncate(k);
+                layout.bytes.truncate(start);
+                layout.bytes.extend_from_slice(&r.buf[from..r.pos]);
+                layout.series.push((layout.bytes.len(), m, ty));
+                names.layout_bytes += (r.pos - from) + LAYOUT_OVERHEAD;
+            }
+        }
+        let (_, m, ty) = &layout.series[k];
+        let ty = *ty;
+        let count = r.count(1)?;
+        if i == out.len() {
+            out.push(SeriesData {
+                device: layout.device.clone(),
+                measurement: m.clone(),
+                ty,
+                times: Vec::new(),
+                values: Column::new(ty.data_type),
+            });
+        } else {
+            let s = &mut out[i];
+            if !Arc::ptr_eq(&s.device, &layout.device) {
+                s.device = layout.device.clone();
+            }
+            if !Arc::ptr_eq(&s.measurement, m) {
+                s.measurement = m.clone();
+            }
+            s.ty = ty;
+            s.times.clear();
+            clear_for(&mut s.values, ty.data_type);
+        }
+        let (before, rest) = out.split_at_mut(i);
+        let s = &mut rest[0];
+        match r.u8()? {
+            TIMES_SHARED => match before.last() {
+                Some(p) if p.times.len() == count => s.times.extend_from_slice(&p.times),
+                _ => return None,
+            },
+            TIMES_OWN => r.deltas(count, &mut s.times, Some)?,
+            _ => return None,
+        }
+        match &mut s.values {
+            Column::Boolean(v) => v.extend(r.take(count)?.iter().map(|b| *b != 0)),
+            Column::Int32(v) => r.deltas(count, v, |x| i32::try_from(x).ok())?,
+            Column::Int64(v) => r.deltas(count, v, Some)?,
+            Column::Float(v) => v.extend(
+                r.take(count.checked_mul(4)?)?
+                    .chunks_exact(4)
+                    .map(|b| f32::from_bits(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+            ),
+            Column::Double(v) => {
+                v.extend(r.take(count.checked_mul(8)?)?.chunks_exact(8).map(|b| {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(b);
+                    f64::from_bits(u64::from_le_bytes(a))
+                }))
+            }
+            Column::Text(v) => {
+                v.reserve(count);
+                for _ in 0..count {
+                    let len = r.count(1)?;
+                    v.push(r.take(len)?.to_vec());
+                }
+            }
+        }
+    }
+    (r.pos == body.len()).then_some(())
 }
 
 /// The body of a kind-1 record (after its kind byte), as versions before kind 2 wrote it.

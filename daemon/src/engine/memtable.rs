@@ -146,89 +146,120 @@ pub(super) fn g_proc(g: &mut Group, space: Space) -> &mut Proc {
     }
 }
 
+/// Marks a partition written by the record at `lsn`.
+fn touch(g: &mut Group, lsn: Lsn, (received, now): (Instant, Instant)) {
+    if g.first_lsn.is_none() {
+        g.first_lsn = Some(lsn);
+        g.first_at = Some(now);
+    }
+    g.last_write = now;
+    if g.oldest_receive.is_none() {
+        g.oldest_receive = Some(received);
+    }
+}
+
+/// Inserts a series into a partition's memtables, given the latest time flushed of its device
+/// there; returns the bytes the memtables grew by.
+fn insert_into(g: &mut Group, latest: Option<i64>, s: &SeriesData) -> usize {
+    let min_t = s.times.iter().copied().min().unwrap_or(i64::MIN);
+    let mut added = 0usize;
+    let key: SeriesKey = (s.device.clone(), s.measurement.clone());
+    let new_buf = || SeriesBuf {
+        ty: s.ty,
+        times: Vec::new(),
+        values: Column::new(s.ty.data_type),
+        sorted: true,
+        text_bytes: 0,
+    };
+    match latest {
+        Some(l) if min_t <= l => {
+            // Split: newer points to sequence, the rest to unsequence.
+            for (proc_, keep_seq) in [(&mut g.seq, true), (&mut g.unseq, false)] {
+                let idx: Vec<usize> = (0..s.times.len())
+                    .filter(|&i| (s.times[i] > l) == keep_seq)
+                    .collect();
+                if idx.is_empty() {
+                    continue;
+                }
+                let (before, buf) = match proc_.mem.entry(key.clone()) {
+                    Entry::Occupied(e) => (footprint(e.get()) + SERIES_OVERHEAD, e.into_mut()),
+                    Entry::Vacant(e) => (0, e.insert(new_buf())),
+                };
+                for &i in &idx {
+                    let t = s.times[i];
+                    if buf.times.last().is_some_and(|&last| t <= last) {
+                        buf.sorted = false;
+                    }
+                    buf.times.push(t);
+                    push_from(&mut buf.values, &s.values, i);
+                    if let Column::Text(v) = &s.values {
+                        buf.text_bytes += v[i].len();
+                    }
+                }
+                let after = footprint(buf) + SERIES_OVERHEAD;
+                let bytes = after.saturating_sub(before);
+                proc_.mem_bytes += bytes;
+                added += bytes;
+            }
+        }
+        _ => {
+            let proc_ = &mut g.seq;
+            let (before, buf) = match proc_.mem.entry(key) {
+                Entry::Occupied(e) => (footprint(e.get()) + SERIES_OVERHEAD, e.into_mut()),
+                Entry::Vacant(e) => (0, e.insert(new_buf())),
+            };
+            let mut sorted = buf.sorted
+                && buf
+                    .times
+                    .last()
+                    .is_none_or(|&last| s.times.first().is_some_and(|&f| f > last));
+            sorted = sorted && s.times.windows(2).all(|w| w[0] < w[1]);
+            buf.sorted = sorted;
+            if let Column::Text(v) = &s.values {
+                buf.text_bytes += v.iter().map(|x| x.len()).sum::<usize>();
+            }
+            buf.times.extend_from_slice(&s.times);
+            extend_from(&mut buf.values, &s.values);
+            let after = footprint(buf) + SERIES_OVERHEAD;
+            let bytes = after.saturating_sub(before);
+            proc_.mem_bytes += bytes;
+            added += bytes;
+        }
+    }
+    added
+}
+
 impl Engine {
     pub(super) fn insert_series(
         &mut self,
         sg: &Arc<str>,
         p: i64,
         lsn: Lsn,
-        (received, now): (Instant, Instant),
+        at: (Instant, Instant),
         s: &SeriesData,
     ) {
         let g = self.group(sg, p);
-        if g.first_lsn.is_none() {
-            g.first_lsn = Some(lsn);
-            g.first_at = Some(now);
-        }
-        g.last_write = now;
-        if g.oldest_receive.is_none() {
-            g.oldest_receive = Some(received);
-        }
+        touch(g, lsn, at);
         let latest = g.latest_flushed.get(&s.device).copied();
-        let min_t = s.times.iter().copied().min().unwrap_or(i64::MIN);
-        let mut added = 0usize;
-        let key: SeriesKey = (s.device.clone(), s.measurement.clone());
-        let new_buf = || SeriesBuf {
-            ty: s.ty,
-            times: Vec::new(),
-            values: Column::new(s.ty.data_type),
-            sorted: true,
-            text_bytes: 0,
-        };
-        match latest {
-            Some(l) if min_t <= l => {
-                // Split: newer points to sequence, the rest to unsequence.
-                for (proc_, keep_seq) in [(&mut g.seq, true), (&mut g.unseq, false)] {
-                    let idx: Vec<usize> = (0..s.times.len())
-                        .filter(|&i| (s.times[i] > l) == keep_seq)
-                        .collect();
-                    if idx.is_empty() {
-                        continue;
-                    }
-                    let (before, buf) = match proc_.mem.entry(key.clone()) {
-                        Entry::Occupied(e) => (footprint(e.get()) + SERIES_OVERHEAD, e.into_mut()),
-                        Entry::Vacant(e) => (0, e.insert(new_buf())),
-                    };
-                    for &i in &idx {
-                        let t = s.times[i];
-                        if buf.times.last().is_some_and(|&last| t <= last) {
-                            buf.sorted = false;
-                        }
-                        buf.times.push(t);
-                        push_from(&mut buf.values, &s.values, i);
-                        if let Column::Text(v) = &s.values {
-                            buf.text_bytes += v[i].len();
-                        }
-                    }
-                    let after = footprint(buf) + SERIES_OVERHEAD;
-                    let bytes = after.saturating_sub(before);
-                    proc_.mem_bytes += bytes;
-                    added += bytes;
-                }
-            }
-            _ => {
-                let proc_ = &mut g.seq;
-                let (before, buf) = match proc_.mem.entry(key) {
-                    Entry::Occupied(e) => (footprint(e.get()) + SERIES_OVERHEAD, e.into_mut()),
-                    Entry::Vacant(e) => (0, e.insert(new_buf())),
-                };
-                let mut sorted = buf.sorted
-                    && buf
-                        .times
-                        .last()
-                        .is_none_or(|&last| s.times.first().is_some_and(|&f| f > last));
-                sorted = sorted && s.times.windows(2).all(|w| w[0] < w[1]);
-                buf.sorted = sorted;
-                if let Column::Text(v) = &s.values {
-                    buf.text_bytes += v.iter().map(|x| x.len()).sum::<usize>();
-                }
-                buf.times.extend_from_slice(&s.times);
-                extend_from(&mut buf.values, &s.values);
-                let after = footprint(buf) + SERIES_OVERHEAD;
-                let bytes = after.saturating_sub(before);
-                proc_.mem_bytes += bytes;
-                added += bytes;
-            }
+        self.mem_total += insert_into(g, latest, s);
+    }
+
+    /// [`Engine::insert_series`] of a run of series of one device in one partition, the
+    /// empty ones skipped (at least one is not empty).
+    pub(super) fn insert_run(
+        &mut self,
+        sg: &Arc<str>,
+        p: i64,
+        lsn: Lsn,
+        at: (Instant, Instant),
+        run: &[SeriesData],
+    ) {
+        let g = self.group(sg, p);
+        touch(g, lsn, at);
+        let latest = g.latest_flushed.get(&run[0].device).copied();
+        let mut added = 0;
+        for s in run.iter().filter(|s| !s.is_empty()) {
+            added += insert_into(g, latest, s);
         }
         self.mem_total += added;
     }

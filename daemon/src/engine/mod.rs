@@ -455,7 +455,7 @@ impl Engine {
     fn write(&mut self, lsn: Lsn, payload: Vec<u8>, received: Instant) {
         let names = &mut self.names;
         let mut batch = std::mem::take(&mut self.scratch);
-        match batch.decode_from(&payload, |d, m, _| names.series(d, m)) {
+        match batch.decode_named(&payload, names) {
             Ok(()) => {
                 drop(payload);
                 self.apply_batch(lsn, &batch, received, false);
@@ -483,25 +483,61 @@ impl Engine {
         let now = Instant::now();
         let mut touched: Vec<(Arc<str>, i64)> = Vec::new();
         // The series of a record mostly share their device: its storage group is looked up
-        // once per run of them.
+        // once per run of them, and a run in one partition goes to it in one piece.
         let mut last: Option<(Arc<str>, Arc<str>)> = None;
-        for s in &batch.series {
-            if s.is_empty() {
+        let series = &batch.series;
+        let mut i = 0;
+        while i < series.len() {
+            let device = &series[i].device;
+            let end = i + series[i..]
+                .iter()
+                .position(|s| !Arc::ptr_eq(&s.device, device))
+                .unwrap_or(series.len() - i);
+            let run = &series[i..end];
+            i = end;
+            let Some(first) = run.iter().find(|s| !s.is_empty()) else {
                 continue;
-            }
+            };
             let sg = match &last {
-                Some((device, sg)) if Arc::ptr_eq(device, &s.device) => sg.clone(),
+                Some((d, sg)) if Arc::ptr_eq(d, device) => sg.clone(),
                 _ => {
-                    let sg = self.sg_for(&s.device);
-                    last = Some((s.device.clone(), sg.clone()));
+                    let sg = self.sg_for(device);
+                    last = Some((device.clone(), sg.clone()));
                     sg
                 }
             };
-            match self.single_partition(s) {
-                Some(p) => self.apply_part(&sg, p, lsn, (received, now), replay, s, &mut touched),
-                None => {
-                    for (p, part) in self.split_partitions(s) {
-                        self.apply_part(&sg, p, lsn, (received, now), replay, &part, &mut touched);
+            let p0 = self.single_partition(first);
+            let one = p0.filter(|&p0| {
+                self.opts.partition_interval.is_none()
+                    || run
+                        .iter()
+                        .filter(|s| !s.is_empty())
+                        .all(|s| self.single_partition(s) == Some(p0))
+            });
+            if let Some(p) = one {
+                if self.takes(&sg, p, lsn, replay) {
+                    self.insert_run(&sg, p, lsn, (received, now), run);
+                    self.touch_partition(&sg, p, &mut touched);
+                }
+                continue;
+            }
+            for s in run.iter().filter(|s| !s.is_empty()) {
+                match self.single_partition(s) {
+                    Some(p) => {
+                        self.apply_part(&sg, p, lsn, (received, now), replay, s, &mut touched)
+                    }
+                    None => {
+                        for (p, part) in self.split_partitions(s) {
+                            self.apply_part(
+                                &sg,
+                                p,
+                                lsn,
+                                (received, now),
+                                replay,
+                                &part,
+                                &mut touched,
+                            );
+                        }
                     }
                 }
             }
@@ -539,10 +575,21 @@ impl Engine {
         part: &SeriesData,
         touched: &mut Vec<(Arc<str>, i64)>,
     ) {
-        if (replay && self.is_covered(sg, p, lsn)) || self.is_failed(sg, p) {
+        if !self.takes(sg, p, lsn, replay) {
             return;
         }
         self.insert_series(sg, p, lsn, (received, now), part);
+        self.touch_partition(sg, p, touched);
+    }
+
+    /// Whether points of the record at `lsn` go into partition `p` of `sg`: not when they are
+    /// sealed already (`replay`) or the partition is failed.
+    fn takes(&self, sg: &Arc<str>, p: i64, lsn: Lsn, replay: bool) -> bool {
+        !((replay && self.is_covered(sg, p, lsn)) || self.is_failed(sg, p))
+    }
+
+    /// Records partition `p` of `sg` in `touched` when partitions roll (time partitioning on).
+    fn touch_partition(&self, sg: &Arc<str>, p: i64, touched: &mut Vec<(Arc<str>, i64)>) {
         if self.opts.partition_interval.is_some()
             && !touched.iter().any(|(a, b)| a == sg && *b == p)
         {
