@@ -1,7 +1,6 @@
 //! Memtables: the points of a storage group partition not flushed yet, per series, in a
 //! sequence and an unsequence space, and the memtable budget.
 
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,6 +25,10 @@ pub(super) struct SeriesBuf {
     pub(super) text_bytes: usize,
 }
 
+/// Most memtable positions [`Engine::insert_run`] keeps (of all devices); past it they start
+/// afresh.
+pub(super) const HINTS: usize = 1 << 16;
+
 /// Memory of a memtable entry besides its vectors (map slot, key, buffer header).
 pub(super) const SERIES_OVERHEAD: usize = 160;
 
@@ -44,8 +47,92 @@ pub(super) fn footprint(b: &SeriesBuf) -> usize {
 
 pub(super) type SeriesKey = (Arc<str>, Arc<str>);
 
-/// A memtable's series.
-pub(super) type MemMap = HashMap<SeriesKey, SeriesBuf, FxBuild>;
+/// A memtable's series: their buffers in the order they were first written, found by key
+/// through an index. A series keeps its position while the map lives (series are only ever
+/// removed all at once), so a position found for one record is a hint for the next one
+/// ([`MemMap::position_hinted`]).
+#[derive(Default)]
+pub(super) struct MemMap {
+    index: HashMap<SeriesKey, usize, FxBuild>,
+    series: Vec<(SeriesKey, SeriesBuf)>,
+}
+
+impl MemMap {
+    /// Whether there are no series.
+    pub(super) fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+
+    /// Removes every series.
+    pub(super) fn clear(&mut self) {
+        self.index.clear();
+        self.series.clear();
+    }
+
+    /// The keys of the series, in the order they were first written.
+    pub(super) fn keys(&self) -> impl Iterator<Item = &SeriesKey> {
+        self.series.iter().map(|(k, _)| k)
+    }
+
+    /// The buffer of a series.
+    pub(super) fn get(&self, key: &SeriesKey) -> Option<&SeriesBuf> {
+        self.index.get(key).map(|&i| &self.series[i].1)
+    }
+
+    /// The position of the buffer of `key`; an empty one for points of type `ty` is added
+    /// when there is none (`true` then).
+    fn position(&mut self, key: &SeriesKey, ty: SeriesType) -> (usize, bool) {
+        if let Some(&i) = self.index.get(key) {
+            return (i, false);
+        }
+        let i = self.series.len();
+        self.index.insert(key.clone(), i);
+        let buf = SeriesBuf {
+            ty,
+            times: Vec::new(),
+            values: Column::new(ty.data_type),
+            sorted: true,
+            text_bytes: 0,
+        };
+        self.series.push((key.clone(), buf));
+        (i, true)
+    }
+
+    /// [`MemMap::position`] of the series `(device, measurement)`, taking `hint` when the
+    /// series there has these very names (the same shared strings); `hint` is set to it.
+    fn position_hinted(
+        &mut self,
+        (device, measurement): (&Arc<str>, &Arc<str>),
+        ty: SeriesType,
+        hint: &mut usize,
+    ) -> (usize, bool) {
+        if let Some(((d, m), _)) = self.series.get(*hint) {
+            if Arc::ptr_eq(d, device) && Arc::ptr_eq(m, measurement) {
+                return (*hint, false);
+            }
+        }
+        let found = self.position(&(device.clone(), measurement.clone()), ty);
+        *hint = found.0;
+        found
+    }
+}
+
+impl std::ops::Index<&SeriesKey> for MemMap {
+    type Output = SeriesBuf;
+
+    fn index(&self, key: &SeriesKey) -> &SeriesBuf {
+        self.get(key).expect("a series of the memtable")
+    }
+}
+
+impl IntoIterator for MemMap {
+    type Item = (SeriesKey, SeriesBuf);
+    type IntoIter = std::vec::IntoIter<(SeriesKey, SeriesBuf)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.series.into_iter()
+    }
+}
 
 pub(super) struct Proc {
     pub(super) mem: MemMap,
@@ -56,7 +143,7 @@ pub(super) struct Proc {
 impl Proc {
     pub(super) fn new() -> Proc {
         Proc {
-            mem: HashMap::default(),
+            mem: MemMap::default(),
             mem_bytes: 0,
             file: None,
         }
@@ -159,21 +246,15 @@ fn touch(g: &mut Group, lsn: Lsn, (received, now): (Instant, Instant)) {
 }
 
 /// Inserts a series into a partition's memtables, given the latest time flushed of its device
-/// there; returns the bytes the memtables grew by.
-fn insert_into(g: &mut Group, latest: Option<i64>, s: &SeriesData) -> usize {
+/// there and a hint of its position in the sequence memtable ([`MemMap::position_hinted`]);
+/// returns the bytes the memtables grew by.
+fn insert_into(g: &mut Group, latest: Option<i64>, s: &SeriesData, hint: &mut usize) -> usize {
     let min_t = s.times.iter().copied().min().unwrap_or(i64::MIN);
     let mut added = 0usize;
-    let key: SeriesKey = (s.device.clone(), s.measurement.clone());
-    let new_buf = || SeriesBuf {
-        ty: s.ty,
-        times: Vec::new(),
-        values: Column::new(s.ty.data_type),
-        sorted: true,
-        text_bytes: 0,
-    };
     match latest {
         Some(l) if min_t <= l => {
             // Split: newer points to sequence, the rest to unsequence.
+            let key: SeriesKey = (s.device.clone(), s.measurement.clone());
             for (proc_, keep_seq) in [(&mut g.seq, true), (&mut g.unseq, false)] {
                 let idx: Vec<usize> = (0..s.times.len())
                     .filter(|&i| (s.times[i] > l) == keep_seq)
@@ -181,9 +262,12 @@ fn insert_into(g: &mut Group, latest: Option<i64>, s: &SeriesData) -> usize {
                 if idx.is_empty() {
                     continue;
                 }
-                let (before, buf) = match proc_.mem.entry(key.clone()) {
-                    Entry::Occupied(e) => (footprint(e.get()) + SERIES_OVERHEAD, e.into_mut()),
-                    Entry::Vacant(e) => (0, e.insert(new_buf())),
+                let (pos, new) = proc_.mem.position(&key, s.ty);
+                let buf = &mut proc_.mem.series[pos].1;
+                let before = if new {
+                    0
+                } else {
+                    footprint(buf) + SERIES_OVERHEAD
                 };
                 for &i in &idx {
                     let t = s.times[i];
@@ -204,9 +288,14 @@ fn insert_into(g: &mut Group, latest: Option<i64>, s: &SeriesData) -> usize {
         }
         _ => {
             let proc_ = &mut g.seq;
-            let (before, buf) = match proc_.mem.entry(key) {
-                Entry::Occupied(e) => (footprint(e.get()) + SERIES_OVERHEAD, e.into_mut()),
-                Entry::Vacant(e) => (0, e.insert(new_buf())),
+            let (pos, new) = proc_
+                .mem
+                .position_hinted((&s.device, &s.measurement), s.ty, hint);
+            let buf = &mut proc_.mem.series[pos].1;
+            let before = if new {
+                0
+            } else {
+                footprint(buf) + SERIES_OVERHEAD
             };
             let mut sorted = buf.sorted
                 && buf
@@ -241,11 +330,12 @@ impl Engine {
         let g = self.group(sg, p);
         touch(g, lsn, at);
         let latest = g.latest_flushed.get(&s.device).copied();
-        self.mem_total += insert_into(g, latest, s);
+        self.mem_total += insert_into(g, latest, s, &mut 0);
     }
 
     /// [`Engine::insert_series`] of a run of series of one device in one partition, the
-    /// empty ones skipped (at least one is not empty).
+    /// empty ones skipped (at least one is not empty). The positions of the run's series in
+    /// the sequence memtable are kept for the device's next run ([`MemMap::position_hinted`]).
     pub(super) fn insert_run(
         &mut self,
         sg: &Arc<str>,
@@ -254,14 +344,32 @@ impl Engine {
         at: (Instant, Instant),
         run: &[SeriesData],
     ) {
+        if self.hint_count > HINTS {
+            self.hints.clear();
+            self.hint_count = 0;
+        }
+        // Keyed by the device's shared string: another device that gets its address later
+        // only finds hints that do not hold.
+        let mut hints = self
+            .hints
+            .remove(&(Arc::as_ptr(&run[0].device) as *const u8 as usize))
+            .unwrap_or_default();
+        if hints.len() < run.len() {
+            self.hint_count += run.len() - hints.len();
+            hints.resize(run.len(), 0);
+        }
         let g = self.group(sg, p);
         touch(g, lsn, at);
         let latest = g.latest_flushed.get(&run[0].device).copied();
         let mut added = 0;
-        for s in run.iter().filter(|s| !s.is_empty()) {
-            added += insert_into(g, latest, s);
+        for (s, hint) in run.iter().zip(hints.iter_mut()) {
+            if !s.is_empty() {
+                added += insert_into(g, latest, s, hint);
+            }
         }
         self.mem_total += added;
+        self.hints
+            .insert(Arc::as_ptr(&run[0].device) as *const u8 as usize, hints);
     }
 
     pub(super) fn enforce_budget(&mut self) {

@@ -256,6 +256,11 @@ pub struct Engine {
     scratch: WriteBatch,
     /// The memtable-bytes gauge of this pipeline.
     memtable_gauge: prometheus::IntGauge,
+    /// Per device (the address of its shared name), the positions of its last run of series
+    /// in its sequence memtable (see [`Engine::insert_run`]).
+    hints: HashMap<usize, Vec<usize>, FxBuild>,
+    /// Positions in `hints`.
+    hint_count: usize,
 }
 
 impl Engine {
@@ -339,6 +344,8 @@ impl Engine {
             names: batch::Names::default(),
             scratch: WriteBatch::default(),
             memtable_gauge,
+            hints: HashMap::default(),
+            hint_count: 0,
         })
     }
 
