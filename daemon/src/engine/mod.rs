@@ -968,4 +968,283 @@ mod tests {
             .to_string_lossy()
             .ends_with("-0-0.tsfile")));
     }
+
+    /// A record of one device at time `t`: one point per `(measurement, value)`, INT64 or
+    /// DOUBLE as the value is (`Value::Int64` / `Value::Double`).
+    fn record(device: &str, t: i64, points: &[(&str, Value)]) -> Vec<u8> {
+        use tsfile::basic::Column;
+        let series = points
+            .iter()
+            .map(|(m, v)| {
+                let (dt, values) = match v {
+                    Value::Int64(x) => (tsfile::DataType::INT64, Column::Int64(vec![*x])),
+                    Value::Double(x) => (tsfile::DataType::DOUBLE, Column::Double(vec![*x])),
+                    v => panic!("{v:?}"),
+                };
+                SeriesData {
+                    device: device.into(),
+                    measurement: (*m).into(),
+                    ty: schema::SeriesType::default_for(dt),
+                    times: vec![t],
+                    values,
+                }
+            })
+            .collect();
+        WriteBatch { series }.encode()
+    }
+
+    /// Every point of a memtable: (device, measurement, time) to its values.
+    fn mem_points(mem: &memtable::MemMap) -> Points {
+        let mut out = Points::new();
+        for key in mem.keys() {
+            let buf = &mem[key];
+            for (i, &t) in buf.times.iter().enumerate() {
+                let v = match &buf.values {
+                    tsfile::basic::Column::Int64(v) => Value::Int64(v[i]),
+                    tsfile::basic::Column::Double(v) => Value::Double(v[i]),
+                    c => panic!("{c:?}"),
+                };
+                out.entry((key.0.to_string(), key.1.to_string(), t))
+                    .or_default()
+                    .push(v);
+            }
+        }
+        out
+    }
+
+    /// Every point of the sealed files (format 000002) under `dir`.
+    fn sealed_points(dir: &Path) -> Points {
+        use tsfile::file::reader::TsFileReader;
+        let mut out = Points::new();
+        for f in sealed(dir) {
+            let r = TsFileReader::open_path(&f).unwrap();
+            for (dev, ts) in r.all_series().unwrap() {
+                for p in r.series_reader_for(&dev, &ts).unwrap().points() {
+                    let (t, v) = p.unwrap();
+                    out.entry((dev.clone(), ts.measurement.clone(), t))
+                        .or_default()
+                        .push(v);
+                }
+            }
+        }
+        out
+    }
+
+    fn points(list: &[(&str, &str, i64, Value)]) -> Points {
+        let mut out = Points::new();
+        for (d, m, t, v) in list {
+            out.entry((d.to_string(), m.to_string(), *t))
+                .or_default()
+                .push(v.clone());
+        }
+        out
+    }
+
+    /// Records of the same layout (devices alternating, a record with one more measurement,
+    /// one with its measurements in another order, one naming a device twice) land in the
+    /// memtable as written, each point under its own series.
+    #[test]
+    fn records_of_one_layout_land_under_their_own_series() {
+        use Value::{Double as D, Int64 as I};
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = testing::FaultFs::default();
+        let mut e = testing::engine(tmp.path(), &faults);
+        let now = Instant::now();
+        e.write(
+            0,
+            record("root.sg.d1", 1, &[("a", I(10)), ("b", D(0.5))]),
+            now,
+        );
+        e.write(
+            1,
+            record("root.sg.d2", 1, &[("a", I(20)), ("b", D(1.5))]),
+            now,
+        );
+        e.write(
+            2,
+            record("root.sg.d1", 2, &[("a", I(11)), ("b", D(2.5))]),
+            now,
+        );
+        e.write(
+            3,
+            record("root.sg.d2", 2, &[("a", I(21)), ("b", D(3.5))]),
+            now,
+        );
+        // One more measurement, then the same ones in another order.
+        let three = [("a", I(12)), ("b", D(4.5)), ("c", I(-7))];
+        e.write(4, record("root.sg.d1", 3, &three), now);
+        e.write(
+            5,
+            record("root.sg.d1", 4, &[("b", D(5.5)), ("a", I(13))]),
+            now,
+        );
+        // One record, the device twice: the second run takes the first one's place.
+        let mut wb = WriteBatch::default();
+        for (dev, m, x) in [
+            ("root.sg.d1", "c", -8),
+            ("root.sg.d2", "a", 22),
+            ("root.sg.d1", "a", 14),
+        ] {
+            wb.series.push(SeriesData {
+                device: dev.into(),
+                measurement: m.into(),
+                ty: schema::SeriesType::default_for(tsfile::DataType::INT64),
+                times: vec![5],
+                values: tsfile::basic::Column::Int64(vec![x]),
+            });
+        }
+        e.write(6, wb.encode(), now);
+        e.write(
+            7,
+            record("root.sg.d1", 6, &[("a", I(15)), ("b", D(6.5))]),
+            now,
+        );
+        let g = &e.groups[&(Arc::from("root.sg"), 0)];
+        assert!(g.unseq.mem.is_empty());
+        let want = points(&[
+            ("root.sg.d1", "a", 1, I(10)),
+            ("root.sg.d1", "a", 2, I(11)),
+            ("root.sg.d1", "a", 3, I(12)),
+            ("root.sg.d1", "a", 4, I(13)),
+            ("root.sg.d1", "a", 5, I(14)),
+            ("root.sg.d1", "a", 6, I(15)),
+            ("root.sg.d1", "b", 1, D(0.5)),
+            ("root.sg.d1", "b", 2, D(2.5)),
+            ("root.sg.d1", "b", 3, D(4.5)),
+            ("root.sg.d1", "b", 4, D(5.5)),
+            ("root.sg.d1", "b", 6, D(6.5)),
+            ("root.sg.d1", "c", 3, I(-7)),
+            ("root.sg.d1", "c", 5, I(-8)),
+            ("root.sg.d2", "a", 1, I(20)),
+            ("root.sg.d2", "a", 2, I(21)),
+            ("root.sg.d2", "a", 5, I(22)),
+            ("root.sg.d2", "b", 1, D(1.5)),
+            ("root.sg.d2", "b", 2, D(3.5)),
+        ]);
+        assert_eq!(mem_points(&g.seq.mem), want);
+        assert_eq!(e.last_lsn, Some(7));
+    }
+
+    /// A flush between two records of one layout: the second record's points go to the new
+    /// memtable (not to the flushed one), a late point of the same layout to the unsequence
+    /// memtable, and every point is in the sealed files once.
+    #[test]
+    fn a_flush_between_records_of_one_layout_keeps_every_point_once() {
+        use Value::{Double as D, Int64 as I};
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = testing::FaultFs::default();
+        let mut e = testing::engine(tmp.path(), &faults);
+        let now = Instant::now();
+        let key = (Arc::from("root.sg"), 0);
+        e.write(
+            0,
+            record("root.sg.d1", 10, &[("a", I(1)), ("b", D(0.25))]),
+            now,
+        );
+        e.flush(&key, files::Space::Sequence);
+        assert!(e.groups[&key].seq.mem.is_empty());
+        e.write(
+            1,
+            record("root.sg.d1", 20, &[("a", I(2)), ("b", D(0.75))]),
+            now,
+        );
+        e.write(
+            2,
+            record("root.sg.d1", 5, &[("a", I(3)), ("b", D(-1.0))]),
+            now,
+        );
+        e.write(
+            3,
+            record("root.sg.d1", 30, &[("a", I(4)), ("b", D(8.0))]),
+            now,
+        );
+        let g = &e.groups[&key];
+        assert_eq!(
+            mem_points(&g.seq.mem),
+            points(&[
+                ("root.sg.d1", "a", 20, I(2)),
+                ("root.sg.d1", "a", 30, I(4)),
+                ("root.sg.d1", "b", 20, D(0.75)),
+                ("root.sg.d1", "b", 30, D(8.0)),
+            ])
+        );
+        assert_eq!(
+            mem_points(&g.unseq.mem),
+            points(&[
+                ("root.sg.d1", "a", 5, I(3)),
+                ("root.sg.d1", "b", 5, D(-1.0)),
+            ])
+        );
+        e.seal_all(SealReason::Request);
+        assert_eq!(
+            sealed_points(tmp.path()),
+            points(&[
+                ("root.sg.d1", "a", 5, I(3)),
+                ("root.sg.d1", "a", 10, I(1)),
+                ("root.sg.d1", "a", 20, I(2)),
+                ("root.sg.d1", "a", 30, I(4)),
+                ("root.sg.d1", "b", 5, D(-1.0)),
+                ("root.sg.d1", "b", 10, D(0.25)),
+                ("root.sg.d1", "b", 20, D(0.75)),
+                ("root.sg.d1", "b", 30, D(8.0)),
+            ])
+        );
+    }
+
+    /// With time partitions of 10, records of one layout in partitions 0, 1 and 0 again and a
+    /// series whose points lie in both go each point to its partition's memtable.
+    #[test]
+    fn records_of_one_layout_in_other_partitions_go_to_theirs() {
+        use Value::Int64 as I;
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = testing::FaultFs::default();
+        let mut e = testing::engine(tmp.path(), &faults);
+        e.opts.partition_interval = Some(10);
+        let now = Instant::now();
+        e.write(0, record("root.sg.d1", 5, &[("a", I(1)), ("b", I(2))]), now);
+        e.write(1, record("root.sg.d1", 6, &[("a", I(3)), ("b", I(4))]), now);
+        // Partition 1 starts: partition 0 is sealed.
+        e.write(
+            2,
+            record("root.sg.d1", 15, &[("a", I(5)), ("b", I(6))]),
+            now,
+        );
+        let mut wb = WriteBatch::default();
+        for (m, times, values) in [("a", vec![16, 7], vec![7, 8]), ("b", vec![17], vec![9])] {
+            wb.series.push(SeriesData {
+                device: "root.sg.d1".into(),
+                measurement: m.into(),
+                ty: schema::SeriesType::default_for(tsfile::DataType::INT64),
+                times,
+                values: tsfile::basic::Column::Int64(values),
+            });
+        }
+        e.write(3, wb.encode(), now);
+        let p1 = &e.groups[&(Arc::from("root.sg"), 1)];
+        assert_eq!(
+            mem_points(&p1.seq.mem),
+            points(&[
+                ("root.sg.d1", "a", 15, I(5)),
+                ("root.sg.d1", "a", 16, I(7)),
+                ("root.sg.d1", "b", 15, I(6)),
+                ("root.sg.d1", "b", 17, I(9)),
+            ])
+        );
+        // Partition 0 was sealed with its points of t 5 and 6; t 7 came after that.
+        let p0 = &e.groups[&(Arc::from("root.sg"), 0)];
+        let late = mem_points(&p0.seq.mem)
+            .into_iter()
+            .chain(mem_points(&p0.unseq.mem))
+            .collect::<Points>();
+        assert_eq!(late, points(&[("root.sg.d1", "a", 7, I(8))]));
+        assert_eq!(
+            sealed_points(tmp.path()),
+            points(&[
+                ("root.sg.d1", "a", 5, I(1)),
+                ("root.sg.d1", "a", 6, I(3)),
+                ("root.sg.d1", "b", 5, I(2)),
+                ("root.sg.d1", "b", 6, I(4)),
+            ])
+        );
+    }
 }
