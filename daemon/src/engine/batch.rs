@@ -1086,4 +1086,171 @@ mod tests {
         b.decode_from(&first.encode(), names).unwrap();
         assert_eq!(b, first);
     }
+
+    fn one(d: &str, m: &str, dt: DataType, t: i64, values: Column) -> SeriesData {
+        series(d, m, dt, vec![t], values)
+    }
+
+    /// Records read through one [`Names`] give the batches they were made of, whether their
+    /// headers are those of the device's layout or not: the same names with another type, one
+    /// more measurement, other devices in between, a device named twice in a record, names
+    /// in another order, more points per series.
+    #[test]
+    fn decode_named_reads_each_record_as_written() {
+        let i64s = |v: Vec<i64>| Column::Int64(v);
+        let d1 = |m: &str, t: i64, x: i64| one("root.sg.d1", m, DataType::INT64, t, i64s(vec![x]));
+        let records = vec![
+            vec![d1("a", 1, 10), d1("b", 1, 20)],
+            vec![d1("a", 2, 11), d1("b", 2, 21)],
+            // The same names, b now DOUBLE.
+            vec![
+                d1("a", 3, 12),
+                one(
+                    "root.sg.d1",
+                    "b",
+                    DataType::DOUBLE,
+                    3,
+                    Column::Double(vec![0.5]),
+                ),
+            ],
+            // Back to INT64, and one more measurement.
+            vec![d1("a", 4, 13), d1("b", 4, 23), d1("c", 4, 33)],
+            vec![
+                one("root.sg.d2", "a", DataType::INT64, 4, i64s(vec![-1])),
+                one("root.sg.d2", "b", DataType::INT64, 4, i64s(vec![-2])),
+            ],
+            vec![d1("a", 5, 14), d1("b", 5, 24), d1("c", 5, 34)],
+            // One measurement fewer, then the device twice in one record.
+            vec![d1("a", 6, 15)],
+            vec![
+                d1("b", 7, 26),
+                one("root.sg.d2", "a", DataType::INT64, 7, i64s(vec![-3])),
+                d1("a", 7, 16),
+            ],
+            // Other order, several points, a TEXT series.
+            vec![
+                series(
+                    "root.sg.d1",
+                    "b",
+                    DataType::INT64,
+                    vec![8, 9],
+                    i64s(vec![27, 28]),
+                ),
+                series(
+                    "root.sg.d1",
+                    "a",
+                    DataType::INT64,
+                    vec![8, 9],
+                    i64s(vec![17, 18]),
+                ),
+                one(
+                    "root.sg.d1",
+                    "t",
+                    DataType::TEXT,
+                    9,
+                    Column::Text(vec![b"x".to_vec()]),
+                ),
+            ],
+            vec![d1("a", 10, 19), d1("b", 10, 29), d1("c", 10, 39)],
+        ];
+        let mut n = Names::default();
+        let mut b = WriteBatch::default();
+        for r in records {
+            let want = WriteBatch { series: r };
+            b.decode_named(&want.encode(), &mut n).unwrap();
+            assert_eq!(b, want);
+            // Each record again: now with the headers of its own layout.
+            b.decode_named(&want.encode(), &mut n).unwrap();
+            assert_eq!(b, want);
+        }
+    }
+
+    /// Past the limits of names and of layouts the records still read as written.
+    #[test]
+    fn decode_named_past_its_limits() {
+        let mut n = Names::default();
+        let mut b = WriteBatch::default();
+        let rec = |x: i64| WriteBatch {
+            series: vec![
+                one(
+                    "root.sg.d1",
+                    "a",
+                    DataType::INT64,
+                    x,
+                    Column::Int64(vec![x]),
+                ),
+                one(
+                    "root.sg.d1",
+                    "b",
+                    DataType::INT64,
+                    x,
+                    Column::Int64(vec![-x]),
+                ),
+            ],
+        };
+        b.decode_named(&rec(1).encode(), &mut n).unwrap();
+        for i in 0..Names::LIMIT {
+            n.intern(&format!("m{i}"));
+        }
+        b.decode_named(&rec(2).encode(), &mut n).unwrap();
+        assert_eq!(b, rec(2));
+        // One record of 300 series with names of 8 KiB: more than the layouts keep.
+        let long: Vec<SeriesData> = (0..300)
+            .map(|i| {
+                let m = format!("{i:08192}");
+                one("root.sg.d2", &m, DataType::INT64, 1, Column::Int64(vec![i]))
+            })
+            .collect();
+        let long = WriteBatch { series: long };
+        b.decode_named(&long.encode(), &mut n).unwrap();
+        assert_eq!(b, long);
+        assert!(n.layout_bytes > Names::LAYOUT_LIMIT);
+        b.decode_named(&rec(3).encode(), &mut n).unwrap();
+        assert_eq!(b, rec(3));
+        assert!(n.layout_bytes < Names::LAYOUT_LIMIT);
+        b.decode_named(&long.encode(), &mut n).unwrap();
+        assert_eq!(b, long);
+    }
+
+    /// A record that does not decode is the error [`WriteBatch::decode`] gives, also when
+    /// its headers are those of a layout kept; a good record after it reads whole.
+    #[test]
+    fn decode_named_errors_are_decodes_errors() {
+        let good = WriteBatch {
+            series: vec![
+                one("d", "a", DataType::INT64, 5, Column::Int64(vec![1])),
+                one("d", "b", DataType::INT32, 5, Column::Int32(vec![2])),
+                one(
+                    "d",
+                    "c",
+                    DataType::TEXT,
+                    5,
+                    Column::Text(vec![b"xy".to_vec()]),
+                ),
+            ],
+        };
+        let bytes = good.encode();
+        let mut n = Names::default();
+        let mut b = WriteBatch::default();
+        let mut bad: Vec<Vec<u8>> = (0..bytes.len()).map(|cut| bytes[..cut].to_vec()).collect();
+        // A byte more, an unknown type code in the second header, an INT32 out of range.
+        bad.push([&bytes[..], &[0]].concat());
+        let mut ty = bytes.clone();
+        let at = bytes.windows(2).position(|w| w == [1, b'b']).unwrap() + 2;
+        assert_eq!(ty[at], 1);
+        ty[at] = 99;
+        bad.push(ty);
+        for r in &bad {
+            b.decode_named(&bytes, &mut n).unwrap();
+            assert_eq!(b, good);
+            let got = b.decode_named(r, &mut n).unwrap_err().to_string();
+            assert_eq!(got, WriteBatch::decode(r, names).unwrap_err().to_string());
+        }
+        let out_of_range = [
+            2, 1, 2, b'd', 1, b'b', 1, 0, 0, 1, 1, 10, 0x80, 0x80, 0x80, 0x80, 0x10,
+        ];
+        assert!(b.decode_named(&out_of_range, &mut n).is_err());
+        b.decode_named(&bytes, &mut n).unwrap();
+        assert_eq!(b, good);
+    }
 }
