@@ -464,6 +464,7 @@ fn decode_v2_into(
 }
 
 /// Empties `c` for values of `data_type`, keeping its allocation when its type is that.
+#[inline]
 fn clear_for(c: &mut Column, data_type: DataType) {
     if c.data_type().storage_type() != data_type.storage_type() {
         *c = Column::new(data_type);
@@ -496,8 +497,12 @@ impl<'a> Cursor<'a> {
 
     #[inline]
     fn var(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for i in 0..MAX_VARINT {
+        let first = self.u8()?;
+        if first & 0x80 == 0 {
+            return Some(first as u64);
+        }
+        let mut v = (first & 0x7f) as u64;
+        for i in 1..MAX_VARINT {
             let b = self.u8()?;
             v |= ((b & 0x7f) as u64) << (7 * i);
             if b & 0x80 == 0 {
