@@ -2,9 +2,11 @@
 //! sequence and an unsequence space, and the memtable budget.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hashbrown::HashTable;
 use tsfile::basic::Column;
 
 use super::batch::SeriesData;
@@ -53,8 +55,14 @@ pub(super) type SeriesKey = (Arc<str>, Arc<str>);
 /// ([`MemMap::position_hinted`]).
 #[derive(Default)]
 pub(super) struct MemMap {
-    index: HashMap<SeriesKey, usize, FxBuild>,
+    /// The position of each series in `series`, by the hash of its key.
+    index: HashTable<u32>,
     series: Vec<(SeriesKey, SeriesBuf)>,
+}
+
+/// The hash of a series key in a [`MemMap`]'s index.
+fn key_hash(key: &SeriesKey) -> u64 {
+    FxBuild::default().hash_one(key)
 }
 
 impl MemMap {
@@ -74,19 +82,29 @@ impl MemMap {
         self.series.iter().map(|(k, _)| k)
     }
 
+    fn find(&self, key: &SeriesKey, hash: u64) -> Option<usize> {
+        let series = &self.series;
+        self.index
+            .find(hash, |&i| series[i as usize].0 == *key)
+            .map(|&i| i as usize)
+    }
+
     /// The buffer of a series.
     pub(super) fn get(&self, key: &SeriesKey) -> Option<&SeriesBuf> {
-        self.index.get(key).map(|&i| &self.series[i].1)
+        self.find(key, key_hash(key)).map(|i| &self.series[i].1)
     }
 
     /// The position of the buffer of `key`; an empty one for points of type `ty` is added
     /// when there is none (`true` then).
     fn position(&mut self, key: &SeriesKey, ty: SeriesType) -> (usize, bool) {
-        if let Some(&i) = self.index.get(key) {
+        let hash = key_hash(key);
+        if let Some(i) = self.find(key, hash) {
             return (i, false);
         }
         let i = self.series.len();
-        self.index.insert(key.clone(), i);
+        let series = &self.series;
+        self.index
+            .insert_unique(hash, i as u32, |&j| key_hash(&series[j as usize].0));
         let buf = SeriesBuf {
             ty,
             times: Vec::new(),
