@@ -123,12 +123,8 @@ impl WriteBatch {
                 Column::Boolean(v) => out.extend(v.iter().map(|b| *b as u8)),
                 Column::Int32(v) => put_deltas(&mut out, v.iter().map(|x| *x as i64)),
                 Column::Int64(v) => put_deltas(&mut out, v.iter().copied()),
-                Column::Float(v) => v
-                    .iter()
-                    .for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes())),
-                Column::Double(v) => v
-                    .iter()
-                    .for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes())),
+                Column::Float(v) => put_le(&mut out, v.iter().map(|x| x.to_bits().to_le_bytes())),
+                Column::Double(v) => put_le(&mut out, v.iter().map(|x| x.to_bits().to_le_bytes())),
                 Column::Text(v) => v.iter().for_each(|x| {
                     put_var(&mut out, x.len() as u64);
                     out.extend_from_slice(x);
@@ -228,6 +224,17 @@ fn put_var(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+/// Appends the fixed-size encodings `values` one after the other (the room for them made
+/// once, then filled in place).
+#[inline]
+fn put_le<const N: usize>(out: &mut Vec<u8>, values: impl ExactSizeIterator<Item = [u8; N]>) {
+    let start = out.len();
+    out.resize(start + values.len() * N, 0);
+    for (room, bytes) in out[start..].chunks_exact_mut(N).zip(values) {
+        room.copy_from_slice(&bytes);
+    }
 }
 
 /// Appends each value's difference from the one before it (the first from 0), zigzag var-ints.
