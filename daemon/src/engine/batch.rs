@@ -613,6 +613,43 @@ mod tests {
         }
     }
 
+    /// FLOAT and DOUBLE values as the module documentation lays them out: IEEE 754 bits,
+    /// little-endian, 4 and 8 bytes (1.5f32 is 0x3FC00000, -0.0 has only the sign bit; FLOAT
+    /// is type code 3), after a series of none.
+    #[test]
+    fn kind_2_float_and_double_bytes() {
+        let b = WriteBatch {
+            series: vec![
+                series("d", "e", DataType::DOUBLE, vec![], Column::Double(vec![])),
+                series(
+                    "d",
+                    "f",
+                    DataType::FLOAT,
+                    vec![1, 2, 3],
+                    Column::Float(vec![1.5, -0.0, f32::from_bits(0x0102_0304)]),
+                ),
+                series(
+                    "d",
+                    "g",
+                    DataType::DOUBLE,
+                    vec![1, 2, 3],
+                    Column::Double(vec![-0.0, 1.5, f64::from_bits(0x0102_0304_0506_0708)]),
+                ),
+            ],
+        };
+        let expected: Vec<u8> = [
+            &[2u8, 3][..],
+            &[2, b'd', 1, b'e', 4, 0, 0, 0, 1],
+            &[0, 1, b'f', 3, 0, 0, 3, 1, 2, 2, 2],
+            &[0, 0, 0xc0, 0x3f, 0, 0, 0, 0x80, 4, 3, 2, 1],
+            &[0, 1, b'g', 4, 0, 0, 3, 0],
+            &[0, 0, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f],
+            &[8, 7, 6, 5, 4, 3, 2, 1],
+        ]
+        .concat();
+        assert_eq!(b.encode(), expected);
+    }
+
     /// The bytes of kind 2 as the module documentation lays them out: type codes from the
     /// TsFile spec (INT64 2, DOUBLE 4, PLAIN 0, UNCOMPRESSED 0), zigzag LEB128 differences,
     /// IEEE 754 bits of 1.5 (0x3FF8000000000000) and -2.0 (0xC000000000000000).
