@@ -37,7 +37,7 @@ pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Opti
     let mut r = Reader { s: input, i: 0 };
     r.ws();
     r.eat(b'{')?;
-    let mut device: Option<&str> = None;
+    let mut device: Option<&[u8]> = None;
     let mut time: Option<i64> = None;
     // The raw text between `measurements`' brackets.
     let mut measurements: Option<&[u8]> = None;
@@ -53,7 +53,7 @@ pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Opti
             // A repeated key: the last one counts, as in the general parser (a list of
             // measurements after the values is left to it).
             match key {
-                b"device" => device = Some(std::str::from_utf8(r.string()?).ok()?),
+                b"device" => device = Some(r.string()?),
                 b"timestamp" => match r.number()? {
                     FieldValue::Int(t) => time = Some(t),
                     _ => return None,
@@ -95,7 +95,7 @@ pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Opti
     }
     let (device, time, fields) = (device?, time?, fields?);
     let time = opts.input_unit.convert(time, opts.stored_unit)?;
-    let device = names.device(device).ok()?;
+    let device = names.device_bytes(device)?;
     let mut batch = Batch::default();
     if !fields.is_empty() {
         batch.records.push(Record {
