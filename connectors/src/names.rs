@@ -7,9 +7,10 @@
 //! kept, and at most [`Names::limit`] of each kind: when a set is full it is emptied and fills
 //! again with the names in use (a stream of ever new names costs what it cost without the
 //! cache). Payloads of one stream usually also repeat their names in the same places: the
-//! last device and the measurement last seen at each position are compared first, which costs
-//! less than hashing; and a parser may keep a whole list of measurements under its raw text
-//! ([`Names::list`]), so that the same text next time costs one comparison.
+//! devices returned lately (up to 16) and the measurement last seen at each position are
+//! compared first, which costs less than hashing; and a parser may keep a whole list of
+//! measurements under its raw text ([`Names::list`]), so that the same text next time costs one
+//! comparison.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -25,14 +26,20 @@ pub struct Names {
     devices: HashSet<Arc<str>>,
     measurements: HashSet<Arc<str>>,
     limit: usize,
-    /// The device last returned.
-    last_device: Option<Arc<str>>,
+    /// Devices returned lately (at most [`RECENT_DEVICES`]), replaced in turn.
+    recent_devices: Vec<Arc<str>>,
+    /// The entry of `recent_devices` the next new device replaces once it is full.
+    next_recent: usize,
     /// The measurement last returned for each position of [`Names::measurement_at`].
     last_at: Vec<Arc<str>>,
     /// The raw text of the list kept by [`Names::keep_list`], and its names.
     list_text: Vec<u8>,
     list: Vec<Arc<str>>,
 }
+
+/// Devices [`Names::device`] compares before hashing: a stream cycling through up to this
+/// many devices finds each by comparing a few strings.
+const RECENT_DEVICES: usize = 16;
 
 /// The longest raw text of a list [`Names::keep_list`] keeps.
 const MAX_LIST_TEXT: usize = 64 * 1024;
@@ -65,7 +72,8 @@ impl Names {
             devices: HashSet::new(),
             measurements: HashSet::new(),
             limit: limit.max(1),
-            last_device: None,
+            recent_devices: Vec::new(),
+            next_recent: 0,
             last_at: Vec::new(),
             list_text: Vec::new(),
             list: Vec::new(),
@@ -90,8 +98,8 @@ impl Names {
     /// The device path `path` as a shared string, or why it is not a valid device path
     /// ([`validate_device`]).
     pub fn device(&mut self, path: &str) -> Result<Arc<str>, tsfiled_core::Error> {
-        if let Some(d) = self.last_device.as_ref().filter(|d| ***d == *path) {
-            return Ok(d.clone());
+        if let Some(d) = self.recent_device(path.as_bytes()) {
+            return Ok(d);
         }
         let d = match interned(&self.devices, path) {
             Some(d) => d,
@@ -100,8 +108,30 @@ impl Names {
                 intern(&mut self.devices, self.limit, path)
             }
         };
-        self.last_device = Some(d.clone());
+        if self.recent_devices.len() < RECENT_DEVICES {
+            self.recent_devices.push(d.clone());
+        } else {
+            self.recent_devices[self.next_recent] = d.clone();
+            self.next_recent = (self.next_recent + 1) % RECENT_DEVICES;
+        }
         Ok(d)
+    }
+
+    /// [`Names::device`] for a path given as bytes: a device returned lately is found without
+    /// checking that the bytes are UTF-8. `None`: not UTF-8, or not a valid device path.
+    pub fn device_bytes(&mut self, path: &[u8]) -> Option<Arc<str>> {
+        match self.recent_device(path) {
+            Some(d) => Some(d),
+            None => self.device(std::str::from_utf8(path).ok()?).ok(),
+        }
+    }
+
+    /// The device returned lately whose path is `path`.
+    fn recent_device(&self, path: &[u8]) -> Option<Arc<str>> {
+        self.recent_devices
+            .iter()
+            .find(|d| d.as_bytes() == path)
+            .cloned()
     }
 
     /// The measurement name `name` as a shared string, or why it is not a valid measurement
@@ -218,6 +248,31 @@ mod tests {
         assert!(Arc::ptr_eq(&d1, &n.device("root.a.d1").unwrap()));
         assert!(n.device("root.a.").is_err());
         assert_eq!(n.len(), 4);
+    }
+
+    /// Up to 16 devices are found among the recent ones; a 17th replaces the oldest in turn,
+    /// and every device stays the same string as long as the set holds it.
+    #[test]
+    fn recent_devices_are_found_as_bytes_and_replaced_in_turn() {
+        let mut n = Names::default();
+        let paths: Vec<String> = (0..17).map(|i| format!("root.sg.d{i}")).collect();
+        let first: Vec<Arc<str>> = paths.iter().map(|p| n.device(p).unwrap()).collect();
+        assert_eq!(n.recent_devices.len(), 16);
+        assert_eq!(
+            &*n.recent_devices[0], "root.sg.d16",
+            "the 17th replaced the 1st"
+        );
+        assert_eq!(&*n.recent_devices[1], "root.sg.d1");
+        for (p, d) in paths.iter().zip(&first) {
+            let again = n.device_bytes(p.as_bytes()).unwrap();
+            assert!(Arc::ptr_eq(d, &again), "{p}");
+        }
+        // Not UTF-8, invalid paths: refused, as by `device`.
+        assert_eq!(n.device_bytes(b"root.sg.\xff"), None);
+        assert_eq!(n.device_bytes(b"sg.d1"), None);
+        assert_eq!(n.device_bytes(b"root.sg.d1."), None);
+        assert_eq!(n.recent_devices.len(), 16);
+        assert_eq!(n.len(), 17);
     }
 
     /// Positions are remembered only in order (the next one) and below the limit.

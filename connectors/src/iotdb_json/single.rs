@@ -18,7 +18,7 @@ use crate::names::Names;
 
 use super::JsonOptions;
 
-/// The powers of ten up to 10^19, one per count of digits after a point ([`Reader::digits`]
+/// The powers of ten up to 10^19, one per count of digits after a point ([`Reader::number`]
 /// reads at most 19).
 const TEN: [u64; 20] = {
     let mut t = [1u64; 20];
@@ -37,7 +37,7 @@ pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Opti
     let mut r = Reader { s: input, i: 0 };
     r.ws();
     r.eat(b'{')?;
-    let mut device: Option<&str> = None;
+    let mut device: Option<&[u8]> = None;
     let mut time: Option<i64> = None;
     // The raw text between `measurements`' brackets.
     let mut measurements: Option<&[u8]> = None;
@@ -53,7 +53,7 @@ pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Opti
             // A repeated key: the last one counts, as in the general parser (a list of
             // measurements after the values is left to it).
             match key {
-                b"device" => device = Some(std::str::from_utf8(r.string()?).ok()?),
+                b"device" => device = Some(r.string()?),
                 b"timestamp" => match r.number()? {
                     FieldValue::Int(t) => time = Some(t),
                     _ => return None,
@@ -95,7 +95,7 @@ pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Opti
     }
     let (device, time, fields) = (device?, time?, fields?);
     let time = opts.input_unit.convert(time, opts.stored_unit)?;
-    let device = names.device(device).ok()?;
+    let device = names.device_bytes(device)?;
     let mut batch = Batch::default();
     if !fields.is_empty() {
         batch.records.push(Record {
@@ -123,6 +123,153 @@ fn read_names(list: &[u8], names: &mut Names) -> Option<Vec<Arc<str>>> {
         }
     }
     Some(read)
+}
+
+/// Whether `b` is JSON whitespace.
+#[inline(always)]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// The end of the run of digits `[0-9]*` of `s` starting at `i`, and their value continuing
+/// `n` (wrapped past 19 digits in all, which the callers refuse or read again).
+#[inline(always)]
+fn digit_run(s: &[u8], mut i: usize, mut n: u64) -> (usize, u64) {
+    while let Some(&b) = s.get(i) {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        n = n.wrapping_mul(10).wrapping_add(u64::from(d));
+        i += 1;
+    }
+    (i, n)
+}
+
+/// The value of the `n` (1 to 8) decimal digits in the low bytes of `d`, one digit value
+/// (0 to 9) a byte, the first digit in the lowest byte: the digits are moved to the top
+/// (zeros before them) and combined pairwise, then in fours, then in eights.
+#[inline(always)]
+fn swar_digits(d: u64, n: usize) -> u64 {
+    let x = d << (8 * (8 - n));
+    // Each byte: the digit before it × 10 + its own (the odd bytes are the pairs' values).
+    let x = x.wrapping_mul(10).wrapping_add(x >> 8);
+    // The pairs' values combined in fours and then in eights (below 10^8: no overflow).
+    const MASK: u64 = 0x0000_00FF_0000_00FF;
+    const MUL1: u64 = 100 + (1_000_000 << 32);
+    const MUL2: u64 = 1 + (10_000 << 32);
+    ((x & MASK)
+        .wrapping_mul(MUL1)
+        .wrapping_add(((x >> 16) & MASK).wrapping_mul(MUL2)))
+        >> 32
+}
+
+/// Per byte of `w`, a bit set in the byte's top nibble or in its bit 4 when it is not an
+/// ASCII digit. A byte's flag can be wrong only above a flagged byte (a carry), which the
+/// callers never look at: they want the first flagged byte.
+#[inline(always)]
+fn non_digits(w: u64) -> u64 {
+    let t = w ^ 0x3030_3030_3030_3030;
+    (t & 0xF0F0_F0F0_F0F0_F0F0) | (t.wrapping_add(0x0606_0606_0606_0606) & 0x1010_1010_1010_1010)
+}
+
+/// A mask of the low `n` bytes (at most 7) of a word.
+#[inline(always)]
+fn low_bytes(n: usize) -> u64 {
+    (1u64 << (8 * n)) - 1
+}
+
+/// A short number of `s` whose first digit is at `i` (after the `-` when `negative`), read 8
+/// bytes at once: an integer part of 1 to 6 digits without leading zero and, after a point,
+/// 1 or more digits, ending within the 8 bytes; the value and where it ends. `None`:
+/// [`number_at`]'s general reading decides (fewer than 8 bytes left, a longer number, a
+/// leading zero, no digits).
+#[inline(always)]
+fn short_number(s: &[u8], i: usize, negative: bool) -> Option<(FieldValue, usize)> {
+    let bytes: [u8; 8] = s.get(i..i + 8)?.try_into().ok()?;
+    let w = u64::from_le_bytes(bytes);
+    let flags = non_digits(w);
+    // Digits of the integer part (8 when the word holds nothing else).
+    let p = (flags.trailing_zeros() / 8) as usize;
+    let digits = w ^ 0x3030_3030_3030_3030;
+    if p == 0 || p > 6 || (p > 1 && digits & 0xFF == 0) {
+        return None;
+    }
+    if bytes[p] != b'.' {
+        let n = swar_digits(digits & low_bytes(p), p) as i64;
+        if negative && n == 0 {
+            return None;
+        }
+        return Some((FieldValue::Int(if negative { -n } else { n }), i + p));
+    }
+    // Digits after the point, ended within the word.
+    let after = flags >> (8 * (p + 1));
+    if after == 0 {
+        return None;
+    }
+    let q = (after.trailing_zeros() / 8) as usize;
+    if q == 0 {
+        return None;
+    }
+    let int = digits & low_bytes(p);
+    let frac = (digits >> (8 * (p + 1))) & low_bytes(q);
+    // At most 6 digits in all: exact as a double, and so is 10^q.
+    let m = swar_digits(int | (frac << (8 * p)), p + q);
+    let v = crate::decimal::exact(m, q)?;
+    Some((
+        FieldValue::Float(if negative { -v } else { v }),
+        i + p + 1 + q,
+    ))
+}
+
+/// The JSON number of `s` at `i` and where it ends: an integer within `i64` as serde_json
+/// reads it to an integer (not `-0`, which it reads as a float), or a decimal fraction without
+/// exponent whose digits form an integer of at most 2^53 with at most 19 of them after the
+/// point: that integer divided by a power of ten, both exact, is the correctly rounded value
+/// serde_json (with `float_roundtrip`) reads too. An exponent is left unread (the caller then
+/// finds no separator and gives up).
+#[inline(always)]
+fn number_at(s: &[u8], i: usize) -> Option<(FieldValue, usize)> {
+    let negative = *s.get(i)? == b'-';
+    let start = i + usize::from(negative);
+    match short_number(s, start, negative) {
+        Some(read) => Some(read),
+        None => number_general(s, start, negative),
+    }
+}
+
+/// [`number_at`] for any length, from the first digit at `start`.
+#[inline(never)]
+fn number_general(s: &[u8], start: usize, negative: bool) -> Option<(FieldValue, usize)> {
+    // The integer part: `0` or no leading zero, at most 19 digits (no overflow).
+    let (end, int) = digit_run(s, start, 0);
+    let int_len = end - start;
+    if int_len == 0 || int_len > 19 || (int_len > 1 && s[start] == b'0') {
+        return None;
+    }
+    if s.get(end) != Some(&b'.') {
+        let n = i64::try_from(int).ok()?;
+        if negative && n == 0 {
+            return None;
+        }
+        return Some((FieldValue::Int(if negative { -n } else { n }), end));
+    }
+    // The digits after the point continue the integer: with at most 19 digits in all, `m` is
+    // `int * 10^count + frac` without overflow.
+    let (after, m) = digit_run(s, end + 1, int);
+    let count = after - end - 1;
+    if count == 0 || count > 19 {
+        return None;
+    }
+    let m = if int_len + count <= 19 {
+        m
+    } else {
+        // More digits in all (leading zeros after the point, say): the fraction alone.
+        let (_, frac) = digit_run(s, end + 1, 0);
+        int.checked_mul(TEN[count])?.checked_add(frac)?
+    };
+    let v = crate::decimal::exact(m, count)?;
+    Some((FieldValue::Float(if negative { -v } else { v }), after))
 }
 
 /// A cursor over the payload.
@@ -187,65 +334,11 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Digits `[0-9]+` as a number (`None` when there are none or more than 19, which could
-    /// overflow); the count of digits read.
-    fn digits(&mut self) -> Option<(u64, usize)> {
-        let mut n = 0u64;
-        let mut count = 0;
-        for &b in &self.s[self.i..] {
-            let d = b.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            // Wraps only past 19 digits, which are refused below.
-            n = n.wrapping_mul(10).wrapping_add(u64::from(d));
-            count += 1;
-        }
-        if count == 0 || count > 19 {
-            return None;
-        }
-        self.i += count;
-        Some((n, count))
-    }
-
-    /// The magnitude of a JSON integer part (`0` or no leading zero).
-    fn integer_part(&mut self) -> Option<u64> {
-        let start = self.i;
-        let (n, count) = self.digits()?;
-        if count > 1 && self.s[start] == b'0' {
-            return None;
-        }
-        Some(n)
-    }
-
-    /// A JSON number: an integer within `i64` as serde_json reads it to an integer (not `-0`,
-    /// which it reads as a float), or a decimal fraction without exponent whose digits form an
-    /// integer of at most 2^53 with at most 19 of them after the point: that integer divided by
-    /// a power of ten, both exact, is the correctly rounded value serde_json (with
-    /// `float_roundtrip`) reads too.
+    /// A JSON number ([`number_at`]).
     fn number(&mut self) -> Option<FieldValue> {
-        let negative = self.peek()? == b'-';
-        if negative {
-            self.i += 1;
-        }
-        let int = self.integer_part()?;
-        // An exponent is left unread: the caller then finds no separator and gives up.
-        match self.peek() {
-            Some(b'.') => {
-                self.i += 1;
-                let (frac, count) = self.digits()?;
-                let m = int.checked_mul(TEN[count])?.checked_add(frac)?;
-                let v = crate::decimal::exact(m, count)?;
-                Some(FieldValue::Float(if negative { -v } else { v }))
-            }
-            _ => {
-                let n = i64::try_from(int).ok()?;
-                if negative && n == 0 {
-                    return None;
-                }
-                Some(FieldValue::Int(if negative { -n } else { n }))
-            }
-        }
+        let (value, end) = number_at(self.s, self.i)?;
+        self.i = end;
+        Some(value)
     }
 
     /// The value list (just before its `[`), one value per name of `columns`: the fields of
@@ -258,38 +351,73 @@ impl<'a> Reader<'a> {
             self.i += 1;
             return columns.is_empty().then_some(fields);
         }
+        let last = columns.len().checked_sub(1)?;
+        // The cursor in a local while numbers are read (the common case).
+        let s = self.s;
+        let mut i = self.i;
         for (k, name) in columns.iter().enumerate() {
-            self.ws();
-            let value = match self.peek()? {
-                b'"' => Some(FieldValue::Text(
-                    std::str::from_utf8(self.string()?).ok()?.to_owned(),
-                )),
-                b't' => {
-                    self.literal(b"true")?;
-                    Some(FieldValue::Bool(true))
-                }
-                b'f' => {
-                    self.literal(b"false")?;
-                    Some(FieldValue::Bool(false))
-                }
-                b'n' => {
-                    self.literal(b"null")?;
-                    None
-                }
-                _ => Some(self.number()?),
+            let mut b = *s.get(i)?;
+            while is_ws(b) {
+                i += 1;
+                b = *s.get(i)?;
+            }
+            let value = if b == b'-' || b.is_ascii_digit() {
+                let (value, end) = number_at(s, i)?;
+                i = end;
+                Some(value)
+            } else {
+                self.i = i;
+                let value = self.other_value()?;
+                i = self.i;
+                value
             };
             if let Some(value) = value {
-                fields.push(Field::new(name.clone(), value));
+                fields.push(Field {
+                    measurement: name.clone(),
+                    value,
+                    type_hint: None,
+                });
             }
-            self.ws();
-            match self.next()? {
-                // More values than names: the loop ends and the payload is left.
-                b',' => {}
-                b']' if k + 1 == columns.len() => return Some(fields),
-                _ => return None,
+            // The separator: `,`, or the `]` after the last value (more values than names
+            // leave the payload to the general parser).
+            let mut b = *s.get(i)?;
+            i += 1;
+            while is_ws(b) {
+                b = *s.get(i)?;
+                i += 1;
+            }
+            if k == last {
+                self.i = i;
+                return (b == b']').then_some(fields);
+            }
+            if b != b',' {
+                return None;
             }
         }
         None
+    }
+
+    /// A value that is not a number: a string, `true`, `false` or `null` (`Some(None)`).
+    #[inline(never)]
+    fn other_value(&mut self) -> Option<Option<FieldValue>> {
+        Some(match self.peek()? {
+            b'"' => Some(FieldValue::Text(
+                std::str::from_utf8(self.string()?).ok()?.to_owned(),
+            )),
+            b't' => {
+                self.literal(b"true")?;
+                Some(FieldValue::Bool(true))
+            }
+            b'f' => {
+                self.literal(b"false")?;
+                Some(FieldValue::Bool(false))
+            }
+            b'n' => {
+                self.literal(b"null")?;
+                None
+            }
+            _ => return None,
+        })
     }
 
     /// The literal `word` (its first byte already peeked).
@@ -636,7 +764,121 @@ mod tests {
         );
     }
 
+    #[test]
+    fn eight_digits_at_once() {
+        // Digit values, the first digit in the lowest byte.
+        let word = |digits: &str| {
+            digits
+                .bytes()
+                .rev()
+                .fold(0u64, |w, b| (w << 8) | u64::from(b - b'0'))
+        };
+        for (digits, want) in [
+            ("7", 7),
+            ("42", 42),
+            ("105", 105),
+            ("9999", 9999),
+            ("12345", 12345),
+            ("000001", 1),
+            ("9876543", 9_876_543),
+            ("12345678", 12_345_678),
+            ("99999999", 99_999_999),
+        ] {
+            assert_eq!(swar_digits(word(digits), digits.len()), want, "{digits}");
+        }
+        // The first non-digit of a word, by its flags (bytes in text order).
+        let first = |text: &[u8; 8]| non_digits(u64::from_le_bytes(*text)).trailing_zeros() / 8;
+        assert_eq!(first(b"123.4,56"), 3);
+        assert_eq!(first(b"0/9:a-1 "), 1, "'/' and ':' are next to the digits");
+        assert_eq!(first(b"\xff1234567"), 0);
+        assert_eq!(first(b"1234567\xfa"), 7);
+        assert_eq!(first(b"12345678"), 8);
+    }
+
+    /// Where a number ends and what it is, read by [`number_at`] from the start of `text`.
+    fn read_number(text: &str) -> Option<(FieldValue, usize)> {
+        number_at(text.as_bytes(), 0)
+    }
+
+    #[test]
+    fn short_numbers_end_where_they_end() {
+        // Expected values: the literals themselves, and their lengths.
+        assert_eq!(
+            read_number("123.4,56.7"),
+            Some((FieldValue::Float(123.4), 5))
+        );
+        assert_eq!(
+            read_number("-0.5]}    "),
+            Some((FieldValue::Float(-0.5), 4))
+        );
+        assert_eq!(
+            read_number("999999.9]}"),
+            Some((FieldValue::Float(999_999.9), 8))
+        );
+        assert_eq!(read_number("12,3456789"), Some((FieldValue::Int(12), 2)));
+        assert_eq!(read_number("-7 ,      "), Some((FieldValue::Int(-7), 2)));
+        assert_eq!(read_number("0]}       "), Some((FieldValue::Int(0), 1)));
+        // Near the end of the payload (fewer than 8 bytes left) and long numbers: the
+        // general reading, same results.
+        assert_eq!(read_number("1.25]}"), Some((FieldValue::Float(1.25), 4)));
+        assert_eq!(
+            read_number("1234567.5,"),
+            Some((FieldValue::Float(1_234_567.5), 9))
+        );
+        assert_eq!(
+            read_number("0.000001,   "),
+            Some((FieldValue::Float(1e-6), 8))
+        );
+        // Not numbers JSON allows, or not read here.
+        for text in [
+            "-0,        ",
+            "01.5,      ",
+            "00,        ",
+            "1.,        ",
+            "-.5,       ",
+            "-x        ",
+        ] {
+            assert_eq!(read_number(text), None, "{text}");
+        }
+        // An exponent is left unread.
+        assert_eq!(read_number("12e3,     "), Some((FieldValue::Int(12), 2)));
+        assert_eq!(read_number("1.5e3,    "), Some((FieldValue::Float(1.5), 3)));
+    }
+
     proptest! {
+        /// Numbers as the standard library reads the same text: integers within `i64`
+        /// (not `-0`), decimal fractions whose digits form an integer of at most 2^53;
+        /// whatever follows them.
+        #[test]
+        fn numbers_read_as_the_standard_library_reads_them(
+            negative in any::<bool>(),
+            int in "0|[1-9][0-9]{0,8}",
+            frac in prop::option::of("[0-9]{1,9}"),
+            tail in prop_oneof![Just(""), Just(","), Just("]}"), Just(",12.5,3]}"), Just(" , 1"), Just("e5,      ")],
+        ) {
+            let text = format!("{}{int}{}", if negative { "-" } else { "" }, frac.as_ref().map(|f| format!(".{f}")).unwrap_or_default());
+            let want = match &frac {
+                None if negative && int == "0" => None,
+                None => Some(FieldValue::Int(text.parse().unwrap())),
+                Some(f) => {
+                    let digits: u128 = format!("{int}{f}").parse().unwrap();
+                    (digits <= 1 << 53).then(|| FieldValue::Float(text.parse().unwrap()))
+                }
+            };
+            let got = read_number(&format!("{text}{tail}"));
+            match (got, want) {
+                (Some((FieldValue::Float(g), end)), Some(FieldValue::Float(w))) => {
+                    prop_assert_eq!(g.to_bits(), w.to_bits(), "{}", text);
+                    prop_assert_eq!(end, text.len());
+                }
+                (Some((g, end)), Some(w)) => {
+                    prop_assert_eq!(g, w);
+                    prop_assert_eq!(end, text.len());
+                }
+                (got, want) => prop_assert_eq!(got.map(|g| g.0), want, "{}", text),
+            }
+        }
+
         /// A stream of payloads through one cache each: the same batches either way.
         #[test]
         fn a_stream_reads_as_the_general_parser_reads_it(texts in prop::collection::vec(payload(), 1..6)) {

@@ -123,12 +123,8 @@ impl WriteBatch {
                 Column::Boolean(v) => out.extend(v.iter().map(|b| *b as u8)),
                 Column::Int32(v) => put_deltas(&mut out, v.iter().map(|x| *x as i64)),
                 Column::Int64(v) => put_deltas(&mut out, v.iter().copied()),
-                Column::Float(v) => v
-                    .iter()
-                    .for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes())),
-                Column::Double(v) => v
-                    .iter()
-                    .for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes())),
+                Column::Float(v) => put_le(&mut out, v.iter().map(|x| x.to_bits().to_le_bytes())),
+                Column::Double(v) => put_le(&mut out, v.iter().map(|x| x.to_bits().to_le_bytes())),
                 Column::Text(v) => v.iter().for_each(|x| {
                     put_var(&mut out, x.len() as u64);
                     out.extend_from_slice(x);
@@ -273,6 +269,17 @@ fn put_var(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+/// Appends the fixed-size encodings `values` one after the other (the room for them made
+/// once, then filled in place).
+#[inline]
+fn put_le<const N: usize>(out: &mut Vec<u8>, values: impl ExactSizeIterator<Item = [u8; N]>) {
+    let start = out.len();
+    out.resize(start + values.len() * N, 0);
+    for (room, bytes) in out[start..].chunks_exact_mut(N).zip(values) {
+        room.copy_from_slice(&bytes);
+    }
 }
 
 /// Appends each value's difference from the one before it (the first from 0), zigzag var-ints.
@@ -848,6 +855,43 @@ mod tests {
             times,
             values,
         }
+    }
+
+    /// FLOAT and DOUBLE values as the module documentation lays them out: IEEE 754 bits,
+    /// little-endian, 4 and 8 bytes (1.5f32 is 0x3FC00000, -0.0 has only the sign bit; FLOAT
+    /// is type code 3), after a series of none.
+    #[test]
+    fn kind_2_float_and_double_bytes() {
+        let b = WriteBatch {
+            series: vec![
+                series("d", "e", DataType::DOUBLE, vec![], Column::Double(vec![])),
+                series(
+                    "d",
+                    "f",
+                    DataType::FLOAT,
+                    vec![1, 2, 3],
+                    Column::Float(vec![1.5, -0.0, f32::from_bits(0x0102_0304)]),
+                ),
+                series(
+                    "d",
+                    "g",
+                    DataType::DOUBLE,
+                    vec![1, 2, 3],
+                    Column::Double(vec![-0.0, 1.5, f64::from_bits(0x0102_0304_0506_0708)]),
+                ),
+            ],
+        };
+        let expected: Vec<u8> = [
+            &[2u8, 3][..],
+            &[2, b'd', 1, b'e', 4, 0, 0, 0, 1],
+            &[0, 1, b'f', 3, 0, 0, 3, 1, 2, 2, 2],
+            &[0, 0, 0xc0, 0x3f, 0, 0, 0, 0x80, 4, 3, 2, 1],
+            &[0, 1, b'g', 4, 0, 0, 3, 0],
+            &[0, 0, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f],
+            &[8, 7, 6, 5, 4, 3, 2, 1],
+        ]
+        .concat();
+        assert_eq!(b.encode(), expected);
     }
 
     /// The bytes of kind 2 as the module documentation lays them out: type codes from the

@@ -19,8 +19,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tsfile::basic::Column;
+use tsfile::Value;
 use tsfiled_connectors::TableLine;
-use tsfiled_connectors::{Batch, Location, PointAt, Record, RejectReason, Rejection};
+use tsfiled_connectors::{Batch, FieldValue, Location, PointAt, Record, RejectReason, Rejection};
 
 use crate::engine::batch::{SeriesData, WriteBatch};
 use crate::engine::schema::{self, Registry, SchemaRule, SeriesType, TypeDefaults};
@@ -476,7 +477,41 @@ impl Pipeline {
                 });
                 continue;
             }
-            for (k, f) in rec.fields.iter().enumerate() {
+            // The leading fields found by position (a device's records usually share their
+            // name strings in the same order) without a declared type: appended in a tight
+            // loop. The first other field, or a value the series refuses (`append` changes
+            // nothing then), goes on in the general loop below.
+            let mut done = 0;
+            for (f, (m, target)) in rec.fields.iter().zip(&slot.recent) {
+                let Some(si) = *target else { break };
+                if !Arc::ptr_eq(m, &f.measurement) || f.type_hint.is_some() {
+                    break;
+                }
+                let s = &mut series[si];
+                let encoding = s.ty.encoding;
+                // The commonest pairs as `schema::append` stores them, without its call.
+                let stored = match (&mut s.values, &f.value) {
+                    (Column::Double(c), FieldValue::Float(v))
+                        if schema::storable(&Value::Double(*v), encoding).is_ok() =>
+                    {
+                        c.push(*v);
+                        true
+                    }
+                    (Column::Int64(c), FieldValue::Int(v))
+                        if schema::storable(&Value::Int64(*v), encoding).is_ok() =>
+                    {
+                        c.push(*v);
+                        true
+                    }
+                    (values, value) => schema::append(values, value, s.ty).is_ok(),
+                };
+                if !stored {
+                    break;
+                }
+                s.times.push(rec.time);
+                done += 1;
+            }
+            for (k, f) in rec.fields.iter().enumerate().skip(done) {
                 let declared = f.type_hint;
                 let known = match slot.recent.get(k) {
                     Some((m, t)) if Arc::ptr_eq(m, &f.measurement) => Some(*t),

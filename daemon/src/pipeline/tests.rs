@@ -885,3 +885,125 @@ fn records_alternating_between_many_devices_reach_their_series() {
     }
     assert_eq!(points, expected);
 }
+
+/// Records sharing their name strings in the same order (as the MQTT IoTDB JSON reader makes
+/// them) go through normalization's positional path; what that path does not store itself —
+/// a NaN the encoding refuses, an integer for a DOUBLE series, a float for an INT64 one, a
+/// declared type, fields in another order — is typed as any other field.
+#[test]
+fn records_sharing_their_names_by_position_are_typed_as_any_other() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.rules = vec![SchemaRule {
+        pattern: schema::PathPattern::parse("root.sg.d1.plain").unwrap(),
+        data_type: Some(tsfile::DataType::DOUBLE),
+        encoding: Some(tsfile::Encoding::PLAIN),
+        compression: None,
+    }];
+    let p = Pipeline::open(opts, Metrics::new()).unwrap();
+    let device: Arc<str> = Arc::from("root.sg.d1");
+    let [g, i, plain]: [Arc<str>; 3] = ["g", "i", "plain"].map(Arc::from);
+    let rec = |time: i64, fields: Vec<Field>| Record {
+        device: device.clone(),
+        time,
+        fields,
+    };
+    let f = |m: &Arc<str>, value: FieldValue| Field::new(m.clone(), value);
+    use FieldValue::{Float, Int};
+    let records = vec![
+        rec(
+            1,
+            vec![f(&g, Float(1.5)), f(&i, Int(7)), f(&plain, Float(1.5))],
+        ),
+        rec(
+            2,
+            vec![
+                f(&g, Float(f64::NAN)),
+                f(&i, Int(i64::MIN)),
+                f(&plain, Float(f64::NAN)),
+            ],
+        ),
+        rec(
+            3,
+            vec![f(&g, Int(3)), f(&i, Float(2.5)), f(&plain, Float(3.5))],
+        ),
+        rec(
+            4,
+            vec![
+                f(&g, Float(4.5)),
+                Field {
+                    type_hint: Some(DataType::INT32),
+                    ..f(&i, Int(9))
+                },
+                f(&plain, Float(4.5)),
+            ],
+        ),
+        rec(
+            5,
+            vec![f(&plain, Float(5.5)), f(&g, Float(5.5)), f(&i, Int(5))],
+        ),
+        rec(
+            6,
+            vec![
+                f(&g, Float(-0.0)),
+                f(&i, Int(i64::MAX)),
+                f(&plain, Float(6.5)),
+            ],
+        ),
+    ];
+    let batch = Batch {
+        records,
+        rejections: vec![],
+    };
+    let out = p.submit_blocking("test", batch, Instant::now()).unwrap();
+    let rejected: Vec<_> = out
+        .rejections
+        .iter()
+        .map(|r| (r.reason, r.location.to_string()))
+        .collect();
+    assert_eq!(
+        rejected,
+        [
+            (
+                RejectReason::TypeMismatch,
+                "record 1 (root.sg.d1.g at 2)".to_string()
+            ),
+            (
+                RejectReason::TypeMismatch,
+                "record 2 (root.sg.d1.i at 3)".to_string()
+            ),
+            (
+                RejectReason::DeclaredTypeConflict,
+                "record 3 (root.sg.d1.i at 4)".to_string()
+            ),
+        ]
+    );
+    assert_eq!(out.accepted, 15);
+    p.shutdown_blocking();
+    let (points, _) = read_dir_points(tmp.path());
+    let series = |m: &str| -> Vec<(i64, Value)> {
+        points
+            .iter()
+            .filter(|p| p.1 == m)
+            .map(|p| (p.2, p.3.clone()))
+            .collect()
+    };
+    let d = |t: i64, v: f64| (t, Value::Double(v));
+    assert_eq!(
+        series("g"),
+        [d(1, 1.5), d(3, 3.0), d(4, 4.5), d(5, 5.5), d(6, -0.0)]
+    );
+    assert!(matches!(series("g")[4].1, Value::Double(x) if x.is_sign_negative()));
+    let l = |t: i64, v: i64| (t, Value::Int64(v));
+    assert_eq!(
+        series("i"),
+        [l(1, 7), l(2, i64::MIN), l(5, 5), l(6, i64::MAX)]
+    );
+    let plain = series("plain");
+    assert_eq!(plain.len(), 6);
+    assert!(matches!(plain[1], (2, Value::Double(x)) if x.is_nan()));
+    assert_eq!(
+        [&plain[..1], &plain[2..]].concat(),
+        [d(1, 1.5), d(3, 3.5), d(4, 4.5), d(5, 5.5), d(6, 6.5)]
+    );
+}
