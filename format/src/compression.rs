@@ -20,6 +20,48 @@ pub fn compress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<(
     compress_any(codec, input, out)
 }
 
+/// The size of `input` compressed with `codec` in format 000002, as [`compress`] would
+/// append it (SNAPPY without copying its output).
+pub fn compressed_len(codec: Compression, input: &[u8]) -> Result<usize> {
+    codec.check()?;
+    if codec == Compression::SNAPPY {
+        return with_snappy(input, |z| z.len());
+    }
+    let mut out = Vec::new();
+    compress_any(codec, input, &mut out)?;
+    Ok(out.len())
+}
+
+/// Fewest bytes any raw Snappy block of an `n`-byte input takes: one byte of length, and
+/// each element covers at most 64 bytes for at least 3 bytes (a copy with a 2-byte offset;
+/// a copy with a 1-byte offset covers at most 11 for 2, a literal of `k` takes `k + 1`).
+pub fn snappy_len_at_least(n: usize) -> usize {
+    1 + n / 64 * 3 + (n % 64) * 3 / 64
+}
+
+thread_local! {
+    /// The thread's Snappy compressor and output room: the compressor's hash table is
+    /// allocated once, and the room only grows, so it is not zeroed for every input.
+    static SNAPPY: std::cell::RefCell<(snap::raw::Encoder, Vec<u8>)> =
+        std::cell::RefCell::new((snap::raw::Encoder::new(), Vec::new()));
+}
+
+/// Compresses `input` into a raw Snappy block and gives it to `f`.
+fn with_snappy<R>(input: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+    SNAPPY.with(|s| {
+        let (encoder, room) = &mut *s.borrow_mut();
+        // 0 for an input too large, which `compress` refuses.
+        let need = snap::raw::max_compress_len(input.len());
+        if room.len() < need {
+            room.resize(need, 0);
+        }
+        let n = encoder
+            .compress(input, room)
+            .map_err(|e| Error::invalid(format!("snappy compression failed: {e}")))?;
+        Ok(f(&room[..n]))
+    })
+}
+
 /// Compresses a whole page body of format v4, appending to `out`; codecs not
 /// implemented for v4 give [`Error::Unsupported`].
 pub fn compress_v4(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
@@ -44,15 +86,7 @@ fn compress_any(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<(
             out.extend_from_slice(input);
             Ok(())
         }
-        Compression::SNAPPY => {
-            let start = out.len();
-            out.resize(start + snap::raw::max_compress_len(input.len()), 0);
-            let n = snap::raw::Encoder::new()
-                .compress(input, &mut out[start..])
-                .map_err(|e| Error::invalid(format!("snappy compression failed: {e}")))?;
-            out.truncate(start + n);
-            Ok(())
-        }
+        Compression::SNAPPY => with_snappy(input, |z| out.extend_from_slice(z)),
         Compression::GZIP => {
             // OS byte 3 (Unix) and mtime 0, as zlib's deflateInit2(.., 31, ..) writes.
             let mut e = flate2::GzBuilder::new()

@@ -277,26 +277,36 @@ fn candidates(data_type: DataType, start: Encoding) -> &'static [Encoding] {
     }
 }
 
-/// `values` encoded with `encoding` of `data_type` in format 000002, as one page's value
-/// stream; `None` if the encoder refuses one of them.
-pub fn encode_values(encoding: Encoding, data_type: DataType, values: &Column) -> Option<Vec<u8>> {
+/// The first `limit` of `values` encoded with `encoding` of `data_type` in format 000002, as
+/// one page's value stream, appended to `out`; `None` if the encoder refuses one of them.
+pub fn encode_values(
+    encoding: Encoding,
+    data_type: DataType,
+    values: &Column,
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> Option<()> {
     let mut enc = tsfile::encoding::get_encoder(
         encoding,
         data_type,
         tsfile::encoding::DEFAULT_FLOAT_PRECISION,
     )
     .ok()?;
-    let mut out = Vec::new();
+    fn head<T>(v: &[T], limit: usize) -> &[T] {
+        &v[..limit.min(v.len())]
+    }
     let r = match values {
-        Column::Boolean(v) => v.iter().try_for_each(|x| enc.encode_bool(*x, &mut out)),
-        Column::Int32(v) => v.iter().try_for_each(|x| enc.encode_i32(*x, &mut out)),
-        Column::Int64(v) => v.iter().try_for_each(|x| enc.encode_i64(*x, &mut out)),
-        Column::Float(v) => v.iter().try_for_each(|x| enc.encode_f32(*x, &mut out)),
-        Column::Double(v) => v.iter().try_for_each(|x| enc.encode_f64(*x, &mut out)),
-        Column::Text(v) => v.iter().try_for_each(|x| enc.encode_binary(x, &mut out)),
+        Column::Boolean(v) => enc.encode_bools(head(v, limit), out),
+        Column::Int32(v) => enc.encode_i32s(head(v, limit), out),
+        Column::Int64(v) => enc.encode_i64s(head(v, limit), out),
+        Column::Float(v) => enc.encode_f32s(head(v, limit), out),
+        Column::Double(v) => enc.encode_f64s(head(v, limit), out),
+        Column::Text(v) => head(v, limit)
+            .iter()
+            .enumerate()
+            .try_for_each(|(k, x)| enc.encode_binary(x, out).map_err(|e| (k, e))),
     };
-    r.and_then(|_| enc.flush(&mut out)).ok()?;
-    Some(out)
+    r.ok().and_then(|()| enc.flush(out).ok())
 }
 
 /// The encoding and compression a series that started as `start` is written with from now
@@ -309,25 +319,36 @@ pub fn choose(start: SeriesType, sample: &Column) -> SeriesType {
     choose_among(start, sample, candidates(start.data_type, start.encoding))
 }
 
-/// [`choose`] among `encodings` (in order of preference).
+/// [`choose`] among `encodings` (in order of preference). Every encoding is encoded first;
+/// SNAPPY is tried only on a stream whose fewest Snappy bytes
+/// ([`tsfile::compression::snappy_len_at_least`]) could still beat both the best pair so far
+/// and every uncompressed stream, so the choice is the one of trying every pair.
 fn choose_among(start: SeriesType, sample: &Column, encodings: &[Encoding]) -> SeriesType {
-    let sample = head(sample, MAX_SAMPLE);
-    let mut best: Option<(usize, Encoding, Compression)> = None;
+    let mut raws: Vec<Option<Vec<u8>>> = Vec::with_capacity(encodings.len());
     for &e in encodings {
-        let Some(raw) = encode_values(e, start.data_type, &sample) else {
+        let mut raw = Vec::new();
+        raws.push(encode_values(e, start.data_type, sample, MAX_SAMPLE, &mut raw).map(|()| raw));
+    }
+    let fewest_raw = raws.iter().flatten().map(Vec::len).min();
+    let mut best: Option<(usize, Encoding, Compression)> = None;
+    let offer = |best: &mut Option<_>, n: usize, e, c| {
+        if best.is_none_or(|(b, _, _)| n < b) {
+            *best = Some((n, e, c));
+        }
+    };
+    for (&e, raw) in encodings.iter().zip(&raws) {
+        let Some(raw) = raw else {
             continue;
         };
-        let mut z = Vec::new();
-        let snappy = tsfile::compression::compress(Compression::SNAPPY, &raw, &mut z)
-            .map_or(usize::MAX, |_| z.len());
-        for (n, c) in [
-            (raw.len(), Compression::UNCOMPRESSED),
-            (snappy, Compression::SNAPPY),
-        ] {
-            if best.is_none_or(|(b, _, _)| n < b) {
-                best = Some((n, e, c));
-            }
+        offer(&mut best, raw.len(), e, Compression::UNCOMPRESSED);
+        // A SNAPPY stream of at least `floor` bytes loses to the best pair so far (a tie
+        // keeps the earlier), and to an uncompressed stream below `floor` whatever comes.
+        let floor = tsfile::compression::snappy_len_at_least(raw.len());
+        if best.is_some_and(|(b, _, _)| floor >= b) || fewest_raw.is_some_and(|f| f < floor) {
+            continue;
         }
+        let snappy = tsfile::compression::compressed_len(Compression::SNAPPY, raw);
+        offer(&mut best, snappy.unwrap_or(usize::MAX), e, Compression::SNAPPY);
     }
     match best {
         Some((_, encoding, compression)) => SeriesType {
@@ -336,18 +357,6 @@ fn choose_among(start: SeriesType, sample: &Column, encodings: &[Encoding]) -> S
             compression,
         },
         None => start,
-    }
-}
-
-/// The first `n` values of `c`.
-fn head(c: &Column, n: usize) -> Column {
-    match c {
-        Column::Boolean(v) => Column::Boolean(v[..n.min(v.len())].to_vec()),
-        Column::Int32(v) => Column::Int32(v[..n.min(v.len())].to_vec()),
-        Column::Int64(v) => Column::Int64(v[..n.min(v.len())].to_vec()),
-        Column::Float(v) => Column::Float(v[..n.min(v.len())].to_vec()),
-        Column::Double(v) => Column::Double(v[..n.min(v.len())].to_vec()),
-        Column::Text(v) => Column::Text(v[..n.min(v.len())].to_vec()),
     }
 }
 
