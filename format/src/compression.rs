@@ -296,6 +296,46 @@ mod tests {
         assert!(decompress(Compression::SNAPPY, &[0xff, 0xff, 0xff], 3, 9).is_err());
     }
 
+    /// `compressed_len` is the length `compress` appends, never below the fewest bytes the
+    /// Snappy format allows; 64,000 zero bytes (a 3-byte length, a 1-byte literal, then
+    /// copies of 64 bytes at 3 bytes each, 3,000 bytes) come within a few bytes of it.
+    #[test]
+    fn snappy_length_and_its_floor() {
+        let mut x = 7u32;
+        let noise: Vec<u8> = (0..70_000)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                (x >> 16) as u8
+            })
+            .collect();
+        let ramp: Vec<u8> = (0..100_000u32).map(|i| (i / 3) as u8).collect();
+        let zeros = vec![0u8; 64_000];
+        for input in [&[][..], &b"abc"[..], &noise, &ramp, &zeros, &noise[..64]] {
+            let mut c = Vec::new();
+            compress(Compression::SNAPPY, input, &mut c).unwrap();
+            let n = compressed_len(Compression::SNAPPY, input).unwrap();
+            assert_eq!(n, c.len(), "{} bytes", input.len());
+            assert!(
+                n >= snappy_len_at_least(input.len()),
+                "{} bytes",
+                input.len()
+            );
+        }
+        assert_eq!(snappy_len_at_least(64_000), 3001);
+        let z = compressed_len(Compression::SNAPPY, &zeros).unwrap();
+        assert!((3001..3030).contains(&z), "{z}");
+        // Incompressible bytes: a literal costs more than its bytes.
+        assert!(compressed_len(Compression::SNAPPY, &noise).unwrap() > 70_000);
+        assert_eq!(
+            compressed_len(Compression::UNCOMPRESSED, &noise).unwrap(),
+            70_000
+        );
+        assert!(
+            compressed_len(Compression::LZ4, &noise).is_err(),
+            "not in format 000002"
+        );
+    }
+
     #[test]
     fn java_snappy_vector_decompresses() {
         // Compressed page body of the spec's minimal SNAPPY file (§12.4).

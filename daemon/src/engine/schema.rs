@@ -348,7 +348,12 @@ fn choose_among(start: SeriesType, sample: &Column, encodings: &[Encoding]) -> S
             continue;
         }
         let snappy = tsfile::compression::compressed_len(Compression::SNAPPY, raw);
-        offer(&mut best, snappy.unwrap_or(usize::MAX), e, Compression::SNAPPY);
+        offer(
+            &mut best,
+            snappy.unwrap_or(usize::MAX),
+            e,
+            Compression::SNAPPY,
+        );
     }
     match best {
         Some((_, encoding, compression)) => SeriesType {
@@ -1156,6 +1161,123 @@ mod choice_tests {
         let t = SeriesType::default_for(DataType::TEXT);
         let text = Column::Text(vec![b"a".to_vec(); 256]);
         assert_eq!(choose(t, &text).encoding, Encoding::PLAIN);
+    }
+
+    /// The import benchmark's columns (BENCHMARKS.md, "File size": 1,000,000 rows, `Time`
+    /// every 10 ms): the choice recorded there for its first flush is TS_2DIFF SNAPPY for the
+    /// INT64 columns and PLAIN SNAPPY for the DOUBLE ones (their 1,000-row period is 8,000
+    /// PLAIN bytes, inside the 16,384 sampled values, where SNAPPY copies it).
+    #[test]
+    fn the_import_benchmark_columns_choose_as_recorded() {
+        let rows = 20_000u64;
+        for c in [0u64, 1, 2, 9] {
+            let (col, want) = if c % 2 == 0 {
+                let v = (0..rows).map(|r| ((r * 7 + c * 13) % 100_000) as i64);
+                (Column::Int64(v.collect()), Encoding::TS_2DIFF)
+            } else {
+                let v = (0..rows).map(|r| {
+                    format!("{}.{:02}", (r + c) % 1000, (r * 3 + c) % 100)
+                        .parse()
+                        .unwrap()
+                });
+                (Column::Double(v.collect()), Encoding::PLAIN)
+            };
+            let start = SeriesType::default_for(if c % 2 == 0 {
+                DataType::INT64
+            } else {
+                DataType::DOUBLE
+            });
+            let t = choose(start, &col);
+            assert_eq!(
+                (t.encoding, t.compression),
+                (want, Compression::SNAPPY),
+                "s{c}"
+            );
+        }
+    }
+
+    /// The choice skips SNAPPY only where it cannot win: it equals the pair found by trying
+    /// every encoding UNCOMPRESSED and SNAPPY on the first MAX_SAMPLE values (the rule of
+    /// [`choose`]), on series where the skip happens and where it does not.
+    #[test]
+    fn the_choice_is_that_of_trying_every_pair() {
+        fn every_pair(start: SeriesType, sample: &Column) -> (Encoding, Compression) {
+            let mut best: Option<(usize, Encoding, Compression)> = None;
+            for &e in candidates(start.data_type, start.encoding) {
+                let mut raw = Vec::new();
+                if encode_values(e, start.data_type, sample, MAX_SAMPLE, &mut raw).is_none() {
+                    continue;
+                }
+                let mut z = Vec::new();
+                tsfile::compression::compress(Compression::SNAPPY, &raw, &mut z).unwrap();
+                for (n, c) in [
+                    (raw.len(), Compression::UNCOMPRESSED),
+                    (z.len(), Compression::SNAPPY),
+                ] {
+                    if best.is_none_or(|(b, _, _)| n < b) {
+                        best = Some((n, e, c));
+                    }
+                }
+            }
+            best.map_or((start.encoding, start.compression), |(_, e, c)| (e, c))
+        }
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let noise: Vec<u64> = (0..20_000).map(|_| next()).collect();
+        let ints = |f: &dyn Fn(usize) -> i64, n: usize| Column::Int64((0..n).map(f).collect());
+        let doubles = |f: &dyn Fn(usize) -> f64, n: usize| Column::Double((0..n).map(f).collect());
+        let cases = [
+            ints(&|_| 42, 1000),
+            ints(&|i| i as i64 * 3, 20_000),
+            ints(&|i| (i % 100) as i64, 5000),
+            ints(&|i| (noise[i] % 1000) as i64, 3000),
+            ints(&|i| noise[i] as i64, 300),
+            // Beyond MAX_SAMPLE the values change: only the first MAX_SAMPLE count.
+            ints(
+                &|i| if i < MAX_SAMPLE { 5 } else { noise[i] as i64 },
+                20_000,
+            ),
+            doubles(&|_| 1.5, 2000),
+            doubles(&|i| ((i * 70) % 10_000) as f64 / 10.0, 700),
+            doubles(&|i| ((i * 70) % 10_000) as f64 / 10.0, 3000),
+            doubles(&|i| (i % 4) as f64, 4000),
+            doubles(&|i| f64::from_bits(noise[i] & !(1 << 62)), 500),
+            Column::Boolean((0..3000).map(|i| i % 3 == 0).collect()),
+            Column::Boolean(vec![false; 300]),
+            Column::Int64(vec![]),
+        ];
+        let mut skipped = 0;
+        for col in &cases {
+            let dt = col.data_type();
+            let start = SeriesType::default_for(dt);
+            let t = choose(start, col);
+            assert_eq!(
+                (t.encoding, t.compression),
+                every_pair(start, col),
+                "{dt} {}",
+                col.len()
+            );
+            // Whether some SNAPPY trial is skipped: a stream whose fewest Snappy bytes exceed
+            // the smallest uncompressed one.
+            let raws: Vec<usize> = candidates(dt, start.encoding)
+                .iter()
+                .map(|&e| {
+                    let mut raw = Vec::new();
+                    encode_values(e, dt, col, MAX_SAMPLE, &mut raw).map_or(0, |()| raw.len())
+                })
+                .collect();
+            let fewest = raws.iter().min().unwrap();
+            skipped += usize::from(
+                raws.iter()
+                    .any(|&r| tsfile::compression::snappy_len_at_least(r) > *fewest),
+            );
+        }
+        assert!(skipped >= 3, "{skipped}");
     }
 
     /// Per series of a golden file: its values in order; and its chunks' bytes.

@@ -105,9 +105,10 @@ impl Encoder for PlainEncoder {
     }
     fn encode_i32s(&mut self, v: &[i32], out: &mut Vec<u8>) -> BatchResult {
         if self.v4 {
-            return v.iter().enumerate().try_for_each(|(k, x)| {
-                self.encode_i32(*x, out).map_err(|e| (k, e))
-            });
+            return v
+                .iter()
+                .enumerate()
+                .try_for_each(|(k, x)| self.encode_i32(*x, out).map_err(|e| (k, e)));
         }
         self.fixed(DataType::INT32, v, out, put_i32)
     }
@@ -283,6 +284,51 @@ pub fn decode_v4(data: &[u8], count: usize, out: &mut Column) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The batch methods write what one call per value writes: big-endian, NaN as Java's
+    /// `0x7ff8000000000000` / `0x7fc00000`; a value of another type is refused first.
+    #[test]
+    fn batches_are_big_endian_and_typed() {
+        let mut out = Vec::new();
+        let mut d = PlainEncoder::new(DataType::DOUBLE);
+        d.encode_f64s(&[1.0, -2.5, f64::NAN], &mut out).unwrap();
+        assert_eq!(
+            out,
+            [
+                0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0xc0, 0x04, 0, 0, 0, 0, 0, 0, 0x7f, 0xf8, 0, 0, 0, 0,
+                0, 0
+            ]
+        );
+        out.clear();
+        PlainEncoder::new(DataType::FLOAT)
+            .encode_f32s(&[1.0, f32::NAN], &mut out)
+            .unwrap();
+        assert_eq!(out, [0x3f, 0x80, 0, 0, 0x7f, 0xc0, 0, 0]);
+        out.clear();
+        PlainEncoder::new(DataType::INT64)
+            .encode_i64s(&[1, -2], &mut out)
+            .unwrap();
+        assert_eq!(
+            out,
+            [0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe]
+        );
+        out.clear();
+        PlainEncoder::new(DataType::INT32)
+            .encode_i32s(&[258, -1], &mut out)
+            .unwrap();
+        assert_eq!(out, [0, 0, 1, 2, 0xff, 0xff, 0xff, 0xff]);
+        // v4 INT32: zigzag var-ints (258 -> 516 = 0x84 0x04, -1 -> 1).
+        out.clear();
+        PlainEncoder::v4(DataType::INT32)
+            .encode_i32s(&[258, -1], &mut out)
+            .unwrap();
+        assert_eq!(out, [0x84, 0x04, 0x01]);
+        out.clear();
+        let (k, _) = d.encode_i64s(&[1], &mut out).unwrap_err();
+        assert_eq!((k, out.len()), (0, 0));
+        assert!(d.encode_i64s(&[], &mut out).is_ok());
+    }
+
     use proptest::prelude::*;
 
     #[test]
