@@ -20,6 +20,48 @@ pub fn compress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<(
     compress_any(codec, input, out)
 }
 
+/// The size of `input` compressed with `codec` in format 000002, as [`compress`] would
+/// append it (SNAPPY without copying its output).
+pub fn compressed_len(codec: Compression, input: &[u8]) -> Result<usize> {
+    codec.check()?;
+    if codec == Compression::SNAPPY {
+        return with_snappy(input, |z| z.len());
+    }
+    let mut out = Vec::new();
+    compress_any(codec, input, &mut out)?;
+    Ok(out.len())
+}
+
+/// Fewest bytes any raw Snappy block of an `n`-byte input takes: one byte of length, and
+/// each element covers at most 64 bytes for at least 3 bytes (a copy with a 2-byte offset;
+/// a copy with a 1-byte offset covers at most 11 for 2, a literal of `k` takes `k + 1`).
+pub fn snappy_len_at_least(n: usize) -> usize {
+    1 + n / 64 * 3 + (n % 64) * 3 / 64
+}
+
+thread_local! {
+    /// The thread's Snappy compressor and output room: the compressor's hash table is
+    /// allocated once, and the room only grows, so it is not zeroed for every input.
+    static SNAPPY: std::cell::RefCell<(snap::raw::Encoder, Vec<u8>)> =
+        std::cell::RefCell::new((snap::raw::Encoder::new(), Vec::new()));
+}
+
+/// Compresses `input` into a raw Snappy block and gives it to `f`.
+fn with_snappy<R>(input: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+    SNAPPY.with(|s| {
+        let (encoder, room) = &mut *s.borrow_mut();
+        // 0 for an input too large, which `compress` refuses.
+        let need = snap::raw::max_compress_len(input.len());
+        if room.len() < need {
+            room.resize(need, 0);
+        }
+        let n = encoder
+            .compress(input, room)
+            .map_err(|e| Error::invalid(format!("snappy compression failed: {e}")))?;
+        Ok(f(&room[..n]))
+    })
+}
+
 /// Compresses a whole page body of format v4, appending to `out`; codecs not
 /// implemented for v4 give [`Error::Unsupported`].
 pub fn compress_v4(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
@@ -44,15 +86,7 @@ fn compress_any(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<(
             out.extend_from_slice(input);
             Ok(())
         }
-        Compression::SNAPPY => {
-            let start = out.len();
-            out.resize(start + snap::raw::max_compress_len(input.len()), 0);
-            let n = snap::raw::Encoder::new()
-                .compress(input, &mut out[start..])
-                .map_err(|e| Error::invalid(format!("snappy compression failed: {e}")))?;
-            out.truncate(start + n);
-            Ok(())
-        }
+        Compression::SNAPPY => with_snappy(input, |z| out.extend_from_slice(z)),
         Compression::GZIP => {
             // OS byte 3 (Unix) and mtime 0, as zlib's deflateInit2(.., 31, ..) writes.
             let mut e = flate2::GzBuilder::new()
@@ -260,6 +294,46 @@ mod tests {
         assert_eq!(decompress(Compression::SNAPPY, &c, 49, 0).unwrap(), body);
         assert!(decompress(Compression::SNAPPY, &c, 50, 0).is_err());
         assert!(decompress(Compression::SNAPPY, &[0xff, 0xff, 0xff], 3, 9).is_err());
+    }
+
+    /// `compressed_len` is the length `compress` appends, never below the fewest bytes the
+    /// Snappy format allows; 64,000 zero bytes (a 3-byte length, a 1-byte literal, then
+    /// copies of 64 bytes at 3 bytes each, 3,000 bytes) come within a few bytes of it.
+    #[test]
+    fn snappy_length_and_its_floor() {
+        let mut x = 7u32;
+        let noise: Vec<u8> = (0..70_000)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                (x >> 16) as u8
+            })
+            .collect();
+        let ramp: Vec<u8> = (0..100_000u32).map(|i| (i / 3) as u8).collect();
+        let zeros = vec![0u8; 64_000];
+        for input in [&[][..], &b"abc"[..], &noise, &ramp, &zeros, &noise[..64]] {
+            let mut c = Vec::new();
+            compress(Compression::SNAPPY, input, &mut c).unwrap();
+            let n = compressed_len(Compression::SNAPPY, input).unwrap();
+            assert_eq!(n, c.len(), "{} bytes", input.len());
+            assert!(
+                n >= snappy_len_at_least(input.len()),
+                "{} bytes",
+                input.len()
+            );
+        }
+        assert_eq!(snappy_len_at_least(64_000), 3001);
+        let z = compressed_len(Compression::SNAPPY, &zeros).unwrap();
+        assert!((3001..3030).contains(&z), "{z}");
+        // Incompressible bytes: a literal costs more than its bytes.
+        assert!(compressed_len(Compression::SNAPPY, &noise).unwrap() > 70_000);
+        assert_eq!(
+            compressed_len(Compression::UNCOMPRESSED, &noise).unwrap(),
+            70_000
+        );
+        assert!(
+            compressed_len(Compression::LZ4, &noise).is_err(),
+            "not in format 000002"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! DATE) is a zigzag var-int (Java `writeVarInt`), and TEXT (STRING, BLOB) takes a
 //! zigzag var-int length instead of the i32 one. The other types are unchanged.
 
-use super::Encoder;
+use super::{BatchResult, Encoder};
 use crate::basic::{Column, DataType};
 use crate::errors::{Error, Result};
 use crate::util::io::{put_binary, put_f32, put_f64, put_i32, put_i64, ByteReader};
@@ -50,6 +50,29 @@ impl PlainEncoder {
     }
 }
 
+impl PlainEncoder {
+    /// Appends fixed-width values of type `t` with `put` (all of them, or none when the
+    /// encoder takes another type).
+    #[inline]
+    fn fixed<T: Copy>(
+        &self,
+        t: DataType,
+        v: &[T],
+        out: &mut Vec<u8>,
+        put: impl Fn(&mut Vec<u8>, T),
+    ) -> BatchResult {
+        if v.is_empty() {
+            return Ok(());
+        }
+        self.expect(t).map_err(|e| (0, e))?;
+        out.reserve(std::mem::size_of_val(v));
+        for x in v {
+            put(out, *x);
+        }
+        Ok(())
+    }
+}
+
 impl Encoder for PlainEncoder {
     fn encode_bool(&mut self, v: bool, out: &mut Vec<u8>) -> Result<()> {
         self.expect(DataType::BOOLEAN)?;
@@ -79,6 +102,24 @@ impl Encoder for PlainEncoder {
         self.expect(DataType::DOUBLE)?;
         put_f64(out, v);
         Ok(())
+    }
+    fn encode_i32s(&mut self, v: &[i32], out: &mut Vec<u8>) -> BatchResult {
+        if self.v4 {
+            return v
+                .iter()
+                .enumerate()
+                .try_for_each(|(k, x)| self.encode_i32(*x, out).map_err(|e| (k, e)));
+        }
+        self.fixed(DataType::INT32, v, out, put_i32)
+    }
+    fn encode_i64s(&mut self, v: &[i64], out: &mut Vec<u8>) -> BatchResult {
+        self.fixed(DataType::INT64, v, out, put_i64)
+    }
+    fn encode_f32s(&mut self, v: &[f32], out: &mut Vec<u8>) -> BatchResult {
+        self.fixed(DataType::FLOAT, v, out, put_f32)
+    }
+    fn encode_f64s(&mut self, v: &[f64], out: &mut Vec<u8>) -> BatchResult {
+        self.fixed(DataType::DOUBLE, v, out, put_f64)
     }
     fn encode_binary(&mut self, v: &[u8], out: &mut Vec<u8>) -> Result<()> {
         self.expect(DataType::TEXT)?;
@@ -243,6 +284,51 @@ pub fn decode_v4(data: &[u8], count: usize, out: &mut Column) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The batch methods write what one call per value writes: big-endian, NaN as Java's
+    /// `0x7ff8000000000000` / `0x7fc00000`; a value of another type is refused first.
+    #[test]
+    fn batches_are_big_endian_and_typed() {
+        let mut out = Vec::new();
+        let mut d = PlainEncoder::new(DataType::DOUBLE);
+        d.encode_f64s(&[1.0, -2.5, f64::NAN], &mut out).unwrap();
+        assert_eq!(
+            out,
+            [
+                0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0xc0, 0x04, 0, 0, 0, 0, 0, 0, 0x7f, 0xf8, 0, 0, 0, 0,
+                0, 0
+            ]
+        );
+        out.clear();
+        PlainEncoder::new(DataType::FLOAT)
+            .encode_f32s(&[1.0, f32::NAN], &mut out)
+            .unwrap();
+        assert_eq!(out, [0x3f, 0x80, 0, 0, 0x7f, 0xc0, 0, 0]);
+        out.clear();
+        PlainEncoder::new(DataType::INT64)
+            .encode_i64s(&[1, -2], &mut out)
+            .unwrap();
+        assert_eq!(
+            out,
+            [0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe]
+        );
+        out.clear();
+        PlainEncoder::new(DataType::INT32)
+            .encode_i32s(&[258, -1], &mut out)
+            .unwrap();
+        assert_eq!(out, [0, 0, 1, 2, 0xff, 0xff, 0xff, 0xff]);
+        // v4 INT32: zigzag var-ints (258 -> 516 = 0x84 0x04, -1 -> 1).
+        out.clear();
+        PlainEncoder::v4(DataType::INT32)
+            .encode_i32s(&[258, -1], &mut out)
+            .unwrap();
+        assert_eq!(out, [0x84, 0x04, 0x01]);
+        out.clear();
+        let (k, _) = d.encode_i64s(&[1], &mut out).unwrap_err();
+        assert_eq!((k, out.len()), (0, 0));
+        assert!(d.encode_i64s(&[], &mut out).is_ok());
+    }
+
     use proptest::prelude::*;
 
     #[test]
