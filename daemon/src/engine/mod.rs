@@ -248,6 +248,8 @@ pub struct Engine {
     last_create_millis: i64,
     /// Names of decoded records.
     names: batch::Names,
+    /// Records handed over by the write-ahead log and not applied yet (live writes only).
+    backlog: Option<crate::pipeline::Backlog>,
 }
 
 impl Engine {
@@ -328,6 +330,7 @@ impl Engine {
             // New names sort after every existing file even if the clock went back.
             last_create_millis: state.max_create_millis,
             names: batch::Names::default(),
+            backlog: None,
         })
     }
 
@@ -339,6 +342,18 @@ impl Engine {
     /// Reports liveness: every live batch applied completes one pending item.
     pub fn set_progress(&mut self, progress: Option<crate::notify::Progress>) {
         self.progress = progress;
+    }
+
+    /// Counts the records it applies off `backlog`.
+    pub fn set_backlog(&mut self, backlog: crate::pipeline::Backlog) {
+        self.backlog = Some(backlog);
+    }
+
+    /// A live record was applied (or found undecodable): it leaves the backlog.
+    fn applied(&self, bytes: usize) {
+        if let Some(b) = &self.backlog {
+            b.done(bytes);
+        }
     }
 
     /// Connects the engine to its WAL (after replay).
@@ -595,7 +610,9 @@ impl Engine {
                     payload,
                     received,
                 }) => {
+                    let bytes = payload.len();
                     self.write(lsn, payload, received);
+                    self.applied(bytes);
                     if let Some(p) = &self.progress {
                         p.complete(1);
                     }
@@ -619,7 +636,11 @@ impl Engine {
                                 lsn,
                                 payload,
                                 received,
-                            } => self.write(lsn, payload, received),
+                            } => {
+                                let bytes = payload.len();
+                                self.write(lsn, payload, received);
+                                self.applied(bytes);
+                            }
                             EngineMsg::SealAll { done, .. }
                             | EngineMsg::Stop { done }
                             | EngineMsg::Abandon { done } => {
