@@ -610,7 +610,7 @@ impl Engine {
                     payload,
                     received,
                 }) => {
-                    let bytes = payload.len();
+                    let bytes = payload.capacity();
                     self.write(lsn, payload, received);
                     self.applied(bytes);
                     if let Some(p) = &self.progress {
@@ -637,7 +637,7 @@ impl Engine {
                                 payload,
                                 received,
                             } => {
-                                let bytes = payload.len();
+                                let bytes = payload.capacity();
                                 self.write(lsn, payload, received);
                                 self.applied(bytes);
                             }

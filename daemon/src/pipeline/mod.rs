@@ -283,7 +283,7 @@ impl Pipeline {
             next_segment,
             disk,
             move |lsn, payload: Vec<u8>, received: WalItem| {
-                sink_backlog.add(payload.len());
+                sink_backlog.add(payload.capacity());
                 let _ = sink_tx.send(EngineMsg::Write {
                     lsn,
                     payload,
