@@ -554,19 +554,25 @@ impl Engine {
                 .file
                 .as_mut()
                 .ok_or((FaultKind::Io, "no open file".to_string()))?;
-            let mut series: Vec<(SeriesKey, SeriesBuf)> = mem.into_iter().collect();
-            series.sort_by(|a, b| a.0.cmp(&b.0));
-            sliced = series.len() > FLUSH_SLICE;
+            // The series in order, taken out of the memtable one at a time (a sorted copy
+            // of the whole memtable would be a second table as large as its map).
+            let mut mem = mem;
+            let mut order: Vec<SeriesKey> = mem.keys().cloned().collect();
+            order.sort_unstable();
+            sliced = order.len() > FLUSH_SLICE;
             let mut points = 0u64;
             let mut device_max: HashMap<Arc<str>, i64> = HashMap::new();
-            let mut flushed: Vec<FlushSeries> = Vec::with_capacity(series.len().min(FLUSH_SLICE));
-            let mut rest = series.into_iter().peekable();
+            let mut flushed: Vec<FlushSeries> = Vec::with_capacity(order.len().min(FLUSH_SLICE));
+            let mut rest = order.into_iter().peekable();
             loop {
                 // A slice: FLUSH_SLICE series, or more to complete the last one's device.
-                while let Some((key, buf)) = rest.next() {
-                    let next_device = rest.peek().map(|(k, _)| &k.0);
+                while let Some(key) = rest.next() {
+                    let next_device = rest.peek().map(|k| &k.0);
                     let slice_full =
                         flushed.len() + 1 >= FLUSH_SLICE && next_device.is_none_or(|d| *d != key.0);
+                    let Some(buf) = mem.remove(&key) else {
+                        continue;
+                    };
                     let (times, values) = if buf.sorted {
                         (buf.times, buf.values)
                     } else {

@@ -610,6 +610,9 @@ impl Engine {
                     payload,
                     received,
                 }) => {
+                    if let Some(gate) = &self.opts.hooks.engine_gate {
+                        gate.wait();
+                    }
                     let bytes = payload.capacity();
                     self.write(lsn, payload, received);
                     self.applied(bytes);
