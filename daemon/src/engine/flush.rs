@@ -778,9 +778,15 @@ mod tests {
         let metrics = Metrics::new();
         let p = Pipeline::open(opts, metrics.clone()).unwrap();
         for t in 1..=batches {
-            let out = p
-                .submit_blocking("test", wide(t, 5000), Instant::now())
-                .unwrap();
+            // A refusal while the engine is behind (its backlog) is retried, as sources do.
+            let out = loop {
+                match p.submit_blocking("test", wide(t, 5000), Instant::now()) {
+                    Err(crate::Error::Refused(_)) => {
+                        std::thread::sleep(std::time::Duration::from_millis(10))
+                    }
+                    r => break r.unwrap(),
+                }
+            };
             assert_eq!(out.accepted, 5000);
         }
         p.shutdown_blocking();
