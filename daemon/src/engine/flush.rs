@@ -15,7 +15,7 @@ use tsfile::{Compression, Encoding, Value};
 use tsfiled_fsio::{Fs, FsFile};
 
 use super::files::{self, FormatVersion, Space};
-use super::memtable::{g_proc, sort_dedup, MemMap, SeriesBuf, SeriesKey};
+use super::memtable::{g_proc, sort_dedup, MemMap, SeriesKey};
 use super::schema::{Registry, SeriesType};
 use super::status::FileStatus;
 use super::{Engine, SealReason};
@@ -283,14 +283,36 @@ impl FileWriter {
         }
     }
 
-    /// Writes one flush (`series` sorted by device, then measurement): format 000002 as
-    /// chunk groups followed by the version record `version`; v4 as one chunk group per
-    /// device. `registered` holds the series this file has seen.
+    /// Writes one flush (`series` sorted by device, then measurement): [`Self::write_series`]
+    /// then [`Self::end_flush`].
+    #[cfg(test)]
     pub(super) fn write_flush(
         &mut self,
         series: &[FlushSeries],
         registered: &mut HashSet<SeriesKey>,
         version: i64,
+        tables: &FlushTables,
+    ) -> Result<(), Fail> {
+        self.write_series(series, registered, tables)?;
+        self.end_flush(version)
+    }
+
+    /// Ends a flush: format 000002 writes the version record `version`; v4 has none.
+    pub(super) fn end_flush(&mut self, version: i64) -> Result<(), Fail> {
+        match self {
+            FileWriter::V2(w) => w.write_version(version).map_err(ts_fail),
+            FileWriter::V4 { .. } => Ok(()),
+        }
+    }
+
+    /// Writes a slice of a flush (`series` sorted by device, then measurement, a device's
+    /// series all in one slice) to the file: format 000002 as chunk groups, v4 as one chunk
+    /// group per device. The writer keeps no encoded data of it afterwards. `registered`
+    /// holds the series this file has seen.
+    pub(super) fn write_series(
+        &mut self,
+        series: &[FlushSeries],
+        registered: &mut HashSet<SeriesKey>,
         tables: &FlushTables,
     ) -> Result<(), Fail> {
         match self {
@@ -310,7 +332,7 @@ impl FileWriter {
                     w.write_tablet(device, times, &[(measurement, values)])
                         .map_err(ts_fail)?;
                 }
-                w.write_version(version).map_err(ts_fail)
+                w.flush_chunk_groups().map_err(ts_fail)
             }
             FileWriter::V4 { writer, ranges } => {
                 let mut i = 0;
@@ -520,6 +542,7 @@ impl Engine {
         let Some(g) = self.groups.get_mut(key) else {
             return;
         };
+        let mut sliced = false;
         let result = (|| -> Result<u64, Fail> {
             let proc_ = g_proc(g, space);
             if let Some(v) = version_for_file {
@@ -531,27 +554,51 @@ impl Engine {
                 .file
                 .as_mut()
                 .ok_or((FaultKind::Io, "no open file".to_string()))?;
-            let mut series: Vec<(SeriesKey, SeriesBuf)> = mem.into_iter().collect();
-            series.sort_by(|a, b| a.0.cmp(&b.0));
+            // The series in order, taken out of the memtable one at a time (a sorted copy
+            // of the whole memtable would be a second table as large as its map).
+            let mut mem = mem;
+            let mut order: Vec<SeriesKey> = mem.keys().cloned().collect();
+            order.sort_unstable();
+            sliced = order.len() > FLUSH_SLICE;
             let mut points = 0u64;
             let mut device_max: HashMap<Arc<str>, i64> = HashMap::new();
-            let mut flushed: Vec<FlushSeries> = Vec::with_capacity(series.len());
-            for (key, buf) in series {
-                let (times, values) = if buf.sorted {
-                    (buf.times, buf.values)
-                } else {
-                    sort_dedup(buf.times, buf.values)
-                };
-                let Some(&last) = times.last() else { continue };
-                points += times.len() as u64;
-                let e = device_max.entry(key.0.clone()).or_insert(last);
-                *e = (*e).max(last);
-                let ty = flush_type(&registry, format, &key, buf.ty, &values);
-                flushed.push((key, ty, times, values));
+            let mut flushed: Vec<FlushSeries> = Vec::with_capacity(order.len().min(FLUSH_SLICE));
+            let mut rest = order.into_iter().peekable();
+            loop {
+                // A slice: FLUSH_SLICE series, or more to complete the last one's device.
+                while let Some(key) = rest.next() {
+                    let next_device = rest.peek().map(|k| &k.0);
+                    let slice_full =
+                        flushed.len() + 1 >= FLUSH_SLICE && next_device.is_none_or(|d| *d != key.0);
+                    let Some(buf) = mem.remove(&key) else {
+                        continue;
+                    };
+                    let (times, values) = if buf.sorted {
+                        (buf.times, buf.values)
+                    } else {
+                        sort_dedup(buf.times, buf.values)
+                    };
+                    if let Some(&last) = times.last() {
+                        points += times.len() as u64;
+                        let e = device_max.entry(key.0.clone()).or_insert(last);
+                        *e = (*e).max(last);
+                        let ty = flush_type(&registry, format, &key, buf.ty, &values);
+                        flushed.push((key, ty, times, values));
+                    }
+                    if slice_full {
+                        break;
+                    }
+                }
+                if flushed.is_empty() {
+                    break;
+                }
+                file.writer
+                    .write_series(&flushed, &mut file.registered, &tables)?;
+                file.chunks += flushed.len() as u64;
+                // The slice's buffers are freed before the next slice is taken.
+                flushed.clear();
             }
-            file.writer
-                .write_flush(&flushed, &mut file.registered, flush_version, &tables)?;
-            file.chunks += flushed.len() as u64;
+            file.writer.end_flush(flush_version)?;
             file.points += points;
             if space == Space::Sequence {
                 for (d, t) in device_max {
@@ -611,7 +658,27 @@ impl Engine {
                 self.fail_group(key, StorageOp::Flush, kind, e, None, None);
             }
         }
+        if sliced {
+            release_free_memory();
+        }
         self.update_open_files();
+    }
+}
+
+/// Series a flush hands the file writer at a time: the writer's encoded chunks and the
+/// memtable's buffers of one slice are freed before the next slice is taken, so a flush of
+/// many short series needs little working memory beyond the memtable itself.
+pub(super) const FLUSH_SLICE: usize = 2048;
+
+/// Returns the heap's free memory to the system. A flush of many short series (more than one
+/// slice) frees its buffers scattered over the heap, where glibc would keep them resident;
+/// a flush of a few long series frees large blocks that go back by themselves, so it does
+/// not call this (the call walks the heap).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim has no preconditions; it only releases memory that is free.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -711,9 +778,15 @@ mod tests {
         let metrics = Metrics::new();
         let p = Pipeline::open(opts, metrics.clone()).unwrap();
         for t in 1..=batches {
-            let out = p
-                .submit_blocking("test", wide(t, 5000), Instant::now())
-                .unwrap();
+            // A refusal while the engine is behind (its backlog) is retried, as sources do.
+            let out = loop {
+                match p.submit_blocking("test", wide(t, 5000), Instant::now()) {
+                    Err(crate::Error::Refused(_)) => {
+                        std::thread::sleep(std::time::Duration::from_millis(10))
+                    }
+                    r => break r.unwrap(),
+                }
+            };
             assert_eq!(out.accepted, 5000);
         }
         p.shutdown_blocking();

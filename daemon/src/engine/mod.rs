@@ -256,6 +256,8 @@ pub struct Engine {
     scratch: WriteBatch,
     /// The memtable-bytes gauge of this pipeline.
     memtable_gauge: prometheus::IntGauge,
+    /// Records handed over by the write-ahead log and not applied yet (live writes only).
+    backlog: Option<crate::pipeline::Backlog>,
 }
 
 impl Engine {
@@ -339,6 +341,7 @@ impl Engine {
             names: batch::Names::default(),
             scratch: WriteBatch::default(),
             memtable_gauge,
+            backlog: None,
         })
     }
 
@@ -350,6 +353,18 @@ impl Engine {
     /// Reports liveness: every live batch applied completes one pending item.
     pub fn set_progress(&mut self, progress: Option<crate::notify::Progress>) {
         self.progress = progress;
+    }
+
+    /// Counts the records it applies off `backlog`.
+    pub fn set_backlog(&mut self, backlog: crate::pipeline::Backlog) {
+        self.backlog = Some(backlog);
+    }
+
+    /// A live record was applied (or found undecodable): it leaves the backlog.
+    fn applied(&self, bytes: usize) {
+        if let Some(b) = &self.backlog {
+            b.done(bytes);
+        }
     }
 
     /// Connects the engine to its WAL (after replay).
@@ -648,7 +663,12 @@ impl Engine {
                     payload,
                     received,
                 }) => {
+                    if let Some(gate) = &self.opts.hooks.engine_gate {
+                        gate.wait();
+                    }
+                    let bytes = payload.capacity();
                     self.write(lsn, payload, received);
+                    self.applied(bytes);
                     if let Some(p) = &self.progress {
                         p.complete(1);
                     }
@@ -672,7 +692,11 @@ impl Engine {
                                 lsn,
                                 payload,
                                 received,
-                            } => self.write(lsn, payload, received),
+                            } => {
+                                let bytes = payload.capacity();
+                                self.write(lsn, payload, received);
+                                self.applied(bytes);
+                            }
                             EngineMsg::SealAll { done, .. }
                             | EngineMsg::Stop { done }
                             | EngineMsg::Abandon { done } => {

@@ -6,6 +6,7 @@
 //! are then durable. Rejected points come back with their reasons; they never block
 //! the rest of their batch.
 
+mod backlog;
 mod lock;
 mod status;
 
@@ -13,7 +14,7 @@ use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -32,6 +33,7 @@ use crate::metrics::Metrics;
 use crate::notify::Progress;
 use crate::wal::{self, Wal, WalOptions};
 use crate::{Error, Refusal, Result};
+pub use backlog::Backlog;
 use lock::lock_dir;
 
 /// Settings of one pipeline.
@@ -181,7 +183,8 @@ pub struct Pipeline {
     name: String,
     sg_level: usize,
     wal: Wal<WalItem>,
-    engine_tx: SyncSender<EngineMsg>,
+    engine_tx: Sender<EngineMsg>,
+    backlog: Backlog,
     engine_thread: Mutex<Option<JoinHandle<()>>>,
     registry: Arc<Mutex<Registry>>,
     metrics: Arc<Metrics>,
@@ -270,13 +273,18 @@ impl Pipeline {
                 "write-ahead log replayed"
             );
         }
-        let (engine_tx, engine_rx) = sync_channel::<EngineMsg>(64);
+        // Unbounded: the log's thread never waits for the engine; intake is refused past the
+        // backlog's limit instead (see `Backlog`).
+        let (engine_tx, engine_rx) = channel::<EngineMsg>();
         let sink_tx = engine_tx.clone();
+        let backlog = Backlog::new(Backlog::limit_for(opts.engine.memtable_bytes));
+        let sink_backlog = backlog.clone();
         let wal = Wal::start_with_health(
             opts.wal.clone(),
             next_segment,
             disk,
-            move |lsn, payload, received: WalItem| {
+            move |lsn, payload: Vec<u8>, received: WalItem| {
+                sink_backlog.add(payload.capacity());
                 let _ = sink_tx.send(EngineMsg::Write {
                     lsn,
                     payload,
@@ -286,6 +294,7 @@ impl Pipeline {
             Some(health.clone()),
         )?;
         engine.set_progress(progress.clone());
+        engine.set_backlog(backlog.clone());
         let status = engine.status_handle();
         engine.attach_wal(WalControl {
             watermark: wal.watermark_handle(),
@@ -302,6 +311,7 @@ impl Pipeline {
             sg_level,
             wal,
             engine_tx,
+            backlog,
             engine_thread: Mutex::new(Some(thread)),
             registry,
             metrics: metrics.clone(),
@@ -668,6 +678,17 @@ impl Pipeline {
                 .inc();
             return Err(Error::Refused(Refusal::Full {
                 reason,
+                retry_after: self.retry_after,
+            }));
+        }
+        if self.backlog.over() {
+            // The engine is behind: its unapplied records would only pile up in memory.
+            self.metrics
+                .backpressure
+                .with_label_values(&[&self.name, source])
+                .inc();
+            return Err(Error::Refused(Refusal::Full {
+                reason: Backlog::REASON,
                 retry_after: self.retry_after,
             }));
         }

@@ -883,5 +883,139 @@ fn records_alternating_between_many_devices_reach_their_series() {
             }
         }
     }
+
+/// 10 records of `device` at times `t0..t0 + 10`, each with the INT64 fields `m0..m9` (the
+/// value of `mK` at time `t` is `t * 10 + K`): 100 points.
+fn block(device: &str, t0: i64) -> Batch {
+    let names: Vec<String> = (0..10).map(|k| format!("m{k}")).collect();
+    Batch {
+        records: (t0..t0 + 10)
+            .map(|t| {
+                let fields: Vec<(&str, FieldValue)> = names
+                    .iter()
+                    .enumerate()
+                    .map(|(k, m)| (m.as_str(), FieldValue::Int(t * 10 + k as i64)))
+                    .collect();
+                rec(device, t, &fields)
+            })
+            .collect(),
+        rejections: vec![],
+    }
+}
+
+/// The points of `block(device, t0)` for `t0` in `starts`, sorted.
+fn block_points(device: &str, starts: impl Iterator<Item = i64>) -> Points {
+    let mut out = Vec::new();
+    for t0 in starts {
+        for t in t0..t0 + 10 {
+            for k in 0..10 {
+                out.push((
+                    device.to_string(),
+                    format!("m{k}"),
+                    t,
+                    Value::Int64(t * 10 + k),
+                ));
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    out
+}
+
+#[test]
+fn acks_go_on_while_the_engine_is_held_and_intake_resumes_after_a_backlog_refusal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let metrics = Metrics::new();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    // A budget of 8 MiB: the backlog's limit is its floor, 1 MiB.
+    opts.engine.memtable_bytes = 8 << 20;
+    let gate = crate::hooks::Gate::default();
+    opts.engine.hooks.engine_gate = Some(gate.clone());
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    // The engine applies nothing until the gate opens. Submissions run on another thread so
+    // that the test fails, instead of hanging, if acknowledgements stop.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let submitter = p.clone();
+    std::thread::spawn(move || {
+        let mut records = 0i64;
+        let refusal = loop {
+            match submitter.submit_blocking(
+                "test",
+                block("root.sg.d1", records * 10),
+                Instant::now(),
+            ) {
+                Ok(out) => {
+                    assert_eq!(out.accepted, 100);
+                    records += 1;
+                }
+                Err(e) => break e,
+            }
+        };
+        let _ = tx.send((records, refusal));
+    });
+    let (records, refusal) = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("acknowledgements stopped while the engine was held");
+    assert!(
+        matches!(
+            refusal,
+            Error::Refused(Refusal::Full {
+                reason: "engine backlog",
+                ..
+            })
+        ),
+        "{refusal:?}"
+    );
+    // Before, the log handed records over through a channel of 64: its thread stopped at
+    // the 65th unapplied record and no acknowledgement came after it.
+    assert!(records > 64, "refused after {records} records");
+    let text = metrics.render();
+    assert!(
+        text.contains("tsfiled_backpressure_total{pipeline=\"t\",source=\"test\"} 1\n"),
+        "{text}"
+    );
+    // Intake resumes once the engine has caught up.
+    gate.open();
+    wait_for("the backlog to drain", || !p.backlog.over());
+    let out = p
+        .submit_blocking("test", block("root.sg.d1", records * 10), Instant::now())
+        .unwrap();
+    assert_eq!(out.accepted, 100);
+    p.shutdown_blocking();
+    let (mut points, _) = read_dir_points(tmp.path());
+    points.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    // Every acknowledged batch, the refused one (it had the same times as the one after
+    // the resume) once.
+    assert_eq!(
+        points,
+        block_points("root.sg.d1", (0..=records).map(|r| r * 10))
+    );
+}
+
+#[test]
+fn a_flush_of_more_series_than_a_slice_writes_every_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let metrics = Metrics::new();
+    let p = Pipeline::open(PipelineOptions::new("t", tmp.path()), metrics.clone()).unwrap();
+    // 211 devices of 10 series: 2,110 series, more than a slice of 2,048; the slice's end
+    // falls inside the 205th device, whose series all go to the first slice.
+    let devices: Vec<String> = (0..211).map(|d| format!("root.sg.d{d:03}")).collect();
+    for d in &devices {
+        let out = p
+            .submit_blocking("test", block(d, 0), Instant::now())
+            .unwrap();
+        assert_eq!(out.accepted, 100);
+    }
+    // One flush of all 2,110 series, at the seal.
+    p.seal_all_blocking(SealReason::Request);
+    p.shutdown_blocking();
+    let (mut points, files) = read_dir_points(tmp.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    points.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    let expected: Points = devices
+        .iter()
+        .flat_map(|d| block_points(d, std::iter::once(0)))
+        .collect();
+    assert_eq!(points.len(), 21_100);
     assert_eq!(points, expected);
 }
