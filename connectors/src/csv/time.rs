@@ -7,7 +7,7 @@ use chrono::{DateTime, LocalResult, NaiveDate, NaiveDateTime, TimeZone};
 use chrono_tz::Tz;
 
 use super::options::{AmbiguousTime, TimeFormat};
-use super::value::show;
+use super::value::{short_int, show};
 use crate::error::Error;
 use crate::model::TimeUnit;
 
@@ -242,28 +242,12 @@ fn overflows(cell: &[u8], target: TimeUnit) -> String {
     format!("{} overflows {} timestamps", show(cell), target.name())
 }
 
-/// [`parse_epoch`]'s fast path: `Some` for an optional sign and 1 to 18 digits (below 10^18,
-/// so reading them cannot overflow), `None` for any other cell.
+/// [`parse_epoch`]'s fast path: `Some` for a [`short_int`] cell, `None` for any other.
 #[inline]
 fn short_epoch(cell: &[u8], unit: TimeUnit, target: TimeUnit) -> Option<Result<i64, String>> {
-    let (neg, body) = match cell.first()? {
-        b'-' => (true, &cell[1..]),
-        b'+' => (false, &cell[1..]),
-        _ => (false, cell),
-    };
-    if body.is_empty() || body.len() > 18 {
-        return None;
-    }
-    let mut v: i64 = 0;
-    for &c in body {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        v = v * 10 + i64::from(d);
-    }
+    let v = short_int(cell)?;
     Some(
-        unit.convert(if neg { -v } else { v }, target)
+        unit.convert(v, target)
             .ok_or_else(|| overflows(cell, target)),
     )
 }

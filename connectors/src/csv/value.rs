@@ -34,29 +34,44 @@ pub(crate) fn trim(cell: &[u8]) -> &[u8] {
     &cell[a..b]
 }
 
-/// An integer: optional sign and 1..=19 digits, fitting i64.
+/// An optional sign and 1 to 18 digits (below 10^18, so reading them cannot overflow); `None`
+/// for any other cell.
 #[inline]
-pub(crate) fn parse_int(cell: &[u8]) -> Option<i64> {
+pub(crate) fn short_int(cell: &[u8]) -> Option<i64> {
     let (neg, digits) = match cell.first()? {
         b'-' => (true, &cell[1..]),
         b'+' => (false, &cell[1..]),
         _ => (false, cell),
     };
-    if digits.is_empty() || digits.len() > 19 {
+    if digits.is_empty() || digits.len() > 18 {
         return None;
     }
     let mut v: i64 = 0;
-    // Up to 18 digits the value stays below 10^18: no overflow to check.
-    if digits.len() <= 18 {
-        for &d in digits {
-            let d = d.wrapping_sub(b'0');
-            if d > 9 {
-                return None;
-            }
-            v = v * 10 + i64::from(d);
+    for &d in digits {
+        let d = d.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
         }
-        return Some(if neg { -v } else { v });
+        v = v * 10 + i64::from(d);
     }
+    Some(if neg { -v } else { v })
+}
+
+/// An integer: optional sign and 1..=19 digits, fitting i64.
+#[inline]
+pub(crate) fn parse_int(cell: &[u8]) -> Option<i64> {
+    if let Some(v) = short_int(cell) {
+        return Some(v);
+    }
+    let (neg, digits) = match cell.first()? {
+        b'-' => (true, &cell[1..]),
+        b'+' => (false, &cell[1..]),
+        _ => (false, cell),
+    };
+    if digits.len() != 19 {
+        return None;
+    }
+    let mut v: i64 = 0;
     for &d in digits {
         let d = d.wrapping_sub(b'0');
         if d > 9 {
