@@ -449,6 +449,14 @@ impl OpenFile {
 }
 
 impl Engine {
+    /// The open file of a partition's space.
+    fn open_file_of(&mut self, key: &(Arc<str>, i64), space: Space) -> Result<&mut OpenFile, Fail> {
+        self.groups
+            .get_mut(key)
+            .and_then(|g| g_proc(g, space).file.as_mut())
+            .ok_or((FaultKind::Io, "no open file".to_string()))
+    }
+
     /// The columns of the tables whose devices are in `mem` (read from the schema registry).
     fn flush_tables(&self, mem: &MemMap) -> FlushTables {
         let mut tables = FlushTables::new();
@@ -474,7 +482,9 @@ impl Engine {
     }
 
     pub(super) fn flush_seq_and_check_size(&mut self, key: &(Arc<str>, i64)) {
-        self.flush(key, Space::Sequence);
+        // A flush for memory takes records in between its slices (a seal's flush does not:
+        // the seal that follows it takes the partition's memtable as empty).
+        self.flush_taking_in(key, Space::Sequence, true);
         // Seal at the size limit, and also when the open file's in-memory metadata
         // (one entry per chunk, kept until the file is closed) grows past a quarter of
         // the memtable budget: many series flushed often would otherwise grow without bound.
@@ -509,6 +519,13 @@ impl Engine {
 
     /// Flushes one memtable into its open file (creating it if needed).
     pub(super) fn flush(&mut self, key: &(Arc<str>, i64), space: Space) {
+        self.flush_taking_in(key, space, false);
+    }
+
+    /// [`Engine::flush`]; `take_in`: between its slices the engine applies the records
+    /// waiting for it (into fresh memtables), so a flush of many series does not hold
+    /// intake for its whole length.
+    fn flush_taking_in(&mut self, key: &(Arc<str>, i64), space: Space, take_in: bool) {
         let started = Instant::now();
         let Some(g) = self.groups.get_mut(key) else {
             return;
@@ -539,21 +556,36 @@ impl Engine {
         let format = self.opts.format;
         let fs = self.opts.fs.clone();
         let registry = self.registry.clone();
-        let Some(g) = self.groups.get_mut(key) else {
-            return;
-        };
         let mut sliced = false;
         let result = (|| -> Result<u64, Fail> {
+            let g = self
+                .groups
+                .get_mut(key)
+                .ok_or((FaultKind::Io, "no partition".to_string()))?;
             let proc_ = g_proc(g, space);
             if let Some(v) = version_for_file {
                 proc_.file = Some(open_file(
                     &*fs, &data_dir, space, &sg, partition, millis, v, props, format,
                 )?);
             }
-            let file = proc_
-                .file
-                .as_mut()
-                .ok_or((FaultKind::Io, "no open file".to_string()))?;
+            if proc_.file.is_none() {
+                return Err((FaultKind::Io, "no open file".to_string()));
+            }
+            if space == Space::Sequence {
+                // Each device's latest time, known before any record is taken in: a later
+                // point of the device goes to the sequence space only if it is newer.
+                for (k, buf) in &mem {
+                    let last = if buf.sorted {
+                        buf.times.last().copied()
+                    } else {
+                        buf.times.iter().copied().max()
+                    };
+                    if let Some(t) = last {
+                        let e = g.latest_flushed.entry(k.0.clone()).or_insert(t);
+                        *e = (*e).max(t);
+                    }
+                }
+            }
             // The series in order, taken out of the memtable one at a time (a sorted copy
             // of the whole memtable would be a second table as large as its map).
             let mut mem = mem;
@@ -561,7 +593,6 @@ impl Engine {
             order.sort_unstable();
             sliced = order.len() > FLUSH_SLICE;
             let mut points = 0u64;
-            let mut device_max: HashMap<Arc<str>, i64> = HashMap::new();
             let mut flushed: Vec<FlushSeries> = Vec::with_capacity(order.len().min(FLUSH_SLICE));
             let mut rest = order.into_iter().peekable();
             loop {
@@ -578,10 +609,8 @@ impl Engine {
                     } else {
                         sort_dedup(buf.times, buf.values)
                     };
-                    if let Some(&last) = times.last() {
+                    if !times.is_empty() {
                         points += times.len() as u64;
-                        let e = device_max.entry(key.0.clone()).or_insert(last);
-                        *e = (*e).max(last);
                         let ty = flush_type(&registry, format, &key, buf.ty, &values);
                         flushed.push((key, ty, times, values));
                     }
@@ -592,22 +621,24 @@ impl Engine {
                 if flushed.is_empty() {
                     break;
                 }
+                let file = self.open_file_of(key, space)?;
                 file.writer
                     .write_series(&flushed, &mut file.registered, &tables)?;
                 file.chunks += flushed.len() as u64;
                 // The slice's buffers are freed before the next slice is taken.
                 flushed.clear();
-            }
-            file.writer.end_flush(flush_version)?;
-            file.points += points;
-            if space == Space::Sequence {
-                for (d, t) in device_max {
-                    let e = g.latest_flushed.entry(d).or_insert(t);
-                    *e = (*e).max(t);
+                if take_in && rest.peek().is_some() {
+                    self.take_in();
                 }
             }
+            let file = self.open_file_of(key, space)?;
+            file.writer.end_flush(flush_version)?;
+            file.points += points;
             Ok(points)
         })();
+        let Some(g) = self.groups.get_mut(key) else {
+            return;
+        };
         match result {
             Ok(points) => {
                 let pl = [self.opts.pipeline.as_str()];

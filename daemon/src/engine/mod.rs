@@ -12,6 +12,7 @@
 pub mod batch;
 pub mod files;
 mod flush;
+mod inbox;
 mod journal;
 mod memtable;
 mod retry;
@@ -258,6 +259,8 @@ pub struct Engine {
     memtable_gauge: prometheus::IntGauge,
     /// Records handed over by the write-ahead log and not applied yet (live writes only).
     backlog: Option<crate::pipeline::Backlog>,
+    /// The thread's messages (see [`inbox`]).
+    inbox: inbox::Inbox,
 }
 
 impl Engine {
@@ -342,6 +345,7 @@ impl Engine {
             scratch: WriteBatch::default(),
             memtable_gauge,
             backlog: None,
+            inbox: inbox::Inbox::default(),
         })
     }
 
@@ -358,13 +362,6 @@ impl Engine {
     /// Counts the records it applies off `backlog`.
     pub fn set_backlog(&mut self, backlog: crate::pipeline::Backlog) {
         self.backlog = Some(backlog);
-    }
-
-    /// A live record was applied (or found undecodable): it leaves the backlog.
-    fn applied(&self, bytes: usize) {
-        if let Some(b) = &self.backlog {
-            b.done(bytes);
-        }
     }
 
     /// Connects the engine to its WAL (after replay).
@@ -521,6 +518,14 @@ impl Engine {
                 }
             }
         }
+        if self.inbox.taking_in {
+            // A flush takes this record in between its slices: the rest waits for the
+            // next record after it.
+            self.inbox.touched.append(&mut touched);
+            self.memtable_gauge.set(self.mem_total as i64);
+            return;
+        }
+        touched.append(&mut self.inbox.touched);
         for (sg, p) in touched {
             let newest = self.newest_partition.entry(sg.clone()).or_insert(p);
             if p > *newest {
@@ -651,8 +656,9 @@ impl Engine {
         let tick = self.opts.tick;
         let stall = self.opts.hooks.stall_engine;
         let mut last_tick = Instant::now();
+        self.attach_inbox(rx);
         loop {
-            let msg = rx.recv_timeout(tick);
+            let msg = self.next_msg(tick);
             self.poll_sealer();
             match msg {
                 Ok(EngineMsg::Write { .. }) if stall => loop {
@@ -662,17 +668,7 @@ impl Engine {
                     lsn,
                     payload,
                     received,
-                }) => {
-                    if let Some(gate) = &self.opts.hooks.engine_gate {
-                        gate.wait();
-                    }
-                    let bytes = payload.capacity();
-                    self.write(lsn, payload, received);
-                    self.applied(bytes);
-                    if let Some(p) = &self.progress {
-                        p.complete(1);
-                    }
-                }
+                }) => self.write_live(lsn, payload, received),
                 Ok(EngineMsg::SealAll { reason, done }) => {
                     self.seal_all(reason);
                     self.drain_sealer();
@@ -686,17 +682,13 @@ impl Engine {
                 }
                 Ok(EngineMsg::Stop { done }) => {
                     // Drain what the WAL already delivered.
-                    while let Ok(m) = rx.try_recv() {
+                    while let Some(m) = self.try_next_msg() {
                         match m {
                             EngineMsg::Write {
                                 lsn,
                                 payload,
                                 received,
-                            } => {
-                                let bytes = payload.capacity();
-                                self.write(lsn, payload, received);
-                                self.applied(bytes);
-                            }
+                            } => self.write_live(lsn, payload, received),
                             EngineMsg::SealAll { done, .. }
                             | EngineMsg::Stop { done }
                             | EngineMsg::Abandon { done } => {

@@ -883,6 +883,8 @@ fn records_alternating_between_many_devices_reach_their_series() {
             }
         }
     }
+    assert_eq!(points, expected);
+}
 
 /// 10 records of `device` at times `t0..t0 + 10`, each with the INT64 fields `m0..m9` (the
 /// value of `mK` at time `t` is `t * 10 + K`): 100 points.
