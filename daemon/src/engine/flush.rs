@@ -488,7 +488,7 @@ impl Engine {
         // Seal at the size limit, and also when the open file's in-memory metadata
         // (one entry per chunk, kept until the file is closed) grows past a quarter of
         // the memtable budget: many series flushed often would otherwise grow without bound.
-        let meta_cap = (self.opts.memtable_bytes as u64 / 4).max(4 << 20);
+        let meta_cap = (self.opts.memtable_bytes as u64 / 8).max(4 << 20);
         let over = self
             .groups
             .get(key)
@@ -699,7 +699,7 @@ impl Engine {
 /// Series a flush hands the file writer at a time: the writer's encoded chunks and the
 /// memtable's buffers of one slice are freed before the next slice is taken, so a flush of
 /// many short series needs little working memory beyond the memtable itself.
-pub(super) const FLUSH_SLICE: usize = 2048;
+pub(super) const FLUSH_SLICE: usize = 512;
 
 /// Returns the heap's free memory to the system. A flush of many short series (more than one
 /// slice) frees its buffers scattered over the heap, where glibc would keep them resident;
