@@ -488,7 +488,7 @@ impl Engine {
         // Seal at the size limit, and also when the open file's in-memory metadata
         // (one entry per chunk, kept until the file is closed) grows past a quarter of
         // the memtable budget: many series flushed often would otherwise grow without bound.
-        let meta_cap = (self.opts.memtable_bytes as u64 / 8).max(4 << 20);
+        let meta_cap = (self.opts.memtable_bytes as u64 / 16).max(4 << 20);
         let over = self
             .groups
             .get(key)
