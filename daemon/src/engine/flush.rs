@@ -488,13 +488,20 @@ impl Engine {
         // Seal at the size limit, and also when the open file's in-memory metadata
         // (one entry per chunk, kept until the file is closed) grows past a quarter of
         // the memtable budget: many series flushed often would otherwise grow without bound.
-        let meta_cap = (self.opts.memtable_bytes as u64 / 16).max(4 << 20);
+        // Its series' part is capped lower, at a thirty-second: the writer's state, the index
+        // the sealer builds and the engine's set grow with each series, and at 100,000 series
+        // a file of two flushes' series (an eighth of the default budget of metadata) took the
+        // daemon's peak RSS past the budget by more than 32 MiB (BENCHMARKS.md).
+        let meta_cap = (self.opts.memtable_bytes as u64 / 4).max(4 << 20);
+        let series_cap = (self.opts.memtable_bytes as u64 / 32).max(2 << 20);
         let over = self
             .groups
             .get(key)
             .and_then(|g| g.seq.file.as_ref())
             .is_some_and(|f| {
-                f.writer.position() >= self.opts.file_max_bytes || f.metadata_bytes() >= meta_cap
+                f.writer.position() >= self.opts.file_max_bytes
+                    || f.metadata_bytes() >= meta_cap
+                    || f.registered.len() as u64 * SERIES_META_BYTES >= series_cap
             });
         if over {
             self.seal_group(key, SealReason::Size);
@@ -556,7 +563,7 @@ impl Engine {
         let format = self.opts.format;
         let fs = self.opts.fs.clone();
         let registry = self.registry.clone();
-        let mut sliced = false;
+        let mut trim = false;
         let result = (|| -> Result<u64, Fail> {
             let g = self
                 .groups
@@ -591,7 +598,7 @@ impl Engine {
             let mut mem = mem;
             let mut order: Vec<SeriesKey> = mem.keys().cloned().collect();
             order.sort_unstable();
-            sliced = order.len() > FLUSH_SLICE;
+            trim = order.len() > TRIM_AFTER_SERIES;
             let mut points = 0u64;
             let mut flushed: Vec<FlushSeries> = Vec::with_capacity(order.len().min(FLUSH_SLICE));
             let mut rest = order.into_iter().peekable();
@@ -689,7 +696,7 @@ impl Engine {
                 self.fail_group(key, StorageOp::Flush, kind, e, None, None);
             }
         }
-        if sliced {
+        if trim {
             release_free_memory();
         }
         self.update_open_files();
@@ -701,8 +708,11 @@ impl Engine {
 /// many short series needs little working memory beyond the memtable itself.
 pub(super) const FLUSH_SLICE: usize = 512;
 
-/// Returns the heap's free memory to the system. A flush of many short series (more than one
-/// slice) frees its buffers scattered over the heap, where glibc would keep them resident;
+/// A flush of more series than this returns the heap's free memory to the system after it.
+const TRIM_AFTER_SERIES: usize = 2048;
+
+/// Returns the heap's free memory to the system. A flush of many short series (more than
+/// [`TRIM_AFTER_SERIES`]) frees its buffers scattered over the heap, where glibc would keep them resident;
 /// a flush of a few long series frees large blocks that go back by themselves, so it does
 /// not call this (the call walks the heap).
 fn release_free_memory() {
@@ -766,7 +776,8 @@ pub(super) fn ts_fail(e: tsfile::Error) -> Fail {
 /// counts worked out by hand from the documented limits: a file is sealed for size once the
 /// metadata the writer keeps for it (160 bytes a chunk, 400 a series: [`CHUNK_META_BYTES`],
 /// [`SERIES_META_BYTES`]) reaches a quarter of the memtable budget, but no less than 4 MiB,
-/// or once it reaches `file_max_bytes`; every flush writes one chunk per series.
+/// or its series' part a thirty-second, but no less than 2 MiB, or once it reaches
+/// `file_max_bytes`; every flush writes one chunk per series.
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -802,6 +813,16 @@ mod tests {
 
     /// Submits `batches` wide batches of 5000 series, then shuts down; the metrics.
     fn run(memtable_bytes: usize, chunk_group_bytes: usize, batches: i64) -> Arc<Metrics> {
+        run_series(memtable_bytes, chunk_group_bytes, batches, 5000)
+    }
+
+    /// [`run`] with batches of `series` series.
+    fn run_series(
+        memtable_bytes: usize,
+        chunk_group_bytes: usize,
+        batches: i64,
+        series: usize,
+    ) -> Arc<Metrics> {
         let tmp = tempfile::tempdir().unwrap();
         let mut opts = PipelineOptions::new("t", tmp.path());
         opts.engine.memtable_bytes = memtable_bytes;
@@ -809,16 +830,10 @@ mod tests {
         let metrics = Metrics::new();
         let p = Pipeline::open(opts, metrics.clone()).unwrap();
         for t in 1..=batches {
-            // A refusal while the engine is behind (its backlog) is retried, as sources do.
-            let out = loop {
-                match p.submit_blocking("test", wide(t, 5000), Instant::now()) {
-                    Err(crate::Error::Refused(_)) => {
-                        std::thread::sleep(std::time::Duration::from_millis(10))
-                    }
-                    r => break r.unwrap(),
-                }
-            };
-            assert_eq!(out.accepted, 5000);
+            let out = p
+                .submit_blocking("test", wide(t, series), Instant::now())
+                .unwrap();
+            assert_eq!(out.accepted, series as u64);
         }
         p.shutdown_blocking();
         metrics
@@ -948,6 +963,17 @@ mod tests {
         let metrics = run(1, 16 * 1024 * 1024, 4);
         assert_eq!(sealed(&metrics, "size"), 1);
         assert_eq!(sealed(&metrics, "shutdown"), 1);
+    }
+
+    /// The series' part of the metadata is capped at a thirty-second of the budget, but no
+    /// less than 2 MiB (2097152 bytes): 5300 series make 2120000 bytes, past it from the first
+    /// flush (a 1-byte budget flushes every batch), so each of three batches seals its file for
+    /// size and none is left for shutdown. (5000 series, 2000000 bytes, stay below it: above.)
+    #[test]
+    fn the_metadata_of_many_series_seals_a_file_at_each_flush() {
+        let metrics = run_series(1, 16 * 1024 * 1024, 3, 5300);
+        assert_eq!(sealed(&metrics, "size"), 3);
+        assert_eq!(sealed(&metrics, "shutdown"), 0);
     }
 
     /// A 32 MiB budget: the cap is a quarter, 8388608 bytes, reached at the eighth flush

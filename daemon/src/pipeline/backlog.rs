@@ -20,6 +20,8 @@ pub struct Backlog(Arc<Inner>);
 struct Inner {
     bytes: AtomicUsize,
     limit: usize,
+    /// Tasks and threads waiting for room now.
+    waiters: AtomicUsize,
     /// Woken when the backlog falls to its limit: tasks waiting for room.
     room: Notify,
     /// The same for threads ([`Backlog::wait_blocking`]).
@@ -42,6 +44,7 @@ impl Backlog {
         Backlog(Arc::new(Inner {
             bytes: AtomicUsize::new(0),
             limit,
+            waiters: AtomicUsize::new(0),
             room: Notify::new(),
             room_lock: Mutex::new(()),
             room_cv: Condvar::new(),
@@ -84,9 +87,27 @@ impl Backlog {
         self.bytes() > self.0.limit
     }
 
+    /// Tasks and threads waiting for room now.
+    pub fn waiters(&self) -> usize {
+        self.0.waiters.load(Ordering::SeqCst)
+    }
+
+    /// Counts a waiter until dropped.
+    fn waiter(&self) -> impl Drop + '_ {
+        struct Waiter<'a>(&'a AtomicUsize);
+        impl Drop for Waiter<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        self.0.waiters.fetch_add(1, Ordering::SeqCst);
+        Waiter(&self.0.waiters)
+    }
+
     /// Waits until the backlog is at most its limit, for `bound` at most; `false`: it still
     /// is over its limit.
     pub async fn wait(&self, bound: Duration) -> bool {
+        let _waiter = self.waiter();
         let deadline = tokio::time::Instant::now() + bound;
         loop {
             let room = self.0.room.notified();
@@ -104,6 +125,7 @@ impl Backlog {
 
     /// [`Backlog::wait`] for plain threads.
     pub fn wait_blocking(&self, bound: Duration) -> bool {
+        let _waiter = self.waiter();
         let deadline = Instant::now() + bound;
         let mut g = self.0.room_lock.lock().unwrap_or_else(|e| e.into_inner());
         while self.over() {
