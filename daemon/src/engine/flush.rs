@@ -703,9 +703,10 @@ impl Engine {
     }
 }
 
-/// Series a flush hands the file writer at a time: the writer's encoded chunks and the
-/// memtable's buffers of one slice are freed before the next slice is taken, so a flush of
-/// many short series needs little working memory beyond the memtable itself.
+/// Series a flush hands the file writer at a time: the writer's encoded chunks and encoders
+/// and the memtable's buffers of one slice are freed before the next slice is taken, so a
+/// flush of many short series needs little working memory beyond the memtable itself; a
+/// flush for memory takes in the waiting records between two slices.
 pub(super) const FLUSH_SLICE: usize = 512;
 
 /// A flush of more series than this returns the heap's free memory to the system after it.
