@@ -192,7 +192,7 @@ impl Metrics {
             ),
             backpressure: counter(
                 "tsfiled_backpressure_total",
-                "Submissions refused because the write-ahead log or queue was full.",
+                "Submissions refused because the write-ahead log, its queue or the engine's backlog was full.",
                 &["pipeline", "source"],
             ),
             http_requests: counter(

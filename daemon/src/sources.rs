@@ -60,8 +60,25 @@ impl BatchSink for PipelineSink {
     }
 
     /// Admits within the call ([`Pipeline::admit`]), so batches enter the write-ahead log in
-    /// call order.
+    /// call order; while intake must wait for the engine ([`Pipeline::must_wait`]), the
+    /// returned future waits for room and admits then (batches admitted meanwhile wait
+    /// behind it).
     fn admit(self: Arc<Self>, batch: Batch, received: Instant) -> Result<Durable, SinkError> {
+        if let Some(place) = self.pipeline.must_wait() {
+            return Ok(Box::pin(async move {
+                self.pipeline.room(&self.source).await.map_err(error)?;
+                let admitted = self
+                    .pipeline
+                    .admit(&self.source, batch, received)
+                    .map_err(error)?;
+                drop(place);
+                self.pipeline
+                    .durable(&self.source, admitted)
+                    .await
+                    .map(outcome)
+                    .map_err(error)
+            }));
+        }
         let admitted = self
             .pipeline
             .admit(&self.source, batch, received)

@@ -15,7 +15,7 @@ use tsfile::{Compression, Encoding, Value};
 use tsfiled_fsio::{Fs, FsFile};
 
 use super::files::{self, FormatVersion, Space};
-use super::memtable::{g_proc, sort_dedup, MemMap, SeriesBuf, SeriesKey};
+use super::memtable::{g_proc, sort_dedup, MemMap, SeriesKey};
 use super::schema::{Registry, SeriesType};
 use super::status::FileStatus;
 use super::{Engine, SealReason};
@@ -283,14 +283,36 @@ impl FileWriter {
         }
     }
 
-    /// Writes one flush (`series` sorted by device, then measurement): format 000002 as
-    /// chunk groups followed by the version record `version`; v4 as one chunk group per
-    /// device. `registered` holds the series this file has seen.
+    /// Writes one flush (`series` sorted by device, then measurement): [`Self::write_series`]
+    /// then [`Self::end_flush`].
+    #[cfg(test)]
     pub(super) fn write_flush(
         &mut self,
         series: &[FlushSeries],
         registered: &mut HashSet<SeriesKey>,
         version: i64,
+        tables: &FlushTables,
+    ) -> Result<(), Fail> {
+        self.write_series(series, registered, tables)?;
+        self.end_flush(version)
+    }
+
+    /// Ends a flush: format 000002 writes the version record `version`; v4 has none.
+    pub(super) fn end_flush(&mut self, version: i64) -> Result<(), Fail> {
+        match self {
+            FileWriter::V2(w) => w.write_version(version).map_err(ts_fail),
+            FileWriter::V4 { .. } => Ok(()),
+        }
+    }
+
+    /// Writes a slice of a flush (`series` sorted by device, then measurement, a device's
+    /// series all in one slice) to the file: format 000002 as chunk groups, v4 as one chunk
+    /// group per device. The writer keeps no encoded data of it afterwards. `registered`
+    /// holds the series this file has seen.
+    pub(super) fn write_series(
+        &mut self,
+        series: &[FlushSeries],
+        registered: &mut HashSet<SeriesKey>,
         tables: &FlushTables,
     ) -> Result<(), Fail> {
         match self {
@@ -310,7 +332,7 @@ impl FileWriter {
                     w.write_tablet(device, times, &[(measurement, values)])
                         .map_err(ts_fail)?;
                 }
-                w.write_version(version).map_err(ts_fail)
+                w.flush_chunk_groups().map_err(ts_fail)
             }
             FileWriter::V4 { writer, ranges } => {
                 let mut i = 0;
@@ -427,6 +449,14 @@ impl OpenFile {
 }
 
 impl Engine {
+    /// The open file of a partition's space.
+    fn open_file_of(&mut self, key: &(Arc<str>, i64), space: Space) -> Result<&mut OpenFile, Fail> {
+        self.groups
+            .get_mut(key)
+            .and_then(|g| g_proc(g, space).file.as_mut())
+            .ok_or((FaultKind::Io, "no open file".to_string()))
+    }
+
     /// The columns of the tables whose devices are in `mem` (read from the schema registry).
     fn flush_tables(&self, mem: &MemMap) -> FlushTables {
         let mut tables = FlushTables::new();
@@ -452,17 +482,26 @@ impl Engine {
     }
 
     pub(super) fn flush_seq_and_check_size(&mut self, key: &(Arc<str>, i64)) {
-        self.flush(key, Space::Sequence);
+        // A flush for memory takes records in between its slices (a seal's flush does not:
+        // the seal that follows it takes the partition's memtable as empty).
+        self.flush_taking_in(key, Space::Sequence, true);
         // Seal at the size limit, and also when the open file's in-memory metadata
         // (one entry per chunk, kept until the file is closed) grows past a quarter of
         // the memtable budget: many series flushed often would otherwise grow without bound.
+        // Its series' part is capped lower, at a thirty-second: the writer's state, the index
+        // the sealer builds and the engine's set grow with each series, and at 100,000 series
+        // a file of two flushes' series (an eighth of the default budget of metadata) took the
+        // daemon's peak RSS past the budget by more than 32 MiB (BENCHMARKS.md).
         let meta_cap = (self.opts.memtable_bytes as u64 / 4).max(4 << 20);
+        let series_cap = (self.opts.memtable_bytes as u64 / 32).max(2 << 20);
         let over = self
             .groups
             .get(key)
             .and_then(|g| g.seq.file.as_ref())
             .is_some_and(|f| {
-                f.writer.position() >= self.opts.file_max_bytes || f.metadata_bytes() >= meta_cap
+                f.writer.position() >= self.opts.file_max_bytes
+                    || f.metadata_bytes() >= meta_cap
+                    || f.registered.len() as u64 * SERIES_META_BYTES >= series_cap
             });
         if over {
             self.seal_group(key, SealReason::Size);
@@ -487,6 +526,13 @@ impl Engine {
 
     /// Flushes one memtable into its open file (creating it if needed).
     pub(super) fn flush(&mut self, key: &(Arc<str>, i64), space: Space) {
+        self.flush_taking_in(key, space, false);
+    }
+
+    /// [`Engine::flush`]; `take_in`: between its slices the engine applies the records
+    /// waiting for it (into fresh memtables), so a flush of many series does not hold
+    /// intake for its whole length.
+    fn flush_taking_in(&mut self, key: &(Arc<str>, i64), space: Space, take_in: bool) {
         let started = Instant::now();
         let Some(g) = self.groups.get_mut(key) else {
             return;
@@ -517,50 +563,89 @@ impl Engine {
         let format = self.opts.format;
         let fs = self.opts.fs.clone();
         let registry = self.registry.clone();
-        let Some(g) = self.groups.get_mut(key) else {
-            return;
-        };
+        let mut trim = false;
         let result = (|| -> Result<u64, Fail> {
+            let g = self
+                .groups
+                .get_mut(key)
+                .ok_or((FaultKind::Io, "no partition".to_string()))?;
             let proc_ = g_proc(g, space);
             if let Some(v) = version_for_file {
                 proc_.file = Some(open_file(
                     &*fs, &data_dir, space, &sg, partition, millis, v, props, format,
                 )?);
             }
-            let file = proc_
-                .file
-                .as_mut()
-                .ok_or((FaultKind::Io, "no open file".to_string()))?;
-            let mut series: Vec<(SeriesKey, SeriesBuf)> = mem.into_iter().collect();
-            series.sort_by(|a, b| a.0.cmp(&b.0));
-            let mut points = 0u64;
-            let mut device_max: HashMap<Arc<str>, i64> = HashMap::new();
-            let mut flushed: Vec<FlushSeries> = Vec::with_capacity(series.len());
-            for (key, buf) in series {
-                let (times, values) = if buf.sorted {
-                    (buf.times, buf.values)
-                } else {
-                    sort_dedup(buf.times, buf.values)
-                };
-                let Some(&last) = times.last() else { continue };
-                points += times.len() as u64;
-                let e = device_max.entry(key.0.clone()).or_insert(last);
-                *e = (*e).max(last);
-                let ty = flush_type(&registry, format, &key, buf.ty, &values);
-                flushed.push((key, ty, times, values));
+            if proc_.file.is_none() {
+                return Err((FaultKind::Io, "no open file".to_string()));
             }
-            file.writer
-                .write_flush(&flushed, &mut file.registered, flush_version, &tables)?;
-            file.chunks += flushed.len() as u64;
-            file.points += points;
             if space == Space::Sequence {
-                for (d, t) in device_max {
-                    let e = g.latest_flushed.entry(d).or_insert(t);
-                    *e = (*e).max(t);
+                // Each device's latest time, known before any record is taken in: a later
+                // point of the device goes to the sequence space only if it is newer.
+                for (k, buf) in &mem {
+                    let last = if buf.sorted {
+                        buf.times.last().copied()
+                    } else {
+                        buf.times.iter().copied().max()
+                    };
+                    if let Some(t) = last {
+                        let e = g.latest_flushed.entry(k.0.clone()).or_insert(t);
+                        *e = (*e).max(t);
+                    }
                 }
             }
+            // The series in order, taken out of the memtable one at a time (a sorted copy
+            // of the whole memtable would be a second table as large as its map).
+            let mut mem = mem;
+            let mut order: Vec<SeriesKey> = mem.keys().cloned().collect();
+            order.sort_unstable();
+            trim = order.len() > TRIM_AFTER_SERIES;
+            let mut points = 0u64;
+            let mut flushed: Vec<FlushSeries> = Vec::with_capacity(order.len().min(FLUSH_SLICE));
+            let mut rest = order.into_iter().peekable();
+            loop {
+                // A slice: FLUSH_SLICE series, or more to complete the last one's device.
+                while let Some(key) = rest.next() {
+                    let next_device = rest.peek().map(|k| &k.0);
+                    let slice_full =
+                        flushed.len() + 1 >= FLUSH_SLICE && next_device.is_none_or(|d| *d != key.0);
+                    let Some(buf) = mem.remove(&key) else {
+                        continue;
+                    };
+                    let (times, values) = if buf.sorted {
+                        (buf.times, buf.values)
+                    } else {
+                        sort_dedup(buf.times, buf.values)
+                    };
+                    if !times.is_empty() {
+                        points += times.len() as u64;
+                        let ty = flush_type(&registry, format, &key, buf.ty, &values);
+                        flushed.push((key, ty, times, values));
+                    }
+                    if slice_full {
+                        break;
+                    }
+                }
+                if flushed.is_empty() {
+                    break;
+                }
+                let file = self.open_file_of(key, space)?;
+                file.writer
+                    .write_series(&flushed, &mut file.registered, &tables)?;
+                file.chunks += flushed.len() as u64;
+                // The slice's buffers are freed before the next slice is taken.
+                flushed.clear();
+                if take_in && rest.peek().is_some() {
+                    self.take_in();
+                }
+            }
+            let file = self.open_file_of(key, space)?;
+            file.writer.end_flush(flush_version)?;
+            file.points += points;
             Ok(points)
         })();
+        let Some(g) = self.groups.get_mut(key) else {
+            return;
+        };
         match result {
             Ok(points) => {
                 let pl = [self.opts.pipeline.as_str()];
@@ -611,7 +696,31 @@ impl Engine {
                 self.fail_group(key, StorageOp::Flush, kind, e, None, None);
             }
         }
+        if trim {
+            release_free_memory();
+        }
         self.update_open_files();
+    }
+}
+
+/// Series a flush hands the file writer at a time: the writer's encoded chunks and encoders
+/// and the memtable's buffers of one slice are freed before the next slice is taken, so a
+/// flush of many short series needs little working memory beyond the memtable itself; a
+/// flush for memory takes in the waiting records between two slices.
+pub(super) const FLUSH_SLICE: usize = 512;
+
+/// A flush of more series than this returns the heap's free memory to the system after it.
+const TRIM_AFTER_SERIES: usize = 2048;
+
+/// Returns the heap's free memory to the system. A flush of many short series (more than
+/// [`TRIM_AFTER_SERIES`]) frees its buffers scattered over the heap, where glibc would keep them resident;
+/// a flush of a few long series frees large blocks that go back by themselves, so it does
+/// not call this (the call walks the heap).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim has no preconditions; it only releases memory that is free.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -668,7 +777,8 @@ pub(super) fn ts_fail(e: tsfile::Error) -> Fail {
 /// counts worked out by hand from the documented limits: a file is sealed for size once the
 /// metadata the writer keeps for it (160 bytes a chunk, 400 a series: [`CHUNK_META_BYTES`],
 /// [`SERIES_META_BYTES`]) reaches a quarter of the memtable budget, but no less than 4 MiB,
-/// or once it reaches `file_max_bytes`; every flush writes one chunk per series.
+/// or its series' part a thirty-second, but no less than 2 MiB, or once it reaches
+/// `file_max_bytes`; every flush writes one chunk per series.
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -704,6 +814,16 @@ mod tests {
 
     /// Submits `batches` wide batches of 5000 series, then shuts down; the metrics.
     fn run(memtable_bytes: usize, chunk_group_bytes: usize, batches: i64) -> Arc<Metrics> {
+        run_series(memtable_bytes, chunk_group_bytes, batches, 5000)
+    }
+
+    /// [`run`] with batches of `series` series.
+    fn run_series(
+        memtable_bytes: usize,
+        chunk_group_bytes: usize,
+        batches: i64,
+        series: usize,
+    ) -> Arc<Metrics> {
         let tmp = tempfile::tempdir().unwrap();
         let mut opts = PipelineOptions::new("t", tmp.path());
         opts.engine.memtable_bytes = memtable_bytes;
@@ -712,9 +832,9 @@ mod tests {
         let p = Pipeline::open(opts, metrics.clone()).unwrap();
         for t in 1..=batches {
             let out = p
-                .submit_blocking("test", wide(t, 5000), Instant::now())
+                .submit_blocking("test", wide(t, series), Instant::now())
                 .unwrap();
-            assert_eq!(out.accepted, 5000);
+            assert_eq!(out.accepted, series as u64);
         }
         p.shutdown_blocking();
         metrics
@@ -844,6 +964,17 @@ mod tests {
         let metrics = run(1, 16 * 1024 * 1024, 4);
         assert_eq!(sealed(&metrics, "size"), 1);
         assert_eq!(sealed(&metrics, "shutdown"), 1);
+    }
+
+    /// The series' part of the metadata is capped at a thirty-second of the budget, but no
+    /// less than 2 MiB (2097152 bytes): 5300 series make 2120000 bytes, past it from the first
+    /// flush (a 1-byte budget flushes every batch), so each of three batches seals its file for
+    /// size and none is left for shutdown. (5000 series, 2000000 bytes, stay below it: above.)
+    #[test]
+    fn the_metadata_of_many_series_seals_a_file_at_each_flush() {
+        let metrics = run_series(1, 16 * 1024 * 1024, 3, 5300);
+        assert_eq!(sealed(&metrics, "size"), 3);
+        assert_eq!(sealed(&metrics, "shutdown"), 0);
     }
 
     /// A 32 MiB budget: the cap is a quarter, 8388608 bytes, reached at the eighth flush

@@ -12,6 +12,7 @@
 pub mod batch;
 pub mod files;
 mod flush;
+mod inbox;
 mod journal;
 mod memtable;
 mod retry;
@@ -261,6 +262,10 @@ pub struct Engine {
     hints: HashMap<usize, Vec<usize>, FxBuild>,
     /// Positions in `hints`.
     hint_count: usize,
+    /// Records handed over by the write-ahead log and not applied yet (live writes only).
+    backlog: Option<crate::pipeline::Backlog>,
+    /// The thread's messages (see [`inbox`]).
+    inbox: inbox::Inbox,
 }
 
 impl Engine {
@@ -346,6 +351,8 @@ impl Engine {
             memtable_gauge,
             hints: HashMap::default(),
             hint_count: 0,
+            backlog: None,
+            inbox: inbox::Inbox::default(),
         })
     }
 
@@ -357,6 +364,11 @@ impl Engine {
     /// Reports liveness: every live batch applied completes one pending item.
     pub fn set_progress(&mut self, progress: Option<crate::notify::Progress>) {
         self.progress = progress;
+    }
+
+    /// Counts the records it applies off `backlog`.
+    pub fn set_backlog(&mut self, backlog: crate::pipeline::Backlog) {
+        self.backlog = Some(backlog);
     }
 
     /// Connects the engine to its WAL (after replay).
@@ -549,6 +561,14 @@ impl Engine {
                 }
             }
         }
+        if self.inbox.taking_in {
+            // A flush takes this record in between its slices: the rest waits for the
+            // next record after it.
+            self.inbox.touched.append(&mut touched);
+            self.memtable_gauge.set(self.mem_total as i64);
+            return;
+        }
+        touched.append(&mut self.inbox.touched);
         for (sg, p) in touched {
             let newest = self.newest_partition.entry(sg.clone()).or_insert(p);
             if p > *newest {
@@ -690,8 +710,9 @@ impl Engine {
         let tick = self.opts.tick;
         let stall = self.opts.hooks.stall_engine;
         let mut last_tick = Instant::now();
+        self.attach_inbox(rx);
         loop {
-            let msg = rx.recv_timeout(tick);
+            let msg = self.next_msg(tick);
             self.poll_sealer();
             match msg {
                 Ok(EngineMsg::Write { .. }) if stall => loop {
@@ -701,12 +722,7 @@ impl Engine {
                     lsn,
                     payload,
                     received,
-                }) => {
-                    self.write(lsn, payload, received);
-                    if let Some(p) = &self.progress {
-                        p.complete(1);
-                    }
-                }
+                }) => self.write_live(lsn, payload, received),
                 Ok(EngineMsg::SealAll { reason, done }) => {
                     self.seal_all(reason);
                     self.drain_sealer();
@@ -720,13 +736,13 @@ impl Engine {
                 }
                 Ok(EngineMsg::Stop { done }) => {
                     // Drain what the WAL already delivered.
-                    while let Ok(m) = rx.try_recv() {
+                    while let Some(m) = self.try_next_msg() {
                         match m {
                             EngineMsg::Write {
                                 lsn,
                                 payload,
                                 received,
-                            } => self.write(lsn, payload, received),
+                            } => self.write_live(lsn, payload, received),
                             EngineMsg::SealAll { done, .. }
                             | EngineMsg::Stop { done }
                             | EngineMsg::Abandon { done } => {

@@ -19,7 +19,7 @@
 //! password), or InfluxDB 1.x `?p=<token>`.
 //!
 //! A 2xx answer means the accepted points are durable. Rejections give 400 with counts
-//! and the first errors; a full buffer gives 429 (queue) or 503 (disk budget) with
+//! and the first errors; a full buffer gives 429 (queue) or 503 (disk budget, an engine stuck past the backlog wait) with
 //! `Retry-After`; bodies over the raw or decompressed limit give 413.
 
 use std::collections::HashMap;

@@ -6,6 +6,7 @@
 //! are then durable. Rejected points come back with their reasons; they never block
 //! the rest of their batch.
 
+mod backlog;
 mod lock;
 mod status;
 
@@ -13,7 +14,7 @@ use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -33,6 +34,7 @@ use crate::metrics::Metrics;
 use crate::notify::Progress;
 use crate::wal::{self, Wal, WalOptions};
 use crate::{Error, Refusal, Result};
+pub use backlog::Backlog;
 use lock::lock_dir;
 
 /// Settings of one pipeline.
@@ -48,6 +50,9 @@ pub struct PipelineOptions {
     pub defaults: TypeDefaults,
     /// `Retry-After` suggested when full.
     pub retry_after: Duration,
+    /// How long intake waits for the engine's backlog to shrink before refusing a batch
+    /// (see [`Backlog`]).
+    pub backlog_wait: Duration,
 }
 
 impl PipelineOptions {
@@ -60,6 +65,7 @@ impl PipelineOptions {
             rules: Vec::new(),
             defaults: TypeDefaults::default(),
             retry_after: Duration::from_secs(1),
+            backlog_wait: Backlog::MAX_WAIT,
         }
     }
 
@@ -105,6 +111,16 @@ pub struct Admitted {
     ticket: Option<wal::Ticket>,
     outcome: SubmitOutcome,
     received: Instant,
+}
+
+/// A batch's place among those waiting for room ([`Pipeline::must_wait`]); dropped once the
+/// batch is admitted or given up.
+pub struct Waiting(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// What the write-ahead log carries beside a batch's payload: when the batch was received
@@ -182,7 +198,13 @@ pub struct Pipeline {
     name: String,
     sg_level: usize,
     wal: Wal<WalItem>,
-    engine_tx: SyncSender<EngineMsg>,
+    engine_tx: Sender<EngineMsg>,
+    backlog: Backlog,
+    backlog_wait: Duration,
+    /// Batches [`PipelineSink`](crate::sources::PipelineSink) admitted while intake had to
+    /// wait, not in the log yet: later ones wait behind them, so batches enter the log in
+    /// call order.
+    deferred: Arc<std::sync::atomic::AtomicUsize>,
     engine_thread: Mutex<Option<JoinHandle<()>>>,
     registry: Arc<Mutex<Registry>>,
     metrics: Arc<Metrics>,
@@ -271,13 +293,18 @@ impl Pipeline {
                 "write-ahead log replayed"
             );
         }
-        let (engine_tx, engine_rx) = sync_channel::<EngineMsg>(64);
+        // Unbounded: the log's thread never waits for the engine; intake waits past the
+        // backlog's limit instead (see `Backlog`).
+        let (engine_tx, engine_rx) = channel::<EngineMsg>();
         let sink_tx = engine_tx.clone();
+        let backlog = Backlog::new(Backlog::limit_for(opts.engine.memtable_bytes));
+        let sink_backlog = backlog.clone();
         let wal = Wal::start_with_health(
             opts.wal.clone(),
             next_segment,
             disk,
-            move |lsn, payload, received: WalItem| {
+            move |lsn, payload: Vec<u8>, received: WalItem| {
+                sink_backlog.add(payload.capacity());
                 let _ = sink_tx.send(EngineMsg::Write {
                     lsn,
                     payload,
@@ -287,6 +314,7 @@ impl Pipeline {
             Some(health.clone()),
         )?;
         engine.set_progress(progress.clone());
+        engine.set_backlog(backlog.clone());
         let status = engine.status_handle();
         engine.attach_wal(WalControl {
             watermark: wal.watermark_handle(),
@@ -303,6 +331,9 @@ impl Pipeline {
             sg_level,
             wal,
             engine_tx,
+            backlog,
+            backlog_wait: opts.backlog_wait,
+            deferred: Arc::default(),
             engine_thread: Mutex::new(Some(thread)),
             registry,
             metrics: metrics.clone(),
@@ -788,22 +819,66 @@ impl Pipeline {
         }
     }
 
-    /// Submits a parsed batch; resolves once its accepted points are durable. A batch refused
-    /// as a whole for now (nothing of it accepted) fails with [`Error::Refused`].
+    /// Submits a parsed batch; resolves once its accepted points are durable. While the
+    /// engine is behind (its backlog over the limit) the batch first waits for room. A batch
+    /// refused as a whole for now (nothing of it accepted) fails with [`Error::Refused`].
     pub async fn submit(
         &self,
         source: &str,
         batch: Batch,
         received: Instant,
     ) -> Result<SubmitOutcome> {
+        self.room(source).await?;
         let admitted = self.admit(source, batch, received)?;
         self.durable(source, admitted).await
+    }
+
+    /// Waits while the engine's backlog is over its limit, so that records the engine has
+    /// not applied yet do not pile up in memory; refuses (503 "engine backlog") when it
+    /// stays over for the pipeline's `backlog_wait`: an engine that stopped applying them.
+    pub async fn room(&self, source: &str) -> Result<()> {
+        if self.backlog.over() && !self.backlog.wait(self.backlog_wait).await {
+            return Err(self.backlog_refusal(source));
+        }
+        Ok(())
+    }
+
+    /// [`Pipeline::room`] for plain threads.
+    pub fn room_blocking(&self, source: &str) -> Result<()> {
+        if self.backlog.over() && !self.backlog.wait_blocking(self.backlog_wait) {
+            return Err(self.backlog_refusal(source));
+        }
+        Ok(())
+    }
+
+    fn backlog_refusal(&self, source: &str) -> Error {
+        self.metrics
+            .backpressure
+            .with_label_values(&[&self.name, source])
+            .inc();
+        Error::Refused(Refusal::Full {
+            reason: Backlog::REASON,
+            retry_after: self.retry_after,
+        })
+    }
+
+    /// `None` when a batch may be admitted now ([`Pipeline::admit`]); otherwise it waits for
+    /// [`Pipeline::room`] first, holding the returned place until it is admitted (or given
+    /// up): batches admitted meanwhile wait behind it, so batches enter the log in call order
+    /// as long as their waits are polled in that order.
+    pub fn must_wait(&self) -> Option<Waiting> {
+        if self.deferred.load(Ordering::SeqCst) == 0 && !self.backlog.over() {
+            return None;
+        }
+        self.deferred.fetch_add(1, Ordering::SeqCst);
+        Some(Waiting(self.deferred.clone()))
     }
 
     /// The first half of [`Pipeline::submit`]: admits the batch (normalized and queued for
     /// the write-ahead log, in call order) without waiting for its durability, so that a
     /// source can admit its next batches meanwhile and one fsync covers them all. Refusals
-    /// are [`Pipeline::submit`]'s.
+    /// are [`Pipeline::submit`]'s. It does not wait for room: callers ask
+    /// [`Pipeline::must_wait`] first.
     pub fn admit(&self, source: &str, batch: Batch, received: Instant) -> Result<Admitted> {
         let (ticket, outcome) = self.enqueue(source, batch, received)?;
         Ok(Admitted {
@@ -829,6 +904,7 @@ impl Pipeline {
         batch: Batch,
         received: Instant,
     ) -> Result<SubmitOutcome> {
+        self.room_blocking(source)?;
         let (ticket, outcome) = self.enqueue(source, batch, received)?;
         if let Some(t) = ticket {
             self.acknowledged(source, received, t.wait_blocking())?;

@@ -1007,3 +1007,327 @@ fn records_sharing_their_names_by_position_are_typed_as_any_other() {
         [d(1, 1.5), d(3, 3.5), d(4, 4.5), d(5, 5.5), d(6, 6.5)]
     );
 }
+
+/// 10 records of `device` at times `t0..t0 + 10`, each with the INT64 fields `m0..m9` (the
+/// value of `mK` at time `t` is `t * 10 + K`): 100 points.
+fn block(device: &str, t0: i64) -> Batch {
+    let names: Vec<String> = (0..10).map(|k| format!("m{k}")).collect();
+    Batch {
+        records: (t0..t0 + 10)
+            .map(|t| {
+                let fields: Vec<(&str, FieldValue)> = names
+                    .iter()
+                    .enumerate()
+                    .map(|(k, m)| (m.as_str(), FieldValue::Int(t * 10 + k as i64)))
+                    .collect();
+                rec(device, t, &fields)
+            })
+            .collect(),
+        rejections: vec![],
+    }
+}
+
+/// The points of `block(device, t0)` for `t0` in `starts`, sorted.
+fn block_points(device: &str, starts: impl Iterator<Item = i64>) -> Points {
+    let mut out = Vec::new();
+    for t0 in starts {
+        for t in t0..t0 + 10 {
+            for k in 0..10 {
+                out.push((
+                    device.to_string(),
+                    format!("m{k}"),
+                    t,
+                    Value::Int64(t * 10 + k),
+                ));
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    out
+}
+
+/// Submits `block(device, 10 * k)` for k = 0, 1, ... on another thread, reporting each
+/// acknowledgement (its k) or the first error; it stops after k = `last`.
+fn submit_blocks(
+    p: &Arc<Pipeline>,
+    device: &'static str,
+    last: Arc<std::sync::atomic::AtomicI64>,
+) -> std::sync::mpsc::Receiver<std::result::Result<i64, Error>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = p.clone();
+    std::thread::spawn(move || {
+        let mut k = 0i64;
+        while k <= last.load(Ordering::SeqCst) {
+            match p.submit_blocking("test", block(device, k * 10), Instant::now()) {
+                Ok(out) => {
+                    assert_eq!(out.accepted, 100);
+                    let _ = tx.send(Ok(k));
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+            k += 1;
+        }
+    });
+    rx
+}
+
+/// The acknowledgements `rx` reported so far (without waiting).
+fn acked(rx: &std::sync::mpsc::Receiver<std::result::Result<i64, Error>>, seen: &mut i64) {
+    while let Ok(r) = rx.try_recv() {
+        assert_eq!(r.unwrap(), *seen);
+        *seen += 1;
+    }
+}
+
+#[test]
+fn acks_go_on_while_the_engine_is_held_then_intake_waits_and_resumes_without_refusal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let metrics = Metrics::new();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    // A budget of 8 MiB: the backlog's limit is its floor, 1 MiB.
+    opts.engine.memtable_bytes = 8 << 20;
+    let gate = crate::hooks::Gate::default();
+    opts.engine.hooks.engine_gate = Some(gate.clone());
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    // The engine applies nothing until the gate opens.
+    let last = Arc::new(std::sync::atomic::AtomicI64::new(i64::MAX));
+    let rx = submit_blocks(&p, "root.sg.d1", last.clone());
+    wait_for("a submission waiting for room", || p.backlog.waiters() == 1);
+    let mut seen = 0;
+    acked(&rx, &mut seen);
+    // Before, the log handed records over through a channel of 64: its thread stopped at
+    // the 65th unapplied record and no acknowledgement came after it.
+    assert!(seen > 64, "waiting after {seen} records");
+    assert!(p.backlog.over());
+    // Waiting, nothing was refused.
+    let text = metrics.render();
+    assert!(
+        !text.contains("tsfiled_backpressure_total{pipeline=\"t\",source=\"test\"} 1"),
+        "{text}"
+    );
+    // The engine goes on: the waiting submission and 20 more are acknowledged.
+    let waiting = seen;
+    last.store(waiting + 20, Ordering::SeqCst);
+    gate.open();
+    while let Ok(r) = rx.recv_timeout(Duration::from_secs(60)) {
+        assert_eq!(r.unwrap(), seen);
+        seen += 1;
+    }
+    assert_eq!(seen, waiting + 21);
+    p.shutdown_blocking();
+    let (mut points, _) = read_dir_points(tmp.path());
+    points.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    // Every acknowledged batch, once.
+    assert_eq!(
+        points,
+        block_points("root.sg.d1", (0..seen).map(|r| r * 10))
+    );
+}
+
+#[test]
+fn an_engine_that_stays_stuck_past_the_bound_gets_intake_refused_then_resumed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let metrics = Metrics::new();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.memtable_bytes = 8 << 20;
+    // A short bound: the engine stays held past it.
+    opts.backlog_wait = Duration::from_millis(50);
+    let gate = crate::hooks::Gate::default();
+    opts.engine.hooks.engine_gate = Some(gate.clone());
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    let rx = submit_blocks(&p, "root.sg.d1", Arc::new(i64::MAX.into()));
+    let mut seen = 0i64;
+    let refusal = loop {
+        match rx.recv_timeout(Duration::from_secs(120)).unwrap() {
+            Ok(k) => {
+                assert_eq!(k, seen);
+                seen += 1;
+            }
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(
+            refusal,
+            Error::Refused(Refusal::Full {
+                reason: "engine backlog",
+                ..
+            })
+        ),
+        "{refusal:?}"
+    );
+    assert!(seen > 64, "refused after {seen} records");
+    let text = metrics.render();
+    assert!(
+        text.contains("tsfiled_backpressure_total{pipeline=\"t\",source=\"test\"} 1\n"),
+        "{text}"
+    );
+    // Intake resumes once the engine has caught up.
+    gate.open();
+    wait_for("the backlog to drain", || !p.backlog.over());
+    let out = p
+        .submit_blocking("test", block("root.sg.d1", seen * 10), Instant::now())
+        .unwrap();
+    assert_eq!(out.accepted, 100);
+    p.shutdown_blocking();
+    let (mut points, _) = read_dir_points(tmp.path());
+    points.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    // Every acknowledged batch, the refused one (it had the same times as the one after
+    // the resume) once.
+    assert_eq!(
+        points,
+        block_points("root.sg.d1", (0..=seen).map(|r| r * 10))
+    );
+}
+
+/// `block(device, t0)` with every value plus `delta`.
+fn block_plus(device: &str, t0: i64, delta: i64) -> Batch {
+    let mut b = block(device, t0);
+    for r in &mut b.records {
+        for f in &mut r.fields {
+            if let FieldValue::Int(v) = &mut f.value {
+                *v += delta;
+            }
+        }
+    }
+    b
+}
+
+#[test]
+fn a_source_batch_admitted_while_intake_must_wait_is_acknowledged_in_order_once_the_engine_goes_on()
+{
+    use tsfiled_connectors::sink::BatchSink;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.memtable_bytes = 8 << 20;
+    let gate = crate::hooks::Gate::default();
+    opts.engine.hooks.engine_gate = Some(gate.clone());
+    let p = Pipeline::open(opts, Metrics::new()).unwrap();
+    // Fill the backlog past its limit (one thread submits: it stops right after).
+    let mut k = 0i64;
+    while !p.backlog.over() {
+        let out = p
+            .submit_blocking("test", block("root.sg.d1", k * 10), Instant::now())
+            .unwrap();
+        assert_eq!(out.accepted, 100);
+        k += 1;
+    }
+    // Two batches of another device at the same times, the second with other values: the
+    // source admits both (as the MQTT source does) without a refusal.
+    let sink = Arc::new(crate::sources::PipelineSink::new(p.clone(), "mqtt"));
+    let first = sink
+        .clone()
+        .admit(block("root.sg.d2", 0), Instant::now())
+        .expect("admitted, to wait");
+    let second = sink
+        .clone()
+        .admit(block_plus("root.sg.d2", 0, 1000), Instant::now())
+        .expect("admitted, to wait");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let opener = {
+        let (p, gate) = (p.clone(), gate.clone());
+        std::thread::spawn(move || {
+            wait_for("the source's batch waiting for room", || {
+                p.backlog.waiters() == 1
+            });
+            gate.open();
+        })
+    };
+    // Awaited in order, as the source does.
+    let (a, b) = rt.block_on(async { (first.await, second.await) });
+    opener.join().unwrap();
+    assert_eq!(a.unwrap().accepted, 100);
+    assert_eq!(b.unwrap().accepted, 100);
+    p.shutdown_blocking();
+    let (mut points, _) = read_dir_points(tmp.path());
+    points.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    // d2 holds the second batch's values: it entered the log after the first.
+    let mut expected = block_points("root.sg.d1", (0..k).map(|r| r * 10));
+    expected.extend(
+        block_points("root.sg.d2", std::iter::once(0))
+            .into_iter()
+            .map(|(d, m, t, v)| match v {
+                Value::Int64(v) => (d, m, t, Value::Int64(v + 1000)),
+                v => (d, m, t, v),
+            }),
+    );
+    expected.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    assert_eq!(points, expected);
+}
+
+#[test]
+fn a_flush_for_memory_takes_in_waiting_records_between_its_slices_and_loses_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    // Every record makes its partition's memtable flush for memory.
+    opts.engine.chunk_group_bytes = 1;
+    let gate = crate::hooks::Gate::default();
+    opts.engine.hooks.engine_gate = Some(gate.clone());
+    let p = Pipeline::open(opts, Metrics::new()).unwrap();
+    // 8 records of 60 devices x 10 series (600 series, two slices), each record 10 newer
+    // times: all acknowledged while the engine is held, so when it goes on, the first
+    // record's flush finds the other 7 waiting.
+    let devices: Vec<String> = (0..60).map(|d| format!("root.sg.d{d:02}")).collect();
+    let wide = |k: i64| Batch {
+        records: devices
+            .iter()
+            .flat_map(|d| block(d, k * 10).records)
+            .collect(),
+        rejections: vec![],
+    };
+    let admitted: Vec<Admitted> = (0..8)
+        .map(|k| p.admit("test", wide(k), Instant::now()).unwrap())
+        .collect();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    for a in admitted {
+        assert_eq!(rt.block_on(p.durable("test", a)).unwrap().accepted, 6000);
+    }
+    gate.open();
+    p.shutdown_blocking();
+    let (mut points, _) = read_dir_points(tmp.path());
+    points.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    let mut expected: Points = devices
+        .iter()
+        .flat_map(|d| block_points(d, (0..8).map(|k| k * 10)))
+        .collect();
+    expected.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    assert_eq!(points.len(), 48_000);
+    assert_eq!(points, expected);
+}
+
+#[test]
+fn a_flush_of_more_series_than_a_slice_writes_every_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let metrics = Metrics::new();
+    let p = Pipeline::open(PipelineOptions::new("t", tmp.path()), metrics.clone()).unwrap();
+    // 53 devices of 10 series: 530 series, more than a slice of 512; the slice's end
+    // falls inside the 52nd device, whose series all go to the first slice.
+    let devices: Vec<String> = (0..53).map(|d| format!("root.sg.d{d:03}")).collect();
+    for d in &devices {
+        let out = p
+            .submit_blocking("test", block(d, 0), Instant::now())
+            .unwrap();
+        assert_eq!(out.accepted, 100);
+    }
+    // One flush of all 530 series, at the seal.
+    p.seal_all_blocking(SealReason::Request);
+    p.shutdown_blocking();
+    let (mut points, files) = read_dir_points(tmp.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    points.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    let expected: Points = devices
+        .iter()
+        .flat_map(|d| block_points(d, std::iter::once(0)))
+        .collect();
+    assert_eq!(points.len(), 5_300);
+    assert_eq!(points, expected);
+}
