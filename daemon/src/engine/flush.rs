@@ -581,7 +581,7 @@ impl Engine {
             if space == Space::Sequence {
                 // Each device's latest time, known before any record is taken in: a later
                 // point of the device goes to the sequence space only if it is newer.
-                for (k, buf) in &mem {
+                for (k, buf) in mem.iter() {
                     let last = if buf.sorted {
                         buf.times.last().copied()
                     } else {
@@ -593,24 +593,20 @@ impl Engine {
                     }
                 }
             }
-            // The series in order, taken out of the memtable one at a time (a sorted copy
-            // of the whole memtable would be a second table as large as its map).
-            let mut mem = mem;
-            let mut order: Vec<SeriesKey> = mem.keys().cloned().collect();
-            order.sort_unstable();
+            // The series in key order: the memtable's entries moved out (their buffers are
+            // not copied) and each freed with its slice.
+            let mut order: Vec<_> = mem.into_iter().collect();
+            order.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             trim = order.len() > TRIM_AFTER_SERIES;
             let mut points = 0u64;
             let mut flushed: Vec<FlushSeries> = Vec::with_capacity(order.len().min(FLUSH_SLICE));
             let mut rest = order.into_iter().peekable();
             loop {
                 // A slice: FLUSH_SLICE series, or more to complete the last one's device.
-                while let Some(key) = rest.next() {
-                    let next_device = rest.peek().map(|k| &k.0);
+                while let Some((key, buf)) = rest.next() {
+                    let next_device = rest.peek().map(|(k, _)| &k.0);
                     let slice_full =
                         flushed.len() + 1 >= FLUSH_SLICE && next_device.is_none_or(|d| *d != key.0);
-                    let Some(buf) = mem.remove(&key) else {
-                        continue;
-                    };
                     let (times, values) = if buf.sorted {
                         (buf.times, buf.values)
                     } else {

@@ -82,6 +82,11 @@ impl MemMap {
         self.series.iter().map(|(k, _)| k)
     }
 
+    /// The series and their buffers, in the order they were first written.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&SeriesKey, &SeriesBuf)> {
+        self.series.iter().map(|(k, b)| (k, b))
+    }
+
     fn find(&self, key: &SeriesKey, hash: u64) -> Option<usize> {
         let series = &self.series;
         self.index
