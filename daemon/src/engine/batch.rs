@@ -1199,6 +1199,13 @@ mod tests {
                     9,
                     Column::Text(vec![b"x".to_vec()]),
                 ),
+                series(
+                    "root.sg.d1",
+                    "f",
+                    DataType::BOOLEAN,
+                    vec![8, 9],
+                    Column::Boolean(vec![true, false]),
+                ),
             ],
             vec![d1("a", 10, 19), d1("b", 10, 29), d1("c", 10, 39)],
         ];
@@ -1299,6 +1306,12 @@ mod tests {
             2, 1, 2, b'd', 1, b'b', 1, 0, 0, 1, 1, 10, 0x80, 0x80, 0x80, 0x80, 0x10,
         ];
         assert!(b.decode_named(&out_of_range, &mut n).is_err());
+        // Shared times of another count (the series before has one time, this one two).
+        let shared = [
+            2, 2, 2, b'd', 1, b'a', 2, 0, 0, 1, 1, 2, 2, 0, 1, b'b', 2, 0, 0, 2, 0, 2, 2,
+        ];
+        assert!(WriteBatch::decode(&shared, names).is_err());
+        assert!(b.decode_named(&shared, &mut n).is_err());
         b.decode_named(&bytes, &mut n).unwrap();
         assert_eq!(b, good);
     }
