@@ -169,7 +169,7 @@ config_table! {
         #[key("time_precision", "\"ms\" | \"us\" | \"ns\" | \"s\"", "\"ms\"")]
         time_precision: Option<String>,
         /// Memory for all in-memory tables of the pipeline together; when reached, the largest
-        /// tables are flushed to their open files as chunk groups. A sixteenth of it (at least
+        /// tables are flushed to their open files as chunk groups. A quarter of it (at least
         /// 1MiB) bounds the batches waiting for the engine (intake waits past it); an open file
         /// is sealed once the metadata it keeps in memory reaches a quarter (at least 4MiB), or
         /// that of its series a thirty-second (at least 2MiB; 5,242 series by default).

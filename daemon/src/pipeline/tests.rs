@@ -1087,8 +1087,8 @@ fn acks_go_on_while_the_engine_is_held_then_intake_waits_and_resumes_without_ref
     let tmp = tempfile::tempdir().unwrap();
     let metrics = Metrics::new();
     let mut opts = PipelineOptions::new("t", tmp.path());
-    // A budget of 8 MiB: the backlog's limit is its floor, 1 MiB.
-    opts.engine.memtable_bytes = 8 << 20;
+    // A budget of 4 MiB: the backlog's limit is a quarter of it, its floor, 1 MiB.
+    opts.engine.memtable_bytes = 4 << 20;
     let gate = crate::hooks::Gate::default();
     opts.engine.hooks.engine_gate = Some(gate.clone());
     let p = Pipeline::open(opts, metrics.clone()).unwrap();
@@ -1132,7 +1132,7 @@ fn an_engine_that_stays_stuck_past_the_bound_gets_intake_refused_then_resumed() 
     let tmp = tempfile::tempdir().unwrap();
     let metrics = Metrics::new();
     let mut opts = PipelineOptions::new("t", tmp.path());
-    opts.engine.memtable_bytes = 8 << 20;
+    opts.engine.memtable_bytes = 4 << 20;
     // A short bound: the engine stays held past it.
     opts.backlog_wait = Duration::from_millis(50);
     let gate = crate::hooks::Gate::default();
@@ -1202,7 +1202,7 @@ fn a_source_batch_admitted_while_intake_must_wait_is_acknowledged_in_order_once_
     use tsfiled_connectors::sink::BatchSink;
     let tmp = tempfile::tempdir().unwrap();
     let mut opts = PipelineOptions::new("t", tmp.path());
-    opts.engine.memtable_bytes = 8 << 20;
+    opts.engine.memtable_bytes = 4 << 20;
     let gate = crate::hooks::Gate::default();
     opts.engine.hooks.engine_gate = Some(gate.clone());
     let p = Pipeline::open(opts, Metrics::new()).unwrap();
