@@ -46,6 +46,8 @@ pub struct Metrics {
     pub flush_seconds: HistogramVec,
     /// Seal durations.
     pub seal_seconds: HistogramVec,
+    /// Time the engine thread waited for the sealer when handing it a seal.
+    pub seal_wait_seconds: HistogramVec,
     /// From receipt of a payload to its points being durable (acknowledged).
     pub ack_seconds: HistogramVec,
     /// From receipt of the oldest point of a memtable to its flush into a TsFile.
@@ -177,6 +179,12 @@ impl Metrics {
                 "Duration of sealing a storage group partition's files.",
                 &["pipeline"],
                 0.0001,
+            ),
+            seal_wait_seconds: hist(
+                "tsfiled_seal_wait_seconds",
+                "Time the engine waited for the sealer thread when handing it a seal (intake waits meanwhile).",
+                &["pipeline"],
+                0.00005,
             ),
             ack_seconds: hist(
                 "tsfiled_ack_latency_seconds",

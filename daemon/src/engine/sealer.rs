@@ -20,10 +20,14 @@ impl Engine {
     /// fsync, `.resource`, journal commit and renames happen there, off the intake path).
     pub(super) fn seal_group(&mut self, key: &(Arc<str>, i64), reason: SealReason) {
         let started = Instant::now();
+        let mut waited = Duration::ZERO;
         // A partition's seals commit in log order, one at a time: wait for its previous
         // seal (if that failed, the partition is failed and is not sealed now).
         while self.sealer.is_some() && self.pending.values().any(|p| p.key == *key) {
-            match self.sealer.as_ref().and_then(|s| s.done.recv().ok()) {
+            let t = Instant::now();
+            let done = self.sealer.as_ref().and_then(|s| s.done.recv().ok());
+            waited += t.elapsed();
+            match done {
                 Some(d) => self.seal_done(d),
                 None => break,
             }
@@ -75,7 +79,9 @@ impl Engine {
         );
         // Bound the work (and open files) queued behind the sealer.
         while self.sealer.is_some() && self.pending.len() > 4 {
+            let t = Instant::now();
             let done = self.sealer.as_ref().and_then(|s| s.done.recv().ok());
+            waited += t.elapsed();
             match done {
                 Some(d) => self.seal_done(d),
                 None => break,
@@ -89,6 +95,12 @@ impl Engine {
         } else if let Some(j) = self.journal.as_mut() {
             let d = j.complete(job);
             self.seal_done(d);
+        }
+        if self.sealer.is_some() {
+            self.metrics
+                .seal_wait_seconds
+                .with_label_values(&[self.opts.pipeline.as_str()])
+                .observe(waited.as_secs_f64());
         }
         self.update_open_files();
     }
