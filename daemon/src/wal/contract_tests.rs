@@ -712,3 +712,130 @@ fn a_read_only_device_is_named_in_the_refusal() {
     };
     assert_eq!(at, 0x0100_0000_0008);
 }
+
+/// The real file system whose first `remove_file` blocks until released and then fails
+/// with EBUSY (a slow deletion, as on a device that discards freed blocks, that fails).
+#[derive(Debug)]
+struct SlowRemove {
+    removes: AtomicUsize,
+    entered: Mutex<mpsc::Sender<()>>,
+    release: Mutex<mpsc::Receiver<()>>,
+}
+
+impl Fs for SlowRemove {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        tsfiled_fsio::std_fs().create(path)
+    }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        tsfiled_fsio::std_fs().create_new(path)
+    }
+    fn open_write(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        tsfiled_fsio::std_fs().open_write(path)
+    }
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        tsfiled_fsio::std_fs().open_append(path)
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        tsfiled_fsio::std_fs().read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        tsfiled_fsio::std_fs().rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        if self.removes.fetch_add(1, Ordering::SeqCst) == 0 {
+            let _ = self.entered.lock().unwrap().send(());
+            let _ = self.release.lock().unwrap().recv();
+            return Err(io::Error::from_raw_os_error(libc::EBUSY));
+        }
+        tsfiled_fsio::std_fs().remove_file(path)
+    }
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        tsfiled_fsio::std_fs().create_dir_all(path)
+    }
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        tsfiled_fsio::std_fs().sync_dir(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<tsfiled_fsio::DirEntry>> {
+        tsfiled_fsio::std_fs().read_dir(path)
+    }
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        tsfiled_fsio::std_fs().file_len(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        tsfiled_fsio::std_fs().exists(path)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {
+        tsfiled_fsio::std_fs().lock(path)
+    }
+}
+
+/// Deleting segments below the watermark runs beside the log's thread: while a deletion
+/// hangs, appends are still written and acknowledged; the deletion that then fails is
+/// tried again, and the log counts exactly the bytes left on disk.
+#[test]
+fn a_slow_segment_deletion_does_not_hold_appends_and_a_failed_one_is_retried() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (entered_tx, entered) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel();
+    let mut opts = WalOptions::new(tmp.path());
+    opts.fs = FsRef::new(SlowRemove {
+        removes: AtomicUsize::new(0),
+        entered: Mutex::new(entered_tx),
+        release: Mutex::new(release_rx),
+    });
+    // 1000-byte segments: a segment (8-byte magic) rotates after its second 508-byte record
+    // (8 + 2 x 508 = 1024 bytes).
+    opts.segment_bytes = 1000;
+    let wal = Arc::new(Wal::start(opts, 0, 0, |_, _, _: u32| {}).unwrap());
+    let lsns: Vec<Lsn> = (0..6)
+        .map(|i| {
+            wal.append(vec![1; 500], i)
+                .unwrap()
+                .wait_blocking()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        lsns,
+        [
+            0x8,
+            0x204,
+            0x0100_0000_0008,
+            0x0100_0000_0204,
+            0x0200_0000_0008,
+            0x0200_0000_0204
+        ]
+    );
+    // Segments 0 and 1 are sealed: the first deletion hangs.
+    wal.trim_before(0x0200_0000_0008);
+    entered.recv().unwrap();
+    let (acked_tx, acked) = mpsc::channel();
+    let w = wal.clone();
+    std::thread::spawn(move || {
+        let _ = acked_tx.send(w.append(vec![1; 500], 7).unwrap().wait_blocking());
+    });
+    let at = acked.recv_timeout(Duration::from_secs(60));
+    release.send(()).unwrap();
+    assert_eq!(
+        at.expect("the append was held by the deletion").unwrap(),
+        0x0300_0000_0008
+    );
+    let segments = || -> Vec<u64> {
+        list_segments(&*tsfiled_fsio::std_fs(), tmp.path())
+            .unwrap()
+            .into_iter()
+            .map(|s| s.0)
+            .collect()
+    };
+    let start = Instant::now();
+    while segments() != [2, 3] {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{:?}",
+            segments()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Segment 2: 1024 bytes; segment 3: the magic and one record, 516.
+    assert_eq!(wal.stats().disk_bytes.load(Ordering::Relaxed), 1024 + 516);
+}
