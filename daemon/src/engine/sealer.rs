@@ -399,6 +399,9 @@ mod tests {
         assert!(committed() >= 1);
         e.stop_sealer();
         assert_eq!(committed(), 5);
+        // Each seal handed to the sealer thread counts once in the engine's wait histogram.
+        let waits = e.metrics.seal_wait_seconds.with_label_values(&["t"]);
+        assert_eq!(waits.get_sample_count(), 5);
     }
 
     /// File names (`<millis>-<version>-0.tsfile`) sort after every sealed file even when the
@@ -425,5 +428,8 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["5000-1-0.tsfile", "5001-3-0.tsfile"]);
+        // Sealed inline (no sealer thread): nothing was waited for, nothing is counted.
+        let waits = e.metrics.seal_wait_seconds.with_label_values(&["t"]);
+        assert_eq!(waits.get_sample_count(), 0);
     }
 }
