@@ -808,7 +808,9 @@ fn a_slow_segment_deletion_does_not_hold_appends_and_a_failed_one_is_retried() {
     );
     // Segments 0 and 1 are sealed: the first deletion hangs.
     wal.trim_before(0x0200_0000_0008);
-    entered.recv().unwrap();
+    entered
+        .recv_timeout(Duration::from_secs(60))
+        .expect("no segment deletion was tried");
     let (acked_tx, acked) = mpsc::channel();
     let w = wal.clone();
     std::thread::spawn(move || {
