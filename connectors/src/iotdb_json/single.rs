@@ -506,6 +506,120 @@ mod tests {
             .collect()
     }
 
+    /// The values' common shape (short numbers, each followed at once by a `,`) is read by a
+    /// loop of its own; the first other value and everything after it by the general loop,
+    /// whatever breaks the shape and wherever it does. Expected values: the literals.
+    #[test]
+    fn the_common_shape_and_what_breaks_it() {
+        use FieldValue::{Bool, Float, Int, Text};
+        let names = ["a", "b", "c", "d", "e"];
+        let list = r#""a","b","c","d","e""#;
+        let read = |values: &str| {
+            let text = format!(
+                r#"{{"device":"root.sg.d1","timestamp":5,"measurements":[{list}],"values":[{values}]}}"#
+            );
+            direct(&text).map(|b| {
+                let got: Vec<(String, FieldValue)> = fields(&b)
+                    .into_iter()
+                    .map(|(m, v)| (m.to_string(), v))
+                    .collect();
+                got
+            })
+        };
+        let want = |values: &[Option<FieldValue>]| {
+            let pairs: Vec<(String, FieldValue)> = names
+                .iter()
+                .zip(values)
+                .filter_map(|(m, v)| v.clone().map(|v| (m.to_string(), v)))
+                .collect();
+            Some(pairs)
+        };
+        let f = |v: f64| Some(Float(v));
+        let i = |v: i64| Some(Int(v));
+        // All short: the last value (fewer than 8 bytes before the end) is read by the
+        // general loop.
+        assert_eq!(
+            read("1.5,-2.25,30,-4,0.5"),
+            want(&[f(1.5), f(-2.25), i(30), i(-4), f(0.5)])
+        );
+        // Broken at each position by a space, a long number, a string, a literal, a null.
+        assert_eq!(
+            read("1.5 ,2.5,3.5,4.5,5.5"),
+            want(&[f(1.5), f(2.5), f(3.5), f(4.5), f(5.5)])
+        );
+        assert_eq!(
+            read("1.5,1234567.25,3,4,5"),
+            want(&[f(1.5), f(1_234_567.25), i(3), i(4), i(5)])
+        );
+        assert_eq!(
+            read(r#"1,2,"x",4.5,5"#),
+            want(&[i(1), i(2), Some(Text("x".into())), f(4.5), i(5)])
+        );
+        assert_eq!(
+            read("1,2,3,true,-5.5"),
+            want(&[i(1), i(2), i(3), Some(Bool(true)), f(-5.5)])
+        );
+        assert_eq!(
+            read("null,2.5,null,4,null"),
+            want(&[None, f(2.5), None, i(4), None])
+        );
+        assert_eq!(
+            read(" 1, 2 ,\n3\t,4 , 5 "),
+            want(&[i(1), i(2), i(3), i(4), i(5)])
+        );
+        // A number the direct reader does not read, before or after the loop breaks, and a
+        // count of values other than the names': left to the general parser.
+        for values in [
+            "1,-0,3,4,5",
+            "1,2,01,4,5",
+            "1,2,3,4,1e5",
+            "1,2,3,4",
+            "1,2,3,4,5,6",
+            "1,2,3,4,5,",
+            "1,2,3,4,5 6",
+        ] {
+            assert_eq!(read(values), None, "{values}");
+        }
+    }
+
+    /// A list of measurements whose text is over 64 KiB is read each time (it is not kept),
+    /// and the list kept before it is forgotten.
+    #[test]
+    fn a_list_too_long_to_keep_is_read_each_time() {
+        let count = 9000;
+        let list: Vec<String> = (0..count).map(|k| format!("\"m{k}\"")).collect();
+        let list = list.join(",");
+        assert!(list.len() > 64 * 1024);
+        let values: Vec<String> = (0..count).map(|k| format!("{k}.5")).collect();
+        let text = format!(
+            r#"{{"device":"root.sg.d1","timestamp":5,"measurements":[{list}],"values":[{}]}}"#,
+            values.join(",")
+        );
+        let mut names = Names::default();
+        let short = r#"{"device":"root.sg.d1","timestamp":5,"measurements":["x"],"values":[1]}"#;
+        parse(short.as_bytes(), &ms(), &mut names).unwrap();
+        assert_eq!(names.list_text(), br#""x""#);
+        for _ in 0..2 {
+            let b = parse(text.as_bytes(), &ms(), &mut names).unwrap();
+            let got = &b.records[0].fields;
+            assert_eq!(got.len(), count);
+            assert_eq!(&*got[8999].measurement, "m8999");
+            assert_eq!(got[8999].value, FieldValue::Float(8999.5));
+            assert_eq!(&*got[17].measurement, "m17");
+            assert_eq!(got[17].value, FieldValue::Float(17.5));
+            assert_eq!(names.list_text(), b"");
+            assert!(names.list_names().is_empty());
+        }
+        // An empty list still matches the (empty) text kept.
+        let empty = r#"{"device":"root.sg.d1","timestamp":5,"measurements":[],"values":[]}"#;
+        assert_eq!(
+            parse(empty.as_bytes(), &ms(), &mut names),
+            Some(Batch::default())
+        );
+        let mismatch = r#"{"device":"root.sg.d1","timestamp":5,"measurements":[],"values":[1]}"#;
+        assert_eq!(parse(mismatch.as_bytes(), &ms(), &mut names), None);
+    }
+
     #[test]
     fn reads_the_plain_single_record() {
         let b = direct(
