@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::model::{Batch, Field, FieldValue, Location, Record, RejectReason, TimeUnit};
+use crate::model::{Batch, Field, FieldValue, Location, Record, RejectReason, Rejection, TimeUnit};
 use crate::names::Names;
 use crate::reject::reject;
 
@@ -66,11 +66,30 @@ pub fn parse_iotdb_json(input: &[u8], opts: &JsonOptions) -> Batch {
 /// [`parse_iotdb_json`] taking device and measurement names from `names` (and adding the new
 /// valid ones): a stream of payloads shares one string per name.
 pub fn parse_iotdb_json_with(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Batch {
+    let mut batch = Batch::default();
+    batch.rejections = parse_iotdb_json_into(input, opts, names, &mut batch.records);
+    batch
+}
+
+/// [`parse_iotdb_json_with`] appending the payload's records to `records` (a batch of many
+/// payloads then takes no vector of its own per payload); returns its rejections.
+pub fn parse_iotdb_json_into(
+    input: &[u8],
+    opts: &JsonOptions,
+    names: &mut Names,
+    records: &mut Vec<Record>,
+) -> Vec<Rejection> {
     let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
-    match single::parse(input, opts, names) {
-        Some(batch) => batch,
-        None => parse_general(input, opts, names),
+    if single::parse_into(input, opts, names, records).is_some() {
+        return Vec::new();
     }
+    let mut batch = parse_general(input, opts, names);
+    if records.is_empty() {
+        std::mem::swap(records, &mut batch.records);
+    } else {
+        records.append(&mut batch.records);
+    }
+    batch.rejections
 }
 
 /// The general parser (serde), for every form; `input` without its byte-order mark.

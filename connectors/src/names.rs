@@ -30,6 +30,8 @@ pub struct Names {
     recent_devices: Vec<Arc<str>>,
     /// The entry of `recent_devices` the next new device replaces once it is full.
     next_recent: usize,
+    /// The entry of `recent_devices` found last.
+    found_recent: usize,
     /// The measurement last returned for each position of [`Names::measurement_at`].
     last_at: Vec<Arc<str>>,
     /// The raw text of the list kept by [`Names::keep_list`], and its names.
@@ -74,6 +76,7 @@ impl Names {
             limit: limit.max(1),
             recent_devices: Vec::new(),
             next_recent: 0,
+            found_recent: 0,
             last_at: Vec::new(),
             list_text: Vec::new(),
             list: Vec::new(),
@@ -126,12 +129,19 @@ impl Names {
         }
     }
 
-    /// The device returned lately whose path is `path`.
-    fn recent_device(&self, path: &[u8]) -> Option<Arc<str>> {
-        self.recent_devices
-            .iter()
-            .find(|d| d.as_bytes() == path)
-            .cloned()
+    /// The device returned lately whose path is `path`: the one after the device found last
+    /// is compared first (a stream that cycles through its devices finds each at once).
+    fn recent_device(&mut self, path: &[u8]) -> Option<Arc<str>> {
+        let n = self.recent_devices.len();
+        let from = self.found_recent + 1;
+        for k in from..from + n {
+            let at = if k >= n { k - n } else { k };
+            if self.recent_devices[at].as_bytes() == path {
+                self.found_recent = at;
+                return Some(self.recent_devices[at].clone());
+            }
+        }
+        None
     }
 
     /// The measurement name `name` as a shared string, or why it is not a valid measurement
@@ -169,6 +179,12 @@ impl Names {
     /// under.
     pub fn list(&self, text: &[u8]) -> Option<&[Arc<str>]> {
         (self.list_text == text).then_some(&self.list[..])
+    }
+
+    /// The names kept with [`Names::keep_list`], those of the text [`Names::list_text`]
+    /// (empty when none is).
+    pub fn list_names(&self) -> &[Arc<str>] {
+        &self.list
     }
 
     /// The raw text of the list kept with [`Names::keep_list`] (empty when none is).
@@ -275,6 +291,34 @@ mod tests {
         assert_eq!(n.len(), 17);
     }
 
+    /// Whatever the order of the lookups, each recent device is found as itself (the search
+    /// starts after the device found last and wraps around).
+    #[test]
+    fn recent_devices_are_found_in_any_order() {
+        let mut n = Names::default();
+        let a = n.device("root.sg.a").unwrap();
+        let b = n.device("root.sg.b").unwrap();
+        let c = n.device("root.sg.c").unwrap();
+        let d = n.device("root.sg.d").unwrap();
+        for (path, want) in [
+            ("root.sg.c", &c),
+            ("root.sg.d", &d),
+            ("root.sg.a", &a),
+            ("root.sg.a", &a),
+            ("root.sg.b", &b),
+            ("root.sg.d", &d),
+            ("root.sg.c", &c),
+            ("root.sg.b", &b),
+        ] {
+            let got = n.recent_device(path.as_bytes()).expect(path);
+            assert!(Arc::ptr_eq(&got, want), "{path}");
+            assert_eq!(&*n.recent_devices[n.found_recent], path);
+        }
+        assert_eq!(n.recent_device(b"root.sg.e"), None);
+        assert_eq!(n.recent_device(b"root.sg."), None);
+        assert_eq!(n.len(), 4);
+    }
+
     /// Positions are remembered only in order (the next one) and below the limit.
     #[test]
     fn positions_are_remembered_in_order_up_to_the_limit() {
@@ -303,6 +347,7 @@ mod tests {
         let kept = n.list(b"\"a\"").unwrap();
         assert_eq!(kept.len(), 1);
         assert!(Arc::ptr_eq(&kept[0], &a));
+        assert!(Arc::ptr_eq(&n.list_names()[0], &a));
         assert_eq!(n.list(b"\"a\" "), None);
         assert_eq!(n.list(b""), None);
         // Another list replaces it.
@@ -313,6 +358,8 @@ mod tests {
         let long = vec![b' '; 64 * 1024 + 1];
         n.keep_list(&long, vec![a.clone()]);
         assert_eq!(n.list(&long), None);
+        assert!(n.list_names().is_empty());
+        assert_eq!(n.list_text(), b"");
         assert_eq!(n.list(b"\"a\""), None);
         let most = vec![b' '; 64 * 1024];
         n.keep_list(&most, vec![a]);

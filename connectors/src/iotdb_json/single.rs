@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use crate::model::{Batch, Field, FieldValue, Record};
+use crate::model::{Field, FieldValue, Record};
 use crate::names::Names;
 
 use super::JsonOptions;
@@ -31,16 +31,21 @@ const TEN: [u64; 20] = {
 };
 
 /// Reads `input` (without its byte-order mark) if it is a plain single record that parses
-/// without rejection: the batch of its record (none when every value is `null`). `None`: the
-/// general parser must read it.
-pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Option<Batch> {
+/// without rejection, appending its record to `records` (none when every value is `null`).
+/// `None`: nothing was appended, the general parser must read it.
+pub(super) fn parse_into(
+    input: &[u8],
+    opts: &JsonOptions,
+    names: &mut Names,
+    records: &mut Vec<Record>,
+) -> Option<()> {
     let mut r = Reader { s: input, i: 0 };
     r.ws();
     r.eat(b'{')?;
     let mut device: Option<&[u8]> = None;
     let mut time: Option<i64> = None;
-    // The raw text between `measurements`' brackets.
-    let mut measurements: Option<&[u8]> = None;
+    // The raw text between `measurements`' brackets, and whether it is the list `names` kept.
+    let mut measurements: Option<(&[u8], bool)> = None;
     let mut fields: Option<Vec<Field>> = None;
     r.ws();
     if r.peek()? != b'}' {
@@ -65,19 +70,30 @@ pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Opti
                     let after = input[at..]
                         .strip_prefix(names.list_text())
                         .and_then(|rest| rest.strip_prefix(b"]"));
-                    match after {
-                        Some(after) => r.i = input.len() - after.len(),
-                        None => r.skip_strings()?,
-                    }
-                    measurements = Some(&input[at..r.i - 1]);
+                    let kept = match after {
+                        Some(after) => {
+                            r.i = input.len() - after.len();
+                            true
+                        }
+                        None => {
+                            r.skip_strings()?;
+                            false
+                        }
+                    };
+                    measurements = Some((&input[at..r.i - 1], kept));
                 }
                 b"values" => {
-                    let list = measurements?;
-                    if names.list(list).is_none() {
-                        let read = read_names(list, names)?;
-                        names.keep_list(list, read);
-                    }
-                    fields = Some(r.values(names.list(list)?)?);
+                    // The kept list's names, found by the comparison above; another list is
+                    // read and kept instead.
+                    fields = Some(match measurements? {
+                        (_, true) => r.values(names.list_names())?,
+                        (list, false) => {
+                            let read = read_names(list, names)?;
+                            let fields = r.values(&read)?;
+                            names.keep_list(list, read);
+                            fields
+                        }
+                    });
                 }
                 _ => return None,
             }
@@ -96,15 +112,14 @@ pub(super) fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Opti
     let (device, time, fields) = (device?, time?, fields?);
     let time = opts.input_unit.convert(time, opts.stored_unit)?;
     let device = names.device_bytes(device)?;
-    let mut batch = Batch::default();
     if !fields.is_empty() {
-        batch.records.push(Record {
+        records.push(Record {
             device,
             time,
             fields,
         });
     }
-    Some(batch)
+    Some(())
 }
 
 /// The measurements of the list whose text between the brackets is `list` (already checked
@@ -147,8 +162,9 @@ fn digit_run(s: &[u8], mut i: usize, mut n: u64) -> (usize, u64) {
 }
 
 /// The value of the `n` (1 to 8) decimal digits in the low bytes of `d`, one digit value
-/// (0 to 9) a byte, the first digit in the lowest byte: the digits are moved to the top
-/// (zeros before them) and combined pairwise, then in fours, then in eights.
+/// (0 to 9) a byte, the first digit in the lowest byte (the bytes above them are ignored):
+/// the digits are moved to the top (zeros before them, the bytes above them shifted out) and
+/// combined pairwise, then in fours, then in eights.
 #[inline(always)]
 fn swar_digits(d: u64, n: usize) -> u64 {
     let x = d << (8 * (8 - n));
@@ -196,25 +212,24 @@ fn short_number(s: &[u8], i: usize, negative: bool) -> Option<(FieldValue, usize
         return None;
     }
     if bytes[p] != b'.' {
-        let n = swar_digits(digits & low_bytes(p), p) as i64;
+        // `swar_digits` drops the bytes past the `p` digits itself.
+        let n = swar_digits(digits, p) as i64;
         if negative && n == 0 {
             return None;
         }
         return Some((FieldValue::Int(if negative { -n } else { n }), i + p));
     }
-    // Digits after the point, ended within the word.
+    // Digits after the point, ended within the word (`after` is 0 when they are not).
     let after = flags >> (8 * (p + 1));
-    if after == 0 {
-        return None;
-    }
     let q = (after.trailing_zeros() / 8) as usize;
-    if q == 0 {
+    if after == 0 || q == 0 {
         return None;
     }
-    let int = digits & low_bytes(p);
-    let frac = (digits >> (8 * (p + 1))) & low_bytes(q);
-    // At most 6 digits in all: exact as a double, and so is 10^q.
-    let m = swar_digits(int | (frac << (8 * p)), p + q);
+    // The digits without the point: those after it moved down one byte next to the integer
+    // part's (the bytes past the `p + q` digits are dropped by `swar_digits`). At most 6
+    // digits in all: exact as a double, and so is 10^q.
+    let int_part = low_bytes(p);
+    let m = swar_digits((digits & int_part) | ((digits >> 8) & !int_part), p + q);
     let v = crate::decimal::exact(m, q)?;
     Some((
         FieldValue::Float(if negative { -v } else { v }),
@@ -355,21 +370,50 @@ impl<'a> Reader<'a> {
         // The cursor in a local while numbers are read (the common case).
         let s = self.s;
         let mut i = self.i;
-        for (k, name) in columns.iter().enumerate() {
+        // The common shape first, in a loop of its own: short numbers each followed at once by
+        // a `,`. The first other value (or separator) and the rest, and always the last value,
+        // are read below.
+        let mut k = 0;
+        for name in &columns[..last] {
+            let negative = *s.get(i)? == b'-';
+            let Some((value, end)) = short_number(s, i + usize::from(negative), negative) else {
+                break;
+            };
+            if s.get(end) != Some(&b',') {
+                break;
+            }
+            fields.push(Field {
+                measurement: name.clone(),
+                value,
+                type_hint: None,
+            });
+            i = end + 1;
+            k += 1;
+        }
+        for (k, name) in columns.iter().enumerate().skip(k) {
             let mut b = *s.get(i)?;
             while is_ws(b) {
                 i += 1;
                 b = *s.get(i)?;
             }
-            let value = if b == b'-' || b.is_ascii_digit() {
-                let (value, end) = number_at(s, i)?;
-                i = end;
-                Some(value)
-            } else {
-                self.i = i;
-                let value = self.other_value()?;
-                i = self.i;
-                value
+            let negative = b == b'-';
+            let start = i + usize::from(negative);
+            let value = match short_number(s, start, negative) {
+                Some((value, end)) => {
+                    i = end;
+                    Some(value)
+                }
+                None if negative || b.is_ascii_digit() => {
+                    let (value, end) = number_general(s, start, negative)?;
+                    i = end;
+                    Some(value)
+                }
+                None => {
+                    self.i = i;
+                    let value = self.other_value()?;
+                    i = self.i;
+                    value
+                }
             };
             if let Some(value) = value {
                 fields.push(Field {
@@ -435,11 +479,19 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::super::{parse_general, parse_iotdb_json_with};
     use super::*;
+    use crate::model::Batch;
     use crate::model::TimeUnit;
     use proptest::prelude::*;
 
     fn ms() -> JsonOptions {
         JsonOptions::default()
+    }
+
+    /// [`parse_into`] as a batch of its record.
+    fn parse(input: &[u8], opts: &JsonOptions, names: &mut Names) -> Option<Batch> {
+        let mut batch = Batch::default();
+        parse_into(input, opts, names, &mut batch.records)?;
+        Some(batch)
     }
 
     fn direct(s: &str) -> Option<Batch> {
@@ -452,6 +504,120 @@ mod tests {
             .iter()
             .map(|f| (&*f.measurement, f.value.clone()))
             .collect()
+    }
+
+    /// The values' common shape (short numbers, each followed at once by a `,`) is read by a
+    /// loop of its own; the first other value and everything after it by the general loop,
+    /// whatever breaks the shape and wherever it does. Expected values: the literals.
+    #[test]
+    fn the_common_shape_and_what_breaks_it() {
+        use FieldValue::{Bool, Float, Int, Text};
+        let names = ["a", "b", "c", "d", "e"];
+        let list = r#""a","b","c","d","e""#;
+        let read = |values: &str| {
+            let text = format!(
+                r#"{{"device":"root.sg.d1","timestamp":5,"measurements":[{list}],"values":[{values}]}}"#
+            );
+            direct(&text).map(|b| {
+                let got: Vec<(String, FieldValue)> = fields(&b)
+                    .into_iter()
+                    .map(|(m, v)| (m.to_string(), v))
+                    .collect();
+                got
+            })
+        };
+        let want = |values: &[Option<FieldValue>]| {
+            let pairs: Vec<(String, FieldValue)> = names
+                .iter()
+                .zip(values)
+                .filter_map(|(m, v)| v.clone().map(|v| (m.to_string(), v)))
+                .collect();
+            Some(pairs)
+        };
+        let f = |v: f64| Some(Float(v));
+        let i = |v: i64| Some(Int(v));
+        // All short: the last value (fewer than 8 bytes before the end) is read by the
+        // general loop.
+        assert_eq!(
+            read("1.5,-2.25,30,-4,0.5"),
+            want(&[f(1.5), f(-2.25), i(30), i(-4), f(0.5)])
+        );
+        // Broken at each position by a space, a long number, a string, a literal, a null.
+        assert_eq!(
+            read("1.5 ,2.5,3.5,4.5,5.5"),
+            want(&[f(1.5), f(2.5), f(3.5), f(4.5), f(5.5)])
+        );
+        assert_eq!(
+            read("1.5,1234567.25,3,4,5"),
+            want(&[f(1.5), f(1_234_567.25), i(3), i(4), i(5)])
+        );
+        assert_eq!(
+            read(r#"1,2,"x",4.5,5"#),
+            want(&[i(1), i(2), Some(Text("x".into())), f(4.5), i(5)])
+        );
+        assert_eq!(
+            read("1,2,3,true,-5.5"),
+            want(&[i(1), i(2), i(3), Some(Bool(true)), f(-5.5)])
+        );
+        assert_eq!(
+            read("null,2.5,null,4,null"),
+            want(&[None, f(2.5), None, i(4), None])
+        );
+        assert_eq!(
+            read(" 1, 2 ,\n3\t,4 , 5 "),
+            want(&[i(1), i(2), i(3), i(4), i(5)])
+        );
+        // A number the direct reader does not read, before or after the loop breaks, and a
+        // count of values other than the names': left to the general parser.
+        for values in [
+            "1,-0,3,4,5",
+            "1,2,01,4,5",
+            "1,2,3,4,1e5",
+            "1,2,3,4",
+            "1,2,3,4,5,6",
+            "1,2,3,4,5,",
+            "1,2,3,4,5 6",
+        ] {
+            assert_eq!(read(values), None, "{values}");
+        }
+    }
+
+    /// A list of measurements whose text is over 64 KiB is read each time (it is not kept),
+    /// and the list kept before it is forgotten.
+    #[test]
+    fn a_list_too_long_to_keep_is_read_each_time() {
+        let count = 9000;
+        let list: Vec<String> = (0..count).map(|k| format!("\"m{k}\"")).collect();
+        let list = list.join(",");
+        assert!(list.len() > 64 * 1024);
+        let values: Vec<String> = (0..count).map(|k| format!("{k}.5")).collect();
+        let text = format!(
+            r#"{{"device":"root.sg.d1","timestamp":5,"measurements":[{list}],"values":[{}]}}"#,
+            values.join(",")
+        );
+        let mut names = Names::default();
+        let short = r#"{"device":"root.sg.d1","timestamp":5,"measurements":["x"],"values":[1]}"#;
+        parse(short.as_bytes(), &ms(), &mut names).unwrap();
+        assert_eq!(names.list_text(), br#""x""#);
+        for _ in 0..2 {
+            let b = parse(text.as_bytes(), &ms(), &mut names).unwrap();
+            let got = &b.records[0].fields;
+            assert_eq!(got.len(), count);
+            assert_eq!(&*got[8999].measurement, "m8999");
+            assert_eq!(got[8999].value, FieldValue::Float(8999.5));
+            assert_eq!(&*got[17].measurement, "m17");
+            assert_eq!(got[17].value, FieldValue::Float(17.5));
+            assert_eq!(names.list_text(), b"");
+            assert!(names.list_names().is_empty());
+        }
+        // An empty list still matches the (empty) text kept.
+        let empty = r#"{"device":"root.sg.d1","timestamp":5,"measurements":[],"values":[]}"#;
+        assert_eq!(
+            parse(empty.as_bytes(), &ms(), &mut names),
+            Some(Batch::default())
+        );
+        let mismatch = r#"{"device":"root.sg.d1","timestamp":5,"measurements":[],"values":[1]}"#;
+        assert_eq!(parse(mismatch.as_bytes(), &ms(), &mut names), None);
     }
 
     #[test]

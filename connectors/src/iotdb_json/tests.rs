@@ -181,6 +181,76 @@ fn a_name_cache_is_shared_across_payloads() {
     assert!(Arc::ptr_eq(&a.records[0].device, &c.records[0].device));
 }
 
+/// Payloads parsed into one vector of records: each payload's records are appended after
+/// those already there (read directly or by the general parser), and its rejections returned;
+/// a payload that is not JSON appends nothing.
+#[test]
+fn payloads_append_their_records_to_one_vector() {
+    let mut names = Names::default();
+    let opts = JsonOptions::default();
+    let mut records = Vec::new();
+    let into = |text: &str, names: &mut Names, records: &mut Vec<Record>| {
+        let rejections = parse_iotdb_json_into(text.as_bytes(), &opts, names, records);
+        rejections
+            .iter()
+            .map(|r| (r.location.to_string(), r.reason, r.points))
+            .collect::<Vec<_>>()
+    };
+    // Read directly.
+    let none = into(
+        r#"{"device":"root.sg.d1","timestamp":1,"measurements":["s1","s2"],"values":[1.5,2]}"#,
+        &mut names,
+        &mut records,
+    );
+    assert_eq!(none, vec![]);
+    // The general parser: two records of the batch form, then one with a bad value.
+    let none = into(
+        r#"{"device":"root.sg.d2","timestamps":[2,3],"measurements":["s1"],"values":[[true],["x"]]}"#,
+        &mut names,
+        &mut records,
+    );
+    assert_eq!(none, vec![]);
+    let bad = into(
+        r#"{"device":"root.sg.d1","timestamp":4,"measurements":["s1","s2"],"values":[{},7]}"#,
+        &mut names,
+        &mut records,
+    );
+    assert_eq!(bad, vec![rj("$.values[0]", RejectReason::TypeMismatch, 1)]);
+    // Not JSON: nothing appended, one rejection.
+    let broken = into(r#"{"device":"root.sg.d1","#, &mut names, &mut records);
+    assert_eq!(
+        broken,
+        vec![rj("line 1, column 23", RejectReason::Parse, 1)]
+    );
+    // All null: no record.
+    let nulls = into(
+        r#"{"device":"root.sg.d1","timestamp":5,"measurements":["s1"],"values":[null]}"#,
+        &mut names,
+        &mut records,
+    );
+    assert_eq!(nulls, vec![]);
+    assert_eq!(
+        records,
+        vec![
+            rec("root.sg.d1", 1, &[("s1", Float(1.5)), ("s2", Int(2))]),
+            rec("root.sg.d2", 2, &[("s1", Bool(true))]),
+            rec("root.sg.d2", 3, &[("s1", Text("x".into()))]),
+            rec("root.sg.d1", 4, &[("s2", Int(7))]),
+        ]
+    );
+    // The same through the batch-returning entry point.
+    let b = parse_iotdb_json_with(
+        br#"{"device":"root.sg.d1","timestamp":4,"measurements":["s1","s2"],"values":[{},7]}"#,
+        &opts,
+        &mut names,
+    );
+    assert_eq!(b.records, vec![rec("root.sg.d1", 4, &[("s2", Int(7))])]);
+    assert_eq!(
+        summary(&b),
+        vec![rj("$.values[0]", RejectReason::TypeMismatch, 1)]
+    );
+}
+
 #[test]
 fn batch_form_and_arrays() {
     // Three timestamps, two measurements: three rows of two values.

@@ -4,9 +4,9 @@
 
 use std::sync::Mutex;
 
-use crate::iotdb_json::{parse_iotdb_json_with, JsonOptions};
+use crate::iotdb_json::{parse_iotdb_json_into, JsonOptions};
 use crate::line_protocol::{parse_line_protocol, LineProtocolOptions};
-use crate::model::{Batch, TimeUnit};
+use crate::model::{Batch, Record, Rejection, TimeUnit};
 use crate::names::Names;
 use crate::path::DeviceTemplate;
 use crate::topic_value::{parse_topic_value, TopicTemplate, TopicValueOptions};
@@ -18,7 +18,33 @@ use crate::Error;
 /// Turns one message into records. `now` is the arrival time in the stored unit (for
 /// payloads without timestamps).
 pub(crate) trait PayloadParser: Send + Sync {
-    fn parse(&self, topic: &str, payload: &[u8], now: i64) -> Batch;
+    /// Appends the message's records to `records` (the batch of a unit of messages); returns
+    /// the message's rejections.
+    fn parse_into(
+        &self,
+        topic: &str,
+        payload: &[u8],
+        now: i64,
+        records: &mut Vec<Record>,
+    ) -> Vec<Rejection>;
+
+    /// The message's records and rejections as a batch of their own.
+    #[cfg(test)]
+    fn parse(&self, topic: &str, payload: &[u8], now: i64) -> Batch {
+        let mut batch = Batch::default();
+        batch.rejections = self.parse_into(topic, payload, now, &mut batch.records);
+        batch
+    }
+}
+
+/// Appends the records of `batch` to `records`; its rejections.
+fn append(mut batch: Batch, records: &mut Vec<Record>) -> Vec<Rejection> {
+    if records.is_empty() {
+        std::mem::swap(records, &mut batch.records);
+    } else {
+        records.append(&mut batch.records);
+    }
+    batch.rejections
 }
 
 /// IoTDB JSON, with the names of the source's messages interned across messages.
@@ -28,9 +54,15 @@ struct IotdbJson {
 }
 
 impl PayloadParser for IotdbJson {
-    fn parse(&self, _topic: &str, payload: &[u8], _now: i64) -> Batch {
+    fn parse_into(
+        &self,
+        _topic: &str,
+        payload: &[u8],
+        _now: i64,
+        records: &mut Vec<Record>,
+    ) -> Vec<Rejection> {
         let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
-        parse_iotdb_json_with(payload, &self.opts, &mut names)
+        parse_iotdb_json_into(payload, &self.opts, &mut names, records)
     }
 }
 
@@ -41,8 +73,14 @@ struct LineProtocol {
 }
 
 impl PayloadParser for LineProtocol {
-    fn parse(&self, _topic: &str, payload: &[u8], now: i64) -> Batch {
-        parse_line_protocol(
+    fn parse_into(
+        &self,
+        _topic: &str,
+        payload: &[u8],
+        now: i64,
+        records: &mut Vec<Record>,
+    ) -> Vec<Rejection> {
+        let batch = parse_line_protocol(
             payload,
             &LineProtocolOptions {
                 device_template: &self.template,
@@ -50,7 +88,8 @@ impl PayloadParser for LineProtocol {
                 stored_unit: self.stored,
                 now,
             },
-        )
+        );
+        append(batch, records)
     }
 }
 
@@ -61,8 +100,14 @@ struct TopicValue {
 }
 
 impl PayloadParser for TopicValue {
-    fn parse(&self, topic: &str, payload: &[u8], now: i64) -> Batch {
-        parse_topic_value(
+    fn parse_into(
+        &self,
+        topic: &str,
+        payload: &[u8],
+        now: i64,
+        records: &mut Vec<Record>,
+    ) -> Vec<Rejection> {
+        let batch = parse_topic_value(
             &self.template,
             topic,
             payload,
@@ -71,7 +116,8 @@ impl PayloadParser for TopicValue {
                 stored_unit: self.stored,
                 now,
             },
-        )
+        );
+        append(batch, records)
     }
 }
 

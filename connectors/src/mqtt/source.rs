@@ -670,6 +670,9 @@ impl Worker {
             .max_batch_messages
             .min(usize::from(self.opts.max_inflight) / 4)
             .max(1);
+        // Room for a record per message queued (the usual message carries one): the unit's
+        // batch does not grow record by record.
+        batch.records.reserve(most.min(rx.len() + 1));
         let mut next = Some(first);
         while let Some(m) = next {
             acks.push((m.epoch, m.incoming.qos, m.incoming.pkid));
@@ -804,35 +807,28 @@ impl UnitCtx {
             );
             return None;
         };
-        let mut parsed = parser.parse(&topic, &payload, m.now);
-        let has_records = !parsed.records.is_empty();
-        if let Some(first) = parsed.rejections.first() {
+        // The message's records go straight into the unit's batch.
+        let before = batch.records.len();
+        let rejections = parser.parse_into(&topic, &payload, m.now, &mut batch.records);
+        let has_records = batch.records.len() > before;
+        if let Some(first) = rejections.first() {
             let reason = first.reason;
             let mut text = String::new();
-            for (i, r) in parsed.rejections.iter().take(20).enumerate() {
+            for (i, r) in rejections.iter().take(20).enumerate() {
                 if i > 0 {
                     text.push_str("; ");
                 }
                 text.push_str(&r.to_string());
             }
-            if parsed.rejections.len() > 20 {
-                text.push_str(&format!("; … {} more", parsed.rejections.len() - 20));
+            if rejections.len() > 20 {
+                text.push_str(&format!("; … {} more", rejections.len() - 20));
             }
-            self.metrics.message_error(
-                MessageError::Rejected(reason),
-                parsed.rejected_points().max(1),
-            );
+            let points: u64 = rejections.iter().map(|r| r.points).sum();
+            self.metrics
+                .message_error(MessageError::Rejected(reason), points.max(1));
             self.dead_letter(&topic, qos, reason.label(), &text, has_records, &payload);
         }
-        if !has_records {
-            return None;
-        }
-        if batch.records.is_empty() {
-            batch.records = std::mem::take(&mut parsed.records);
-        } else {
-            batch.records.append(&mut parsed.records);
-        }
-        Some((topic, payload, m.now))
+        has_records.then_some((topic, payload, m.now))
     }
 
     fn bad(&self, topic: &str, qos: u8, reason: MessageError, error: &str, payload: &[u8]) {
@@ -870,8 +866,7 @@ fn reparse(good: &[Good], parsers: &Parsers) -> Batch {
     let mut batch = Batch::default();
     for (topic, payload, now) in good {
         if let Some(p) = parsers.route(topic) {
-            let mut b = p.parse(topic, payload, *now);
-            batch.records.append(&mut b.records);
+            p.parse_into(topic, payload, *now, &mut batch.records);
         }
     }
     batch

@@ -20,9 +20,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tsfile::basic::Column;
-use tsfile::Value;
 use tsfiled_connectors::TableLine;
-use tsfiled_connectors::{Batch, FieldValue, Location, PointAt, Record, RejectReason, Rejection};
+use tsfiled_connectors::{
+    Batch, Field, FieldValue, Location, PointAt, Record, RejectReason, Rejection,
+};
 
 use crate::engine::batch::{SeriesData, WriteBatch};
 use crate::engine::schema::{self, Registry, SchemaRule, SeriesType, TypeDefaults};
@@ -182,6 +183,49 @@ fn remember(
     } else if k == recent.len() {
         recent.push(entry);
     }
+}
+
+/// Appends the leading `fields` of a record at `time` whose series `recent` holds at their
+/// positions (the same name string, found there by pointer) and which carry no declared type,
+/// as [`schema::append`] stores them; returns how many. It stops at the first other field and
+/// at a value the series refuses (changing nothing for it). Apart from the loop of
+/// [`Pipeline::normalize`] so that its slices stay in registers.
+#[inline(never)]
+fn append_by_position(
+    fields: &[Field],
+    recent: &[(Arc<str>, Option<usize>)],
+    series: &mut [SeriesData],
+    time: i64,
+) -> usize {
+    let mut done = 0;
+    for (f, (m, target)) in fields.iter().zip(recent) {
+        let Some(s) = target.and_then(|si| series.get_mut(si)) else {
+            break;
+        };
+        if !Arc::ptr_eq(m, &f.measurement) || f.type_hint.is_some() {
+            break;
+        }
+        // The commonest pairs without the call: every encoding stores a double other than
+        // NaN and an INT64 other than the minimum (`schema::storable`); those two go through
+        // `append`, which checks them.
+        let stored = match (&mut s.values, &f.value) {
+            (Column::Double(c), FieldValue::Float(v)) if !v.is_nan() => {
+                c.push(*v);
+                true
+            }
+            (Column::Int64(c), FieldValue::Int(v)) if *v != i64::MIN => {
+                c.push(*v);
+                true
+            }
+            (values, value) => schema::append(values, value, s.ty).is_ok(),
+        };
+        if !stored {
+            break;
+        }
+        s.times.push(time);
+        done += 1;
+    }
+    done
 }
 
 /// A device as a rejection names it: a tree device's path, a table device's database, table
@@ -512,36 +556,7 @@ impl Pipeline {
             // name strings in the same order) without a declared type: appended in a tight
             // loop. The first other field, or a value the series refuses (`append` changes
             // nothing then), goes on in the general loop below.
-            let mut done = 0;
-            for (f, (m, target)) in rec.fields.iter().zip(&slot.recent) {
-                let Some(si) = *target else { break };
-                if !Arc::ptr_eq(m, &f.measurement) || f.type_hint.is_some() {
-                    break;
-                }
-                let s = &mut series[si];
-                let encoding = s.ty.encoding;
-                // The commonest pairs as `schema::append` stores them, without its call.
-                let stored = match (&mut s.values, &f.value) {
-                    (Column::Double(c), FieldValue::Float(v))
-                        if schema::storable(&Value::Double(*v), encoding).is_ok() =>
-                    {
-                        c.push(*v);
-                        true
-                    }
-                    (Column::Int64(c), FieldValue::Int(v))
-                        if schema::storable(&Value::Int64(*v), encoding).is_ok() =>
-                    {
-                        c.push(*v);
-                        true
-                    }
-                    (values, value) => schema::append(values, value, s.ty).is_ok(),
-                };
-                if !stored {
-                    break;
-                }
-                s.times.push(rec.time);
-                done += 1;
-            }
+            let done = append_by_position(&rec.fields, &slot.recent, &mut series, rec.time);
             for (k, f) in rec.fields.iter().enumerate().skip(done) {
                 let declared = f.type_hint;
                 let known = match slot.recent.get(k) {

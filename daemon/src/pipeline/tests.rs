@@ -1331,3 +1331,26 @@ fn a_flush_of_more_series_than_a_slice_writes_every_point() {
     assert_eq!(points.len(), 5_300);
     assert_eq!(points, expected);
 }
+
+/// Normalization stores a double other than NaN and an INT64 other than the minimum without
+/// asking `schema::storable`: every encoding must take them (and only NaN, and the minimum,
+/// may be refused).
+#[test]
+fn every_encoding_takes_what_normalization_stores_unasked() {
+    for &e in tsfile::Encoding::ALL {
+        for v in [
+            0.0,
+            -0.0,
+            1.5,
+            -2.25e300,
+            f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            assert_eq!(schema::storable(&Value::Double(v), e), Ok(()), "{e:?} {v}");
+        }
+        for v in [0, 1, -1, i64::MAX, i64::MIN + 1] {
+            assert_eq!(schema::storable(&Value::Int64(v), e), Ok(()), "{e:?} {v}");
+        }
+    }
+}
