@@ -58,6 +58,42 @@ pub(super) struct MemMap {
     /// The position of each series in `series`, by the hash of its key.
     index: HashTable<u32>,
     series: Vec<(SeriesKey, SeriesBuf)>,
+    /// Room for points a series' vectors get when it is added ([`presize`]).
+    presize: usize,
+}
+
+/// Points a series of the next memtable of a space gets room for when it is added, from the
+/// memtable flushed before it: `series` series holding `points` points in `len_bytes` bytes
+/// (the vectors' lengths, not capacities, text heap bytes included). The average series',
+/// so that a series written at the same rate does not grow its vectors by doubling from
+/// empty (each doubling a copy), scaled down so that this room for that many series stays
+/// within three quarters of `limit` (the memtable size that flushes it): the room counts in
+/// the memtable's bytes ([`footprint`]) from the start, and must not by itself flush the
+/// next memtable before it holds points. 0 (room as the vectors grow) without points.
+pub(super) fn presize(series: usize, points: usize, len_bytes: usize, limit: usize) -> usize {
+    if series == 0 || points == 0 {
+        return 0;
+    }
+    let room = limit / 4 * 3;
+    let avg = points / series;
+    if len_bytes <= room {
+        avg
+    } else {
+        // avg * room / len_bytes, in u128: the product can pass usize.
+        (avg as u128 * room as u128 / len_bytes as u128) as usize
+    }
+}
+
+/// Bytes of a series' points by the vectors' lengths (text heap bytes included), the
+/// `len_bytes` of [`presize`].
+pub(super) fn len_bytes(b: &SeriesBuf) -> usize {
+    let width = match &b.values {
+        Column::Boolean(_) => 1,
+        Column::Int32(_) | Column::Float(_) => 4,
+        Column::Int64(_) | Column::Double(_) => 8,
+        Column::Text(_) => 24,
+    };
+    b.times.len() * (8 + width) + b.text_bytes
 }
 
 /// The hash of a series key in a [`MemMap`]'s index.
@@ -66,9 +102,22 @@ fn key_hash(key: &SeriesKey) -> u64 {
 }
 
 impl MemMap {
+    /// An empty map whose series get room for `presize` points when they are added.
+    pub(super) fn presized(presize: usize) -> MemMap {
+        MemMap {
+            presize,
+            ..MemMap::default()
+        }
+    }
+
     /// Whether there are no series.
     pub(super) fn is_empty(&self) -> bool {
         self.series.is_empty()
+    }
+
+    /// The number of series.
+    pub(super) fn len(&self) -> usize {
+        self.series.len()
     }
 
     /// Removes every series.
@@ -112,8 +161,8 @@ impl MemMap {
             .insert_unique(hash, i as u32, |&j| key_hash(&series[j as usize].0));
         let buf = SeriesBuf {
             ty,
-            times: Vec::new(),
-            values: Column::new(ty.data_type),
+            times: Vec::with_capacity(self.presize),
+            values: Column::with_capacity(ty.data_type, self.presize),
             sorted: true,
             text_bytes: 0,
         };

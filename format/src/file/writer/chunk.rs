@@ -48,8 +48,8 @@ pub(crate) struct Scratch {
     body: Vec<u8>,
     /// The Snappy compressor, reused across pages.
     snappy: snap::raw::Encoder,
-    /// Snappy's output before it is appended to the chunk: its length only grows, so
-    /// the output room is not zeroed again for every page.
+    /// A compressed page body before it is appended to the chunk. Snappy's output room:
+    /// its length only grows, so it is not zeroed again for every page.
     compressed: Vec<u8>,
     /// One staged column, gathered into its value type.
     col: Gathered,
@@ -372,6 +372,17 @@ impl ChunkWriter {
     ) -> std::result::Result<(), (usize, Error)> {
         let n = times.len().min(values.len());
         let times = &times[..n];
+        // Room for the batch's streams at once rather than by doubling from empty: a byte a
+        // time, and the plain width of a fixed-width value (what most pages of those
+        // encodings take at most).
+        let width = match values {
+            Column::Boolean(_) => 1,
+            Column::Int32(_) | Column::Float(_) => 4,
+            Column::Int64(_) | Column::Double(_) => 8,
+            Column::Text(_) => 0,
+        };
+        self.time_out.reserve(n);
+        self.value_out.reserve(n * width);
         match values {
             Column::Boolean(v) => self.append(times, &v[..n]),
             Column::Int32(v) => self.append(times, &v[..n]),
@@ -508,39 +519,34 @@ impl ChunkWriter {
                 io::put_uvarint(body, tlen as u32);
                 body.extend_from_slice(&self.time_out);
                 body.extend_from_slice(&self.value_out);
-                io::put_i32(&mut self.pages, body_len as i32);
-                io::put_i32(&mut self.pages, 0);
-                self.page_stats.serialize(&mut self.pages);
-                let body_start = self.pages.len();
-                let r = if codec == Compression::SNAPPY {
+                // The page is compressed first, so that the page buffer grows once, by
+                // the page's exact size.
+                let clen = if codec == Compression::SNAPPY {
                     // Raw Snappy block, with the writer's reusable compressor (its hash
                     // table is allocated once, not per page).
                     let room = snap::raw::max_compress_len(body.len());
                     if compressed.len() < room {
                         compressed.resize(room, 0);
                     }
-                    match snappy.compress(body, compressed) {
-                        Ok(n) => {
-                            self.pages.extend_from_slice(&compressed[..n]);
-                            Ok(())
-                        }
-                        Err(e) => Err(Error::invalid(format!("snappy compression failed: {e}"))),
-                    }
+                    snappy
+                        .compress(body, compressed)
+                        .map_err(|e| Error::invalid(format!("snappy compression failed: {e}")))?
                 } else {
-                    compression::compress(codec, body, &mut self.pages)
+                    compressed.clear();
+                    compression::compress(codec, body, compressed)?;
+                    compressed.len()
                 };
-                if let Err(e) = r {
-                    self.pages.truncate(start);
-                    return Err(e);
-                }
-                let clen = self.pages.len() - body_start;
                 if self.pages_len + header_len + clen > i32::MAX as usize {
-                    self.pages.truncate(start);
                     return Err(Error::invalid(
                         "a chunk's pages must stay below 2 GiB (ChunkHeader.dataSize is an i32)",
                     ));
                 }
-                self.pages[start + 4..start + 8].copy_from_slice(&(clen as i32).to_be_bytes());
+                self.pages.reserve(header_len + clen);
+                io::put_i32(&mut self.pages, body_len as i32);
+                io::put_i32(&mut self.pages, clen as i32);
+                self.page_stats.serialize(&mut self.pages);
+                self.pages.extend_from_slice(&compressed[..clen]);
+                debug_assert_eq!(self.pages.len() - start, header_len + clen);
                 self.pages_len += header_len + clen;
             }
         }
