@@ -321,6 +321,11 @@ fn touch(g: &mut Group, lsn: Lsn, (received, now): (Instant, Instant)) {
 /// there and a hint of its position in the sequence memtable ([`MemMap::position_hinted`]);
 /// returns the bytes the memtables grew by.
 fn insert_into(g: &mut Group, latest: Option<i64>, s: &SeriesData, hint: &mut usize) -> usize {
+    if let [t] = s.times[..] {
+        if latest.is_none_or(|l| t > l) {
+            return insert_one(g, s, t, hint);
+        }
+    }
     let min_t = s.times.iter().copied().min().unwrap_or(i64::MIN);
     let mut added = 0usize;
     match latest {
@@ -388,6 +393,53 @@ fn insert_into(g: &mut Group, latest: Option<i64>, s: &SeriesData, hint: &mut us
         }
     }
     added
+}
+
+/// Whether a column's next value needs a larger allocation.
+fn column_full(c: &Column) -> bool {
+    match c {
+        Column::Boolean(v) => v.len() == v.capacity(),
+        Column::Int32(v) => v.len() == v.capacity(),
+        Column::Int64(v) => v.len() == v.capacity(),
+        Column::Float(v) => v.len() == v.capacity(),
+        Column::Double(v) => v.len() == v.capacity(),
+        Column::Text(v) => v.len() == v.capacity(),
+    }
+}
+
+/// [`insert_into`] of a series of one point, at time `t`, into the sequence memtable (`t`
+/// is newer than the device's latest time flushed). The memtable's bytes change by the
+/// value's text bytes unless a vector grows (or the series is new): only then is the
+/// series' footprint computed.
+fn insert_one(g: &mut Group, s: &SeriesData, t: i64, hint: &mut usize) -> usize {
+    let proc_ = &mut g.seq;
+    let (pos, new) = proc_
+        .mem
+        .position_hinted((&s.device, &s.measurement), s.ty, hint);
+    let buf = &mut proc_.mem.series[pos].1;
+    let grows = new || buf.times.len() == buf.times.capacity() || column_full(&buf.values);
+    let before = if grows && !new {
+        footprint(buf) + SERIES_OVERHEAD
+    } else {
+        0
+    };
+    if buf.times.last().is_some_and(|&last| t <= last) {
+        buf.sorted = false;
+    }
+    buf.times.push(t);
+    push_from(&mut buf.values, &s.values, 0);
+    let text = match &s.values {
+        Column::Text(v) => v[0].len(),
+        _ => 0,
+    };
+    buf.text_bytes += text;
+    let bytes = if grows {
+        (footprint(buf) + SERIES_OVERHEAD).saturating_sub(before)
+    } else {
+        text
+    };
+    proc_.mem_bytes += bytes;
+    bytes
 }
 
 impl Engine {
@@ -482,5 +534,147 @@ impl Engine {
             }
             self.flush_seq_and_check_size(&key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use tsfile::basic::Column;
+    use tsfile::DataType;
+
+    use super::super::batch::{SeriesData, WriteBatch};
+    use super::super::files::Space;
+    use super::super::schema::SeriesType;
+    use super::super::testing;
+    use super::*;
+
+    /// Worked by hand: 1,000 series of 770 DOUBLE points hold 770,000 × 16 = 12,320,000
+    /// bytes, within three quarters of 16 MiB (12,582,912): each gets its average, 770. With
+    /// 16,000,000 bytes over 1,000,000 points (1,000 a series) the room is scaled to
+    /// 1,000 × 12,582,912 / 16,000,000 = 786.4: 786. Nothing held, nothing to size by.
+    #[test]
+    fn presize_is_the_average_series_within_three_quarters_of_the_limit() {
+        assert_eq!(presize(1000, 770_000, 12_320_000, 16 << 20), 770);
+        assert_eq!(presize(1000, 1_000_000, 16_000_000, 16 << 20), 786);
+        assert_eq!(presize(3, 10, 160, 1 << 20), 3);
+        assert_eq!(presize(0, 0, 0, 16 << 20), 0);
+        assert_eq!(presize(4, 0, 0, 16 << 20), 0);
+        // A 1-byte limit: no room (3/4 of it is 0 bytes).
+        assert_eq!(presize(2, 100, 1600, 1), 0);
+    }
+
+    /// The bytes of a buffer's points by length: 8 per time, the value's width (24 for a
+    /// TEXT value's vector entry) and the text bytes.
+    #[test]
+    fn len_bytes_counts_times_values_and_text() {
+        let buf = |values: Column, text_bytes: usize| SeriesBuf {
+            ty: SeriesType::default_for(values.data_type()),
+            times: (0..values.len() as i64).collect(),
+            values,
+            sorted: true,
+            text_bytes,
+        };
+        assert_eq!(len_bytes(&buf(Column::Int32(vec![1, 2, 3]), 0)), 36);
+        assert_eq!(len_bytes(&buf(Column::Double(vec![0.5; 4]), 0)), 64);
+        assert_eq!(len_bytes(&buf(Column::Boolean(vec![true; 2]), 0)), 18);
+        let text = Column::Text(vec![b"ab".to_vec(), b"cde".to_vec()]);
+        assert_eq!(len_bytes(&buf(text, 5)), 69);
+    }
+
+    /// Points of one time each, as a message of single records gives them: the memtable's
+    /// bytes are its vectors' capacities (the standard library's room for 8-byte values goes
+    /// 4, 8; for TEXT entries, 24 bytes each, also 4, 8), the text bytes and 160 bytes a
+    /// series; a time not after the last makes the series unsorted, and the flush writes it
+    /// sorted.
+    #[test]
+    fn single_points_count_their_vectors_text_and_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = testing::FaultFs::default();
+        let mut e = testing::engine(tmp.path(), &faults);
+        let key = (Arc::<str>::from("root.sg"), 0);
+        let text = |t: i64| SeriesData {
+            device: "root.sg.d1".into(),
+            measurement: "s".into(),
+            ty: SeriesType::default_for(DataType::TEXT),
+            times: vec![t],
+            values: Column::Text(vec![b"abc".to_vec()]),
+        };
+        for (lsn, t) in [(1, 10), (2, 20), (3, 30), (4, 40)] {
+            let wb = WriteBatch {
+                series: vec![series("a", vec![t]), text(t)],
+            };
+            e.write(lsn, wb.encode(), Instant::now());
+        }
+        // Room for 4: a 4 × 16 + 160 = 224, s 4 × (8 + 24) + 12 + 160 = 300.
+        assert_eq!(e.groups[&key].seq.mem_bytes, 224 + 300);
+        let wb = WriteBatch {
+            series: vec![series("a", vec![5]), text(50)],
+        };
+        e.write(5, wb.encode(), Instant::now());
+        // Room for 8: a 8 × 16 + 160 = 288, s 8 × 32 + 15 + 160 = 431.
+        assert_eq!(e.groups[&key].seq.mem_bytes, 288 + 431);
+        let g = &e.groups[&key];
+        let a = &g.seq.mem[&(Arc::from("root.sg.d1"), Arc::from("a"))];
+        assert_eq!(a.times, vec![10, 20, 30, 40, 5]);
+        assert_eq!(a.values, Column::Int64(vec![30, 60, 90, 120, 15]));
+        assert!(!a.sorted);
+        let s = &g.seq.mem[&(Arc::from("root.sg.d1"), Arc::from("s"))];
+        assert!(s.sorted);
+        assert_eq!(s.text_bytes, 15);
+        let (times, values) = sort_dedup(a.times.clone(), a.values.clone());
+        assert_eq!(times, vec![5, 10, 20, 30, 40]);
+        assert_eq!(values, Column::Int64(vec![15, 30, 60, 90, 120]));
+    }
+
+    fn series(m: &str, times: Vec<i64>) -> SeriesData {
+        let values = Column::Int64(times.iter().map(|t| t * 3).collect());
+        SeriesData {
+            device: "root.sg.d1".into(),
+            measurement: m.into(),
+            ty: SeriesType::default_for(DataType::INT64),
+            times,
+            values,
+        }
+    }
+
+    /// After a flush of three series of 1, 9 and 30 points, a series of the next memtable
+    /// starts with room for their average, 40 / 3 = 13 points: one point of it counts
+    /// 13 × (8 + 8) bytes and the 160 of its entry in the memtable's bytes. Before any flush
+    /// a series' vectors grow from empty (the standard library's first room for 8-byte values
+    /// is 4 of them: 4 × 16 + 160 bytes).
+    #[test]
+    fn a_memtable_after_a_flush_sizes_its_series_by_the_flushed_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = testing::FaultFs::default();
+        let mut e = testing::engine(tmp.path(), &faults);
+        let key = (Arc::<str>::from("root.sg"), 0);
+        let one = WriteBatch {
+            series: vec![series("z", vec![1])],
+        };
+        e.write(1, one.encode(), Instant::now());
+        assert_eq!(e.groups[&key].seq.mem_bytes, 4 * 16 + 160);
+        let wb = WriteBatch {
+            series: vec![
+                series("a", (2..11).collect()),
+                series("b", (1..31).collect()),
+            ],
+        };
+        e.write(2, wb.encode(), Instant::now());
+        e.flush(&key, Space::Sequence);
+        assert_eq!(e.groups[&key].seq.mem_bytes, 0);
+        // Three series flushed: z (1 point), a (9), b (30): 40 / 3 = 13.
+        let next = WriteBatch {
+            series: vec![series("a", vec![50])],
+        };
+        e.write(3, next.encode(), Instant::now());
+        let g = &e.groups[&key];
+        assert_eq!(g.seq.mem_bytes, 13 * 16 + 160);
+        let a = &g.seq.mem[&(Arc::from("root.sg.d1"), Arc::from("a"))];
+        assert_eq!(a.times, vec![50]);
+        assert_eq!(a.values, Column::Int64(vec![150]));
+        assert_eq!((a.times.capacity(), a.values.len()), (13, 1));
     }
 }

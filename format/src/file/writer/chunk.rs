@@ -352,9 +352,7 @@ impl ChunkWriter {
             Ok(()) => times.len(),
             Err((k, _)) => *k,
         };
-        for &t in &times[..done] {
-            self.time_enc.encode(t, &mut self.time_out);
-        }
+        self.time_enc.encode_run(&times[..done], &mut self.time_out);
         T::update(&mut self.page_stats, &times[..done], &vals[..done]);
         r
     }
