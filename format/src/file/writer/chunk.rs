@@ -80,10 +80,14 @@ struct Gathered {
 trait RunValue: Sized {
     fn encode(enc: &mut dyn Encoder, v: &[Self], out: &mut Vec<u8>) -> BatchResult;
     fn update(stats: &mut Statistics, ts: &[i64], v: &[Self]);
+    /// [`RunValue::update`] of points whose times do not decrease.
+    fn update_sorted(stats: &mut Statistics, ts: &[i64], v: &[Self]) {
+        Self::update(stats, ts, v)
+    }
 }
 
 macro_rules! run_value {
-    ($t:ty, $enc:ident, $upd:ident) => {
+    ($t:ty, $enc:ident, $upd:ident $(, $sorted:ident)?) => {
         impl RunValue for $t {
             #[inline]
             fn encode(enc: &mut dyn Encoder, v: &[Self], out: &mut Vec<u8>) -> BatchResult {
@@ -93,15 +97,21 @@ macro_rules! run_value {
             fn update(stats: &mut Statistics, ts: &[i64], v: &[Self]) {
                 stats.$upd(ts, v)
             }
+            $(
+            #[inline]
+            fn update_sorted(stats: &mut Statistics, ts: &[i64], v: &[Self]) {
+                stats.$sorted(ts, v)
+            }
+            )?
         }
     };
 }
 
 run_value!(bool, encode_bools, update_bools);
-run_value!(i32, encode_i32s, update_i32s);
-run_value!(i64, encode_i64s, update_i64s);
-run_value!(f32, encode_f32s, update_f32s);
-run_value!(f64, encode_f64s, update_f64s);
+run_value!(i32, encode_i32s, update_i32s, update_sorted_i32s);
+run_value!(i64, encode_i64s, update_i64s, update_sorted_i64s);
+run_value!(f32, encode_f32s, update_f32s, update_sorted_f32s);
+run_value!(f64, encode_f64s, update_f64s, update_sorted_f64s);
 
 impl RunValue for Vec<u8> {
     fn encode(enc: &mut dyn Encoder, v: &[Self], out: &mut Vec<u8>) -> BatchResult {
@@ -331,7 +341,7 @@ impl ChunkWriter {
             let to_check = self.next_check.saturating_sub(count).max(1);
             let room = usize::try_from(to_limit.min(to_check)).unwrap_or(usize::MAX);
             let k = (n - i).min(room);
-            self.append(&times[i..i + k], &vals[i..i + k])
+            self.append(&times[i..i + k], &vals[i..i + k], false)
                 .map_err(|(_, e)| e)?;
             i += k;
             self.check_page(scratch)?;
@@ -339,13 +349,15 @@ impl ChunkWriter {
         Ok(())
     }
 
-    /// Encodes points and adds them to the page statistics, without page checks. On
-    /// a refusal the points before the refused one stay written.
+    /// Encodes points and adds them to the page statistics, without page checks
+    /// (`sorted`: the times do not decrease). On a refusal the points before the refused
+    /// one stay written.
     #[inline]
     fn append<T: RunValue>(
         &mut self,
         times: &[i64],
         vals: &[T],
+        sorted: bool,
     ) -> std::result::Result<(), (usize, Error)> {
         let r = T::encode(&mut *self.value_enc, vals, &mut self.value_out);
         let done = match &r {
@@ -353,12 +365,17 @@ impl ChunkWriter {
             Err((k, _)) => *k,
         };
         self.time_enc.encode_run(&times[..done], &mut self.time_out);
-        T::update(&mut self.page_stats, &times[..done], &vals[..done]);
+        if sorted {
+            T::update_sorted(&mut self.page_stats, &times[..done], &vals[..done]);
+        } else {
+            T::update(&mut self.page_stats, &times[..done], &vals[..done]);
+        }
         r
     }
 
     /// Writes a batch (one tablet column): all points, then one page check, as Java's
-    /// batch write does. Types and lengths were checked by the caller.
+    /// batch write does. Types and lengths were checked by the caller, and that the times
+    /// do not decrease.
     ///
     /// On an encoder refusal the points before the refused one stay written; their
     /// number comes with the error.
@@ -382,12 +399,12 @@ impl ChunkWriter {
         self.time_out.reserve(n);
         self.value_out.reserve(n * width);
         match values {
-            Column::Boolean(v) => self.append(times, &v[..n]),
-            Column::Int32(v) => self.append(times, &v[..n]),
-            Column::Int64(v) => self.append(times, &v[..n]),
-            Column::Float(v) => self.append(times, &v[..n]),
-            Column::Double(v) => self.append(times, &v[..n]),
-            Column::Text(v) => self.append(times, &v[..n]),
+            Column::Boolean(v) => self.append(times, &v[..n], true),
+            Column::Int32(v) => self.append(times, &v[..n], true),
+            Column::Int64(v) => self.append(times, &v[..n], true),
+            Column::Float(v) => self.append(times, &v[..n], true),
+            Column::Double(v) => self.append(times, &v[..n], true),
+            Column::Text(v) => self.append(times, &v[..n], true),
         }?;
         self.check_page(scratch).map_err(|e| (times.len(), e))
     }
