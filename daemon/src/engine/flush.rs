@@ -15,7 +15,7 @@ use tsfile::{Compression, Encoding, Value};
 use tsfiled_fsio::{Fs, FsFile};
 
 use super::files::{self, FormatVersion, Space};
-use super::memtable::{g_proc, sort_dedup, MemMap, SeriesKey};
+use super::memtable::{g_proc, len_bytes, presize, sort_dedup, MemMap, SeriesKey};
 use super::schema::{Registry, SeriesType};
 use super::status::FileStatus;
 use super::{Engine, SealReason};
@@ -534,6 +534,7 @@ impl Engine {
     /// intake for its whole length.
     fn flush_taking_in(&mut self, key: &(Arc<str>, i64), space: Space, take_in: bool) {
         let started = Instant::now();
+        let limit = self.opts.chunk_group_bytes.min(self.opts.memtable_bytes);
         let Some(g) = self.groups.get_mut(key) else {
             return;
         };
@@ -544,7 +545,14 @@ impl Engine {
         if proc_.mem.is_empty() {
             return;
         }
-        let mem = std::mem::take(&mut proc_.mem);
+        // The next memtable's series start with room for as many points as these had.
+        let (mut held, mut held_bytes) = (0, 0);
+        for (_, b) in proc_.mem.iter() {
+            held += b.times.len();
+            held_bytes += len_bytes(b);
+        }
+        let room = presize(proc_.mem.len(), held, held_bytes, limit);
+        let mem = std::mem::replace(&mut proc_.mem, MemMap::presized(room));
         let bytes = std::mem::take(&mut proc_.mem_bytes);
         self.mem_total = self.mem_total.saturating_sub(bytes);
         let sg = g.sg.clone();

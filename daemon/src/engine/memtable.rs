@@ -58,6 +58,42 @@ pub(super) struct MemMap {
     /// The position of each series in `series`, by the hash of its key.
     index: HashTable<u32>,
     series: Vec<(SeriesKey, SeriesBuf)>,
+    /// Room for points a series' vectors get when it is added ([`presize`]).
+    presize: usize,
+}
+
+/// Points a series of the next memtable of a space gets room for when it is added, from the
+/// memtable flushed before it: `series` series holding `points` points in `len_bytes` bytes
+/// (the vectors' lengths, not capacities, text heap bytes included). The average series',
+/// so that a series written at the same rate does not grow its vectors by doubling from
+/// empty (each doubling a copy), scaled down so that this room for that many series stays
+/// within three quarters of `limit` (the memtable size that flushes it): the room counts in
+/// the memtable's bytes ([`footprint`]) from the start, and must not by itself flush the
+/// next memtable before it holds points. 0 (room as the vectors grow) without points.
+pub(super) fn presize(series: usize, points: usize, len_bytes: usize, limit: usize) -> usize {
+    if series == 0 || points == 0 {
+        return 0;
+    }
+    let room = limit / 4 * 3;
+    let avg = points / series;
+    if len_bytes <= room {
+        avg
+    } else {
+        // avg * room / len_bytes, in u128: the product can pass usize.
+        (avg as u128 * room as u128 / len_bytes as u128) as usize
+    }
+}
+
+/// Bytes of a series' points by the vectors' lengths (text heap bytes included), the
+/// `len_bytes` of [`presize`].
+pub(super) fn len_bytes(b: &SeriesBuf) -> usize {
+    let width = match &b.values {
+        Column::Boolean(_) => 1,
+        Column::Int32(_) | Column::Float(_) => 4,
+        Column::Int64(_) | Column::Double(_) => 8,
+        Column::Text(_) => 24,
+    };
+    b.times.len() * (8 + width) + b.text_bytes
 }
 
 /// The hash of a series key in a [`MemMap`]'s index.
@@ -66,9 +102,22 @@ fn key_hash(key: &SeriesKey) -> u64 {
 }
 
 impl MemMap {
+    /// An empty map whose series get room for `presize` points when they are added.
+    pub(super) fn presized(presize: usize) -> MemMap {
+        MemMap {
+            presize,
+            ..MemMap::default()
+        }
+    }
+
     /// Whether there are no series.
     pub(super) fn is_empty(&self) -> bool {
         self.series.is_empty()
+    }
+
+    /// The number of series.
+    pub(super) fn len(&self) -> usize {
+        self.series.len()
     }
 
     /// Removes every series.
@@ -112,8 +161,8 @@ impl MemMap {
             .insert_unique(hash, i as u32, |&j| key_hash(&series[j as usize].0));
         let buf = SeriesBuf {
             ty,
-            times: Vec::new(),
-            values: Column::new(ty.data_type),
+            times: Vec::with_capacity(self.presize),
+            values: Column::with_capacity(ty.data_type, self.presize),
             sorted: true,
             text_bytes: 0,
         };
@@ -272,7 +321,19 @@ fn touch(g: &mut Group, lsn: Lsn, (received, now): (Instant, Instant)) {
 /// there and a hint of its position in the sequence memtable ([`MemMap::position_hinted`]);
 /// returns the bytes the memtables grew by.
 fn insert_into(g: &mut Group, latest: Option<i64>, s: &SeriesData, hint: &mut usize) -> usize {
-    let min_t = s.times.iter().copied().min().unwrap_or(i64::MIN);
+    // One pass without an early exit (it vectorizes); the first time is the least of
+    // increasing times.
+    let increasing = s
+        .times
+        .iter()
+        .zip(s.times.iter().skip(1))
+        .fold(true, |a, (x, y)| a & (x < y));
+    let min_t = if increasing {
+        s.times.first().copied()
+    } else {
+        s.times.iter().copied().min()
+    }
+    .unwrap_or(i64::MIN);
     let mut added = 0usize;
     match latest {
         Some(l) if min_t <= l => {
@@ -320,13 +381,12 @@ fn insert_into(g: &mut Group, latest: Option<i64>, s: &SeriesData, hint: &mut us
             } else {
                 footprint(buf) + SERIES_OVERHEAD
             };
-            let mut sorted = buf.sorted
+            buf.sorted = buf.sorted
+                && increasing
                 && buf
                     .times
                     .last()
                     .is_none_or(|&last| s.times.first().is_some_and(|&f| f > last));
-            sorted = sorted && s.times.windows(2).all(|w| w[0] < w[1]);
-            buf.sorted = sorted;
             if let Column::Text(v) = &s.values {
                 buf.text_bytes += v.iter().map(|x| x.len()).sum::<usize>();
             }
@@ -433,5 +493,183 @@ impl Engine {
             }
             self.flush_seq_and_check_size(&key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use tsfile::basic::Column;
+    use tsfile::DataType;
+
+    use super::super::batch::{SeriesData, WriteBatch};
+    use super::super::files::Space;
+    use super::super::schema::SeriesType;
+    use super::super::testing;
+    use super::*;
+
+    /// Worked by hand: 1,000 series of 770 DOUBLE points hold 770,000 × 16 = 12,320,000
+    /// bytes, within three quarters of 16 MiB (12,582,912): each gets its average, 770. With
+    /// 16,000,000 bytes over 1,000,000 points (1,000 a series) the room is scaled to
+    /// 1,000 × 12,582,912 / 16,000,000 = 786.4: 786. Nothing held, nothing to size by.
+    #[test]
+    fn presize_is_the_average_series_within_three_quarters_of_the_limit() {
+        assert_eq!(presize(1000, 770_000, 12_320_000, 16 << 20), 770);
+        assert_eq!(presize(1000, 1_000_000, 16_000_000, 16 << 20), 786);
+        assert_eq!(presize(3, 10, 160, 1 << 20), 3);
+        assert_eq!(presize(0, 0, 0, 16 << 20), 0);
+        assert_eq!(presize(4, 0, 0, 16 << 20), 0);
+        // A 1-byte limit: no room (3/4 of it is 0 bytes).
+        assert_eq!(presize(2, 100, 1600, 1), 0);
+    }
+
+    /// The bytes of a buffer's points by length: 8 per time, the value's width (24 for a
+    /// TEXT value's vector entry) and the text bytes.
+    #[test]
+    fn len_bytes_counts_times_values_and_text() {
+        let buf = |values: Column, text_bytes: usize| SeriesBuf {
+            ty: SeriesType::default_for(values.data_type()),
+            times: (0..values.len() as i64).collect(),
+            values,
+            sorted: true,
+            text_bytes,
+        };
+        assert_eq!(len_bytes(&buf(Column::Int32(vec![1, 2, 3]), 0)), 36);
+        assert_eq!(len_bytes(&buf(Column::Double(vec![0.5; 4]), 0)), 64);
+        assert_eq!(len_bytes(&buf(Column::Boolean(vec![true; 2]), 0)), 18);
+        let text = Column::Text(vec![b"ab".to_vec(), b"cde".to_vec()]);
+        assert_eq!(len_bytes(&buf(text, 5)), 69);
+    }
+
+    /// Points of one time each, as a message of one record gives them: the memtable's
+    /// bytes are its vectors' capacities (the standard library's room for 8-byte values goes
+    /// 4, 8; for TEXT entries, 24 bytes each, also 4, 8), the text bytes and 160 bytes a
+    /// series; a time not after the last makes the series unsorted, and the flush writes it
+    /// sorted.
+    #[test]
+    fn single_points_count_their_vectors_text_and_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = testing::FaultFs::default();
+        let mut e = testing::engine(tmp.path(), &faults);
+        let key = (Arc::<str>::from("root.sg"), 0);
+        let text = |t: i64| SeriesData {
+            device: "root.sg.d1".into(),
+            measurement: "s".into(),
+            ty: SeriesType::default_for(DataType::TEXT),
+            times: vec![t],
+            values: Column::Text(vec![b"abc".to_vec()]),
+        };
+        for (lsn, t) in [(1, 10), (2, 20), (3, 30), (4, 40)] {
+            let wb = WriteBatch {
+                series: vec![series("a", vec![t]), text(t)],
+            };
+            e.write(lsn, wb.encode(), Instant::now());
+        }
+        // Room for 4: a 4 × 16 + 160 = 224, s 4 × (8 + 24) + 12 + 160 = 300.
+        assert_eq!(e.groups[&key].seq.mem_bytes, 224 + 300);
+        let wb = WriteBatch {
+            series: vec![series("a", vec![5]), text(50)],
+        };
+        e.write(5, wb.encode(), Instant::now());
+        // Room for 8: a 8 × 16 + 160 = 288, s 8 × 32 + 15 + 160 = 431.
+        assert_eq!(e.groups[&key].seq.mem_bytes, 288 + 431);
+        let g = &e.groups[&key];
+        let a = &g.seq.mem[&(Arc::from("root.sg.d1"), Arc::from("a"))];
+        assert_eq!(a.times, vec![10, 20, 30, 40, 5]);
+        assert_eq!(a.values, Column::Int64(vec![30, 60, 90, 120, 15]));
+        assert!(!a.sorted);
+        let s = &g.seq.mem[&(Arc::from("root.sg.d1"), Arc::from("s"))];
+        assert!(s.sorted);
+        assert_eq!(s.text_bytes, 15);
+        let (times, values) = sort_dedup(a.times.clone(), a.values.clone());
+        assert_eq!(times, vec![5, 10, 20, 30, 40]);
+        assert_eq!(values, Column::Int64(vec![15, 30, 60, 90, 120]));
+    }
+
+    /// A series whose times are not increasing: its memtable buffer is unsorted; once the
+    /// device's times up to 10 are flushed, of a series of times 12, 8, 15 the least, 8, is
+    /// not newer, so 12 and 15 go to the sequence memtable and 8 to the unsequence one; of
+    /// 20, 21, 22 (increasing, the least is the first) all go to the sequence memtable.
+    #[test]
+    fn times_not_increasing_are_unsorted_and_split_at_the_latest_flushed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = testing::FaultFs::default();
+        let mut e = testing::engine(tmp.path(), &faults);
+        let key = (Arc::<str>::from("root.sg"), 0);
+        let a = (Arc::<str>::from("root.sg.d1"), Arc::<str>::from("a"));
+        let wb = WriteBatch {
+            series: vec![series("a", vec![7, 3, 10])],
+        };
+        e.write(1, wb.encode(), Instant::now());
+        assert!(!e.groups[&key].seq.mem[&a].sorted);
+        e.flush(&key, Space::Sequence);
+        let wb = WriteBatch {
+            series: vec![series("a", vec![12, 8, 15])],
+        };
+        e.write(2, wb.encode(), Instant::now());
+        let g = &e.groups[&key];
+        assert_eq!(g.seq.mem[&a].times, vec![12, 15]);
+        assert_eq!(g.seq.mem[&a].values, Column::Int64(vec![36, 45]));
+        assert!(g.seq.mem[&a].sorted);
+        assert_eq!(g.unseq.mem[&a].times, vec![8]);
+        let wb = WriteBatch {
+            series: vec![series("a", vec![20, 21, 22])],
+        };
+        e.write(3, wb.encode(), Instant::now());
+        let g = &e.groups[&key];
+        assert_eq!(g.seq.mem[&a].times, vec![12, 15, 20, 21, 22]);
+        assert!(g.seq.mem[&a].sorted);
+        assert_eq!(g.unseq.mem[&a].times, vec![8]);
+    }
+
+    fn series(m: &str, times: Vec<i64>) -> SeriesData {
+        let values = Column::Int64(times.iter().map(|t| t * 3).collect());
+        SeriesData {
+            device: "root.sg.d1".into(),
+            measurement: m.into(),
+            ty: SeriesType::default_for(DataType::INT64),
+            times,
+            values,
+        }
+    }
+
+    /// After a flush of three series of 1, 9 and 30 points, a series of the next memtable
+    /// starts with room for their average, 40 / 3 = 13 points: one point of it counts
+    /// 13 × (8 + 8) bytes and the 160 of its entry in the memtable's bytes. Before any flush
+    /// a series' vectors grow from empty (the standard library's first room for 8-byte values
+    /// is 4 of them: 4 × 16 + 160 bytes).
+    #[test]
+    fn a_memtable_after_a_flush_sizes_its_series_by_the_flushed_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = testing::FaultFs::default();
+        let mut e = testing::engine(tmp.path(), &faults);
+        let key = (Arc::<str>::from("root.sg"), 0);
+        let one = WriteBatch {
+            series: vec![series("z", vec![1])],
+        };
+        e.write(1, one.encode(), Instant::now());
+        assert_eq!(e.groups[&key].seq.mem_bytes, 4 * 16 + 160);
+        let wb = WriteBatch {
+            series: vec![
+                series("a", (2..11).collect()),
+                series("b", (1..31).collect()),
+            ],
+        };
+        e.write(2, wb.encode(), Instant::now());
+        e.flush(&key, Space::Sequence);
+        assert_eq!(e.groups[&key].seq.mem_bytes, 0);
+        // Three series flushed: z (1 point), a (9), b (30): 40 / 3 = 13.
+        let next = WriteBatch {
+            series: vec![series("a", vec![50])],
+        };
+        e.write(3, next.encode(), Instant::now());
+        let g = &e.groups[&key];
+        assert_eq!(g.seq.mem_bytes, 13 * 16 + 160);
+        let a = &g.seq.mem[&(Arc::from("root.sg.d1"), Arc::from("a"))];
+        assert_eq!(a.times, vec![50]);
+        assert_eq!(a.values, Column::Int64(vec![150]));
+        assert_eq!((a.times.capacity(), a.values.len()), (13, 1));
     }
 }

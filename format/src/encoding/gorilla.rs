@@ -151,8 +151,9 @@ impl State {
         } else {
             let over = n - free;
             sink.put8((self.buf | (code >> over)).to_be_bytes(), 8);
-            // The low `over` bits of the code, left-aligned (none when `over` is 0).
-            self.buf = ((code as u128) << (64 - over)) as u64;
+            // The low `over` bits of the code, left-aligned (none when `over` is 0:
+            // `over < 64`, so both shifts are in range and the second drops the last bit).
+            self.buf = (code << (63 - over)) << 1;
             self.nbits = over;
         }
     }

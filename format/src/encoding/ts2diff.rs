@@ -83,6 +83,37 @@ impl<T: JavaInt> DeltaEncoder<T> {
         }
     }
 
+    /// Encodes values in order, as one [`encode`](Self::encode) call each would: the
+    /// deltas of a block are taken in one loop, the block state in locals.
+    pub fn encode_run(&mut self, mut vs: &[T], out: &mut Vec<u8>) {
+        while let Some((&v, rest)) = vs.split_first() {
+            if self.write_index < 0 {
+                self.encode(v, out);
+                vs = rest;
+                continue;
+            }
+            let i = self.write_index as usize;
+            let k = (BLOCK_SIZE - i).min(vs.len());
+            let (run, rest) = vs.split_at(k);
+            let (mut prev, mut min) = (self.prev, self.min_delta);
+            for (slot, &v) in self.deltas[i..i + k].iter_mut().zip(run) {
+                let delta = v.wsub(prev);
+                if delta < min {
+                    min = delta;
+                }
+                *slot = delta;
+                prev = v;
+            }
+            self.prev = prev;
+            self.min_delta = min;
+            self.write_index += k as i32;
+            if self.write_index as usize == BLOCK_SIZE {
+                self.flush_block(out);
+            }
+            vs = rest;
+        }
+    }
+
     /// Writes the current block (if it holds a value) and starts a new one.
     pub fn flush_block(&mut self, out: &mut Vec<u8>) {
         if self.write_index < 0 {
@@ -318,6 +349,44 @@ mod tests {
         assert_eq!(dec64(&b), v);
     }
 
+    /// `encode_run` writes the spec's vectors (above, worked by hand) whatever the runs they
+    /// come in: in one run, and cut in two at every point, with a block that fills (131
+    /// values: a block of 128 values, then one of 3) in the middle of a run.
+    #[test]
+    fn runs_write_the_spec_vectors() {
+        let t0 = 1_593_000_000_000i64;
+        let cases: Vec<(Vec<i64>, &str)> = vec![
+            (
+                vec![1000, 1003, 1010, 1011],
+                "0000000300000003000000000000000100000000000003e85800",
+            ),
+            (
+                vec![10, 5, 20],
+                "0000000200000005fffffffffffffffb000000000000000a0500",
+            ),
+            (
+                (0..131).map(|i| 2 * i).collect(),
+                "000000800000000000000000000000020000000000000000\
+                 000000010000000000000000000000020000000000000102",
+            ),
+            (
+                vec![t0, t0 + 1000, t0 + 2000, t0 + 3500],
+                "000000030000000900000000000003e800000172e632fa0000003e80",
+            ),
+            (vec![5], "00000000000000007fffffffffffffff0000000000000005"),
+        ];
+        for (v, want) in cases {
+            for cut in 0..=v.len() {
+                let mut e = LongDeltaEncoder::new();
+                let mut out = Vec::new();
+                e.encode_run(&v[..cut], &mut out);
+                e.encode_run(&v[cut..], &mut out);
+                e.flush_block(&mut out);
+                assert_eq!(hex(&out), want, "{v:?} cut at {cut}");
+            }
+        }
+    }
+
     /// The block's width is that of its widest field, worked by hand: values 0, 1, 3, 5
     /// have deltas 1, 2, 2, minimum 1, fields 0, 1, 1 of one bit (`011` + pad = 0x60);
     /// values 0, 3, 4, 7 have deltas 3, 1, 3, fields 2, 0, 2 of two bits (`100010` =
@@ -492,6 +561,8 @@ mod tests {
     {
         let expect = java_model(&pages);
         let mut e = DeltaEncoder::<T>::new();
+        // The same pages through `encode_run`, each in three runs.
+        let mut r = DeltaEncoder::<T>::new();
         for (p, want) in pages.iter().zip(expect) {
             let mut out = Vec::new();
             for v in p {
@@ -499,6 +570,13 @@ mod tests {
             }
             e.flush_block(&mut out);
             assert_eq!(out, want);
+            let mut runs = Vec::new();
+            let (a, b) = (p.len() / 3, p.len() * 2 / 3);
+            for run in [&p[..a], &p[a..b], &p[b..]] {
+                r.encode_run(run, &mut runs);
+            }
+            r.flush_block(&mut runs);
+            assert_eq!(runs, want);
             let mut back = Vec::new();
             decode_into::<T>("t", &out, Some(p.len()), &mut back).unwrap();
             assert_eq!(&back, p);

@@ -48,8 +48,8 @@ pub(crate) struct Scratch {
     body: Vec<u8>,
     /// The Snappy compressor, reused across pages.
     snappy: snap::raw::Encoder,
-    /// Snappy's output before it is appended to the chunk: its length only grows, so
-    /// the output room is not zeroed again for every page.
+    /// A compressed page body before it is appended to the chunk. Snappy's output room:
+    /// its length only grows, so it is not zeroed again for every page.
     compressed: Vec<u8>,
     /// One staged column, gathered into its value type.
     col: Gathered,
@@ -80,10 +80,14 @@ struct Gathered {
 trait RunValue: Sized {
     fn encode(enc: &mut dyn Encoder, v: &[Self], out: &mut Vec<u8>) -> BatchResult;
     fn update(stats: &mut Statistics, ts: &[i64], v: &[Self]);
+    /// [`RunValue::update`] of points whose times do not decrease.
+    fn update_sorted(stats: &mut Statistics, ts: &[i64], v: &[Self]) {
+        Self::update(stats, ts, v)
+    }
 }
 
 macro_rules! run_value {
-    ($t:ty, $enc:ident, $upd:ident) => {
+    ($t:ty, $enc:ident, $upd:ident $(, $sorted:ident)?) => {
         impl RunValue for $t {
             #[inline]
             fn encode(enc: &mut dyn Encoder, v: &[Self], out: &mut Vec<u8>) -> BatchResult {
@@ -93,15 +97,21 @@ macro_rules! run_value {
             fn update(stats: &mut Statistics, ts: &[i64], v: &[Self]) {
                 stats.$upd(ts, v)
             }
+            $(
+            #[inline]
+            fn update_sorted(stats: &mut Statistics, ts: &[i64], v: &[Self]) {
+                stats.$sorted(ts, v)
+            }
+            )?
         }
     };
 }
 
 run_value!(bool, encode_bools, update_bools);
-run_value!(i32, encode_i32s, update_i32s);
-run_value!(i64, encode_i64s, update_i64s);
-run_value!(f32, encode_f32s, update_f32s);
-run_value!(f64, encode_f64s, update_f64s);
+run_value!(i32, encode_i32s, update_i32s, update_sorted_i32s);
+run_value!(i64, encode_i64s, update_i64s, update_sorted_i64s);
+run_value!(f32, encode_f32s, update_f32s, update_sorted_f32s);
+run_value!(f64, encode_f64s, update_f64s, update_sorted_f64s);
 
 impl RunValue for Vec<u8> {
     fn encode(enc: &mut dyn Encoder, v: &[Self], out: &mut Vec<u8>) -> BatchResult {
@@ -331,7 +341,7 @@ impl ChunkWriter {
             let to_check = self.next_check.saturating_sub(count).max(1);
             let room = usize::try_from(to_limit.min(to_check)).unwrap_or(usize::MAX);
             let k = (n - i).min(room);
-            self.append(&times[i..i + k], &vals[i..i + k])
+            self.append(&times[i..i + k], &vals[i..i + k], false)
                 .map_err(|(_, e)| e)?;
             i += k;
             self.check_page(scratch)?;
@@ -339,28 +349,33 @@ impl ChunkWriter {
         Ok(())
     }
 
-    /// Encodes points and adds them to the page statistics, without page checks. On
-    /// a refusal the points before the refused one stay written.
+    /// Encodes points and adds them to the page statistics, without page checks
+    /// (`sorted`: the times do not decrease). On a refusal the points before the refused
+    /// one stay written.
     #[inline]
     fn append<T: RunValue>(
         &mut self,
         times: &[i64],
         vals: &[T],
+        sorted: bool,
     ) -> std::result::Result<(), (usize, Error)> {
         let r = T::encode(&mut *self.value_enc, vals, &mut self.value_out);
         let done = match &r {
             Ok(()) => times.len(),
             Err((k, _)) => *k,
         };
-        for &t in &times[..done] {
-            self.time_enc.encode(t, &mut self.time_out);
+        self.time_enc.encode_run(&times[..done], &mut self.time_out);
+        if sorted {
+            T::update_sorted(&mut self.page_stats, &times[..done], &vals[..done]);
+        } else {
+            T::update(&mut self.page_stats, &times[..done], &vals[..done]);
         }
-        T::update(&mut self.page_stats, &times[..done], &vals[..done]);
         r
     }
 
     /// Writes a batch (one tablet column): all points, then one page check, as Java's
-    /// batch write does. Types and lengths were checked by the caller.
+    /// batch write does. Types and lengths were checked by the caller, and that the times
+    /// do not decrease.
     ///
     /// On an encoder refusal the points before the refused one stay written; their
     /// number comes with the error.
@@ -372,13 +387,24 @@ impl ChunkWriter {
     ) -> std::result::Result<(), (usize, Error)> {
         let n = times.len().min(values.len());
         let times = &times[..n];
+        // Room for the batch's streams at once rather than by doubling from empty: a byte a
+        // time, and the plain width of a fixed-width value (what most pages of those
+        // encodings take at most).
+        let width = match values {
+            Column::Boolean(_) => 1,
+            Column::Int32(_) | Column::Float(_) => 4,
+            Column::Int64(_) | Column::Double(_) => 8,
+            Column::Text(_) => 0,
+        };
+        self.time_out.reserve(n);
+        self.value_out.reserve(n * width);
         match values {
-            Column::Boolean(v) => self.append(times, &v[..n]),
-            Column::Int32(v) => self.append(times, &v[..n]),
-            Column::Int64(v) => self.append(times, &v[..n]),
-            Column::Float(v) => self.append(times, &v[..n]),
-            Column::Double(v) => self.append(times, &v[..n]),
-            Column::Text(v) => self.append(times, &v[..n]),
+            Column::Boolean(v) => self.append(times, &v[..n], true),
+            Column::Int32(v) => self.append(times, &v[..n], true),
+            Column::Int64(v) => self.append(times, &v[..n], true),
+            Column::Float(v) => self.append(times, &v[..n], true),
+            Column::Double(v) => self.append(times, &v[..n], true),
+            Column::Text(v) => self.append(times, &v[..n], true),
         }?;
         self.check_page(scratch).map_err(|e| (times.len(), e))
     }
@@ -508,39 +534,34 @@ impl ChunkWriter {
                 io::put_uvarint(body, tlen as u32);
                 body.extend_from_slice(&self.time_out);
                 body.extend_from_slice(&self.value_out);
-                io::put_i32(&mut self.pages, body_len as i32);
-                io::put_i32(&mut self.pages, 0);
-                self.page_stats.serialize(&mut self.pages);
-                let body_start = self.pages.len();
-                let r = if codec == Compression::SNAPPY {
+                // The page is compressed first, so that the page buffer grows once, by
+                // the page's exact size.
+                let clen = if codec == Compression::SNAPPY {
                     // Raw Snappy block, with the writer's reusable compressor (its hash
                     // table is allocated once, not per page).
                     let room = snap::raw::max_compress_len(body.len());
                     if compressed.len() < room {
                         compressed.resize(room, 0);
                     }
-                    match snappy.compress(body, compressed) {
-                        Ok(n) => {
-                            self.pages.extend_from_slice(&compressed[..n]);
-                            Ok(())
-                        }
-                        Err(e) => Err(Error::invalid(format!("snappy compression failed: {e}"))),
-                    }
+                    snappy
+                        .compress(body, compressed)
+                        .map_err(|e| Error::invalid(format!("snappy compression failed: {e}")))?
                 } else {
-                    compression::compress(codec, body, &mut self.pages)
+                    compressed.clear();
+                    compression::compress(codec, body, compressed)?;
+                    compressed.len()
                 };
-                if let Err(e) = r {
-                    self.pages.truncate(start);
-                    return Err(e);
-                }
-                let clen = self.pages.len() - body_start;
                 if self.pages_len + header_len + clen > i32::MAX as usize {
-                    self.pages.truncate(start);
                     return Err(Error::invalid(
                         "a chunk's pages must stay below 2 GiB (ChunkHeader.dataSize is an i32)",
                     ));
                 }
-                self.pages[start + 4..start + 8].copy_from_slice(&(clen as i32).to_be_bytes());
+                self.pages.reserve(header_len + clen);
+                io::put_i32(&mut self.pages, body_len as i32);
+                io::put_i32(&mut self.pages, clen as i32);
+                self.page_stats.serialize(&mut self.pages);
+                self.pages.extend_from_slice(&compressed[..clen]);
+                debug_assert_eq!(self.pages.len() - start, header_len + clen);
                 self.pages_len += header_len + clen;
             }
         }
