@@ -911,3 +911,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod mutant_gaps_tests;

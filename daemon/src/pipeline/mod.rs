@@ -963,3 +963,5 @@ impl Pipeline {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod mutant_gaps_tests;

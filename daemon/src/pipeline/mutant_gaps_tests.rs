@@ -1,0 +1,118 @@
+//! Tests added for mutants of normalization that no other test caught (docs/mutants.md, the
+//! MQTT runtime side).
+
+use super::*;
+use crate::engine::files::FormatVersion;
+use tsfile::file::v4::TsFileReaderV4;
+use tsfiled_connectors::Field;
+
+/// Every (measurement, time, value) of the sealed v4 files under `dir`, sorted.
+fn v4_points(dir: &std::path::Path) -> Vec<(String, i64, Value)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "tsfile") {
+                let r = TsFileReaderV4::open_path(&p).unwrap();
+                for d in r.devices().unwrap() {
+                    for ts in &d.series {
+                        for (t, v) in r.series_points(ts, None).unwrap() {
+                            out.push((ts.measurement.clone(), t, v));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    out
+}
+
+/// INT64 series pinned to TsFile 2.x's GORILLA and to CHIMP (format v4), whose end-of-page
+/// marker is the INT64 minimum (the format library's encoders refuse `i64::MIN`, as TsFile
+/// 2.x's `Long.MIN_VALUE` marker implies): records sharing their
+/// name strings in the same order take normalization's positional path after the first, and
+/// there too an `i64::MIN` is rejected at intake as a type mismatch naming the series and its
+/// encoding, while the other points (`i64::MIN + 1`, `i64::MAX`) are kept and sealed.
+#[test]
+fn the_int64_minimum_is_rejected_by_position_for_v4_gorilla_and_chimp_series() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.format = FormatVersion::V4;
+    let rule = |m: &str, e| SchemaRule {
+        pattern: schema::PathPattern::parse(&format!("root.sg.d1.{m}")).unwrap(),
+        data_type: Some(tsfile::DataType::INT64),
+        encoding: Some(e),
+        compression: None,
+    };
+    opts.rules = vec![
+        rule("g", tsfile::Encoding::GORILLA_V2),
+        rule("c", tsfile::Encoding::CHIMP),
+    ];
+    let p = Pipeline::open(opts, Metrics::new()).unwrap();
+    let device: Arc<str> = Arc::from("root.sg.d1");
+    let [g, c]: [Arc<str>; 2] = ["g", "c"].map(Arc::from);
+    let rec = |time: i64, vg: i64, vc: i64| Record {
+        device: device.clone(),
+        time,
+        fields: vec![
+            Field::new(g.clone(), FieldValue::Int(vg)),
+            Field::new(c.clone(), FieldValue::Int(vc)),
+        ],
+    };
+    let batch = Batch {
+        records: vec![
+            rec(1, 1, 2),
+            rec(2, i64::MIN, 5),
+            rec(3, 3, i64::MIN),
+            rec(4, i64::MIN + 1, i64::MAX),
+        ],
+        rejections: vec![],
+    };
+    let out = p.submit_blocking("test", batch, Instant::now()).unwrap();
+    let rejected: Vec<_> = out
+        .rejections
+        .iter()
+        .map(|r| (r.reason, r.location.to_string()))
+        .collect();
+    assert_eq!(
+        rejected,
+        [
+            (
+                RejectReason::TypeMismatch,
+                "record 1 (root.sg.d1.g at 2)".to_string()
+            ),
+            (
+                RejectReason::TypeMismatch,
+                "record 2 (root.sg.d1.c at 3)".to_string()
+            ),
+        ]
+    );
+    assert!(
+        out.rejections[0].message.contains("(INT64 GORILLA_V2)"),
+        "{}",
+        out.rejections[0].message
+    );
+    assert!(
+        out.rejections[1].message.contains("(INT64 CHIMP)"),
+        "{}",
+        out.rejections[1].message
+    );
+    assert_eq!(out.accepted, 6);
+    p.shutdown_blocking();
+    let l = |m: &str, t: i64, v: i64| (m.to_string(), t, Value::Int64(v));
+    assert_eq!(
+        v4_points(tmp.path()),
+        [
+            l("c", 1, 2),
+            l("c", 2, 5),
+            l("c", 4, i64::MAX),
+            l("g", 1, 1),
+            l("g", 3, 3),
+            l("g", 4, i64::MIN + 1),
+        ]
+    );
+}
