@@ -116,3 +116,53 @@ fn the_int64_minimum_is_rejected_by_position_for_v4_gorilla_and_chimp_series() {
         ]
     );
 }
+
+/// Each flush into a format 000002 file ends with a version record (IoTDB 0.10's
+/// `writeVersion` after a memtable's chunk groups), its versions increasing: two batches
+/// flushed one by one into one file give chunk group, version, chunk group, version, and
+/// each chunk carries the version of the record after it (0 would be a chunk without one).
+#[test]
+fn each_flush_of_a_000002_file_ends_with_its_own_increasing_version() {
+    use tsfile::file::reader::{SequentialWalk, TsFileReader, WalkEvent};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.memtable_bytes = 1; // a flush after every batch
+    let p = Pipeline::open(opts, Metrics::new()).unwrap();
+    for t in [1, 2] {
+        let batch = Batch {
+            records: vec![Record {
+                device: "root.sg.d1".into(),
+                time: t,
+                fields: vec![Field::new("s", FieldValue::Int(t * 10))],
+            }],
+            rejections: vec![],
+        };
+        p.submit_blocking("test", batch, Instant::now()).unwrap();
+    }
+    p.shutdown_blocking();
+    let (points, files) = super::tests::read_dir_points(tmp.path());
+    assert_eq!(
+        points,
+        [
+            ("root.sg.d1".into(), "s".into(), 1, Value::Int64(10)),
+            ("root.sg.d1".into(), "s".into(), 2, Value::Int64(20)),
+        ]
+    );
+    assert_eq!(files.len(), 1, "{files:?}");
+    let r = TsFileReader::open_path(&files[0]).unwrap();
+    // Chunks as `Some(offset)`, version records as `None` with their version.
+    let mut events = Vec::new();
+    for e in SequentialWalk::new(r.source()) {
+        match e.unwrap() {
+            WalkEvent::ChunkHeader { offset, .. } => events.push((Some(offset), 0)),
+            WalkEvent::Version { version, .. } => events.push((None, version)),
+            _ => {}
+        }
+    }
+    let shape: Vec<bool> = events.iter().map(|e| e.0.is_some()).collect();
+    assert_eq!(shape, [true, false, true, false], "{events:?}");
+    let (first, second) = (events[1].1, events[3].1);
+    assert!(0 < first && first < second, "{events:?}");
+    assert_eq!(r.chunk_version(events[0].0.unwrap()), first);
+    assert_eq!(r.chunk_version(events[2].0.unwrap()), second);
+}
