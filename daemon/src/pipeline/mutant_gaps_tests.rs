@@ -166,3 +166,47 @@ fn each_flush_of_a_000002_file_ends_with_its_own_increasing_version() {
     assert_eq!(r.chunk_version(events[0].0.unwrap()), first);
     assert_eq!(r.chunk_version(events[2].0.unwrap()), second);
 }
+
+/// The count of `tsfiled_files_sealed_total` for `reason` in `metrics`.
+fn sealed(metrics: &Metrics, reason: &str) -> u64 {
+    let key = format!("tsfiled_files_sealed_total{{pipeline=\"t\",reason=\"{reason}\"}} ");
+    metrics
+        .render()
+        .lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .map_or(0, |v| v.parse().unwrap())
+}
+
+/// The series' part of an open file's metadata (400 bytes a series) is capped at a
+/// thirty-second of the memtable budget when that is above the 2 MiB floor: with a 128 MiB
+/// budget the cap is 4 MiB (4,194,304 bytes), which 10,500 series (4,200,000 bytes) reach at
+/// their first flush, while all of the file's metadata (160 more bytes a chunk: 5,880,000
+/// bytes) stays far below a quarter of the budget (32 MiB). A 1-byte chunk group flushes
+/// every batch, so each of two batches seals its file for size and none is left for
+/// shutdown.
+#[test]
+fn the_series_metadata_cap_is_a_thirty_second_of_a_large_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.memtable_bytes = 128 << 20;
+    opts.engine.chunk_group_bytes = 1;
+    let metrics = Metrics::new();
+    let p = Pipeline::open(opts, metrics.clone()).unwrap();
+    for t in 1..=2 {
+        let batch = Batch {
+            records: vec![Record {
+                device: "root.sg.d1".into(),
+                time: t,
+                fields: (0..10_500)
+                    .map(|k| Field::new(format!("m{k}"), FieldValue::Int(t)))
+                    .collect(),
+            }],
+            rejections: vec![],
+        };
+        let out = p.submit_blocking("test", batch, Instant::now()).unwrap();
+        assert_eq!(out.accepted, 10_500);
+    }
+    p.shutdown_blocking();
+    assert_eq!(sealed(&metrics, "size"), 2);
+    assert_eq!(sealed(&metrics, "shutdown"), 0);
+}
