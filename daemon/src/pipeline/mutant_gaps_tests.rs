@@ -326,3 +326,46 @@ fn taking_records_in_stops_at_a_seal_request_and_keeps_the_order() {
         [[1, 2].into_iter().collect(), [3].into_iter().collect()]
     );
 }
+
+/// A thread waiting for room is woken when the engine's applied records bring the backlog
+/// down to its limit (documented on `Backlog::done`), here from one byte over it: its bound
+/// is an hour, so a wake-up that does not come shows as a test that does not end.
+#[test]
+fn a_waiting_thread_is_woken_when_the_backlog_falls_to_its_limit() {
+    let b = Backlog::new(100);
+    b.add(101);
+    assert!(b.over());
+    let waiter = {
+        let b = b.clone();
+        std::thread::spawn(move || b.wait_blocking(Duration::from_secs(3600)))
+    };
+    while b.waiters() == 0 {
+        std::thread::yield_now();
+    }
+    b.done(1);
+    assert!(waiter.join().unwrap());
+    assert_eq!((b.bytes(), b.over(), b.waiters()), (100, false, 0));
+}
+
+/// The same for a task ([`Backlog::wait`]).
+#[test]
+fn a_waiting_task_is_woken_when_the_backlog_falls_to_its_limit() {
+    let b = Backlog::new(100);
+    b.add(101);
+    let waiter = {
+        let b = b.clone();
+        std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap()
+                .block_on(b.wait(Duration::from_secs(3600)))
+        })
+    };
+    while b.waiters() == 0 {
+        std::thread::yield_now();
+    }
+    b.done(1);
+    assert!(waiter.join().unwrap());
+    assert_eq!((b.bytes(), b.over(), b.waiters()), (100, false, 0));
+}
