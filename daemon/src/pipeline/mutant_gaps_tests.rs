@@ -329,7 +329,8 @@ fn taking_records_in_stops_at_a_seal_request_and_keeps_the_order() {
 
 /// A thread waiting for room is woken when the engine's applied records bring the backlog
 /// down to its limit (documented on `Backlog::done`), here from one byte over it: its bound
-/// is an hour, so a wake-up that does not come shows as a test that does not end.
+/// is an hour, so a wake-up that does not come shows as a test that does not end (when the
+/// thread got to wait before the backlog fell; the task's test below always does).
 #[test]
 fn a_waiting_thread_is_woken_when_the_backlog_falls_to_its_limit() {
     let b = Backlog::new(100);
@@ -347,25 +348,26 @@ fn a_waiting_thread_is_woken_when_the_backlog_falls_to_its_limit() {
     assert_eq!((b.bytes(), b.over(), b.waiters()), (100, false, 0));
 }
 
-/// The same for a task ([`Backlog::wait`]).
+/// The same for a task ([`Backlog::wait`]), made to wait before the backlog falls: on a
+/// one-thread runtime the spawned task runs up to its wait when the test's task yields.
 #[test]
 fn a_waiting_task_is_woken_when_the_backlog_falls_to_its_limit() {
     let b = Backlog::new(100);
     b.add(101);
-    let waiter = {
-        let b = b.clone();
-        std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .unwrap()
-                .block_on(b.wait(Duration::from_secs(3600)))
-        })
-    };
-    while b.waiters() == 0 {
-        std::thread::yield_now();
-    }
-    b.done(1);
-    assert!(waiter.join().unwrap());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let woken = rt.block_on(async {
+        let task = {
+            let b = b.clone();
+            tokio::spawn(async move { b.wait(Duration::from_secs(3600)).await })
+        };
+        tokio::task::yield_now().await;
+        assert_eq!(b.waiters(), 1);
+        b.done(1);
+        task.await.unwrap()
+    });
+    assert!(woken);
     assert_eq!((b.bytes(), b.over(), b.waiters()), (100, false, 0));
 }
