@@ -371,3 +371,22 @@ fn a_waiting_task_is_woken_when_the_backlog_falls_to_its_limit() {
     assert!(woken);
     assert_eq!((b.bytes(), b.over(), b.waiters()), (100, false, 0));
 }
+
+/// A wait that outlasts its bound with the backlog still over its limit says so (`false`,
+/// the refusal's cue), for a task and for a thread; a backlog at its limit lets both go on
+/// at once (`true`).
+#[test]
+fn waiting_in_vain_for_room_ends_false_after_the_bound() {
+    let b = Backlog::new(100);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    b.add(100);
+    assert!(rt.block_on(b.wait(Duration::from_secs(3600))));
+    assert!(b.wait_blocking(Duration::from_secs(3600)));
+    b.add(1);
+    assert!(!rt.block_on(b.wait(Duration::from_millis(10))));
+    assert!(!b.wait_blocking(Duration::from_millis(10)));
+    assert_eq!((b.bytes(), b.waiters()), (101, 0));
+}
