@@ -962,6 +962,6 @@ impl Pipeline {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod mutant_gaps_tests;
+#[cfg(test)]
+mod tests;

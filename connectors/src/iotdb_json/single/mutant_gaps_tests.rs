@@ -23,9 +23,14 @@ fn decimals_of_20_digits_just_above_2_to_the_64_read_as_the_standard_library_rea
             "{text}"
         );
         let want: f64 = text.parse().unwrap();
-        let payload =
-            format!(r#"{{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[{text}]}}"#);
-        let b = parse_iotdb_json_with(payload.as_bytes(), &JsonOptions::default(), &mut Names::default());
+        let payload = format!(
+            r#"{{"device":"root.a.b","timestamp":1,"measurements":["v"],"values":[{text}]}}"#
+        );
+        let b = parse_iotdb_json_with(
+            payload.as_bytes(),
+            &JsonOptions::default(),
+            &mut Names::default(),
+        );
         assert!(b.rejections.is_empty(), "{text}: {:?}", b.rejections);
         match b.records[0].fields[0].value {
             FieldValue::Float(got) => assert_eq!(got.to_bits(), want.to_bits(), "{text}"),
