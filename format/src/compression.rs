@@ -349,3 +349,6 @@ mod tests {
         assert_eq!(d.len(), 49);
     }
 }
+
+#[cfg(test)]
+mod mutant_gaps_tests;

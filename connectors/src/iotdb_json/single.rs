@@ -1077,3 +1077,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod mutant_gaps_tests;

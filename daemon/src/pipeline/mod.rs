@@ -977,4 +977,6 @@ impl Pipeline {
 }
 
 #[cfg(test)]
+mod mutant_gaps_tests;
+#[cfg(test)]
 mod tests;
