@@ -4,6 +4,7 @@
 use super::*;
 use crate::engine::files::FormatVersion;
 use tsfile::file::v4::TsFileReaderV4;
+use tsfile::Value;
 use tsfiled_connectors::Field;
 
 /// Every (measurement, time, value) of the sealed v4 files under `dir`, sorted.
