@@ -59,6 +59,8 @@ struct Stats {
     requests: u64,
     errors: u64,
     latencies_us: Vec<u32>,
+    /// The slowest acknowledgement's latency (µs) and when it came.
+    slowest: Option<(u32, Instant)>,
 }
 
 fn body(args: &Args, conn: usize, seq: u64, out: &mut Vec<u8>) {
@@ -138,6 +140,7 @@ fn run_conn(args: &Args, addr: SocketAddr, conn: usize, until: Instant) -> Stats
         requests: 0,
         errors: 0,
         latencies_us: Vec::new(),
+        slowest: None,
     };
     let Ok(stream) = TcpStream::connect(addr) else {
         st.errors += 1;
@@ -208,6 +211,9 @@ fn run_conn(args: &Args, addr: SocketAddr, conn: usize, until: Instant) -> Stats
         if status == 200 || status == 204 {
             st.acked_points += points;
             st.latencies_us.push(us);
+            if st.slowest.is_none_or(|(worst, _)| us > worst) {
+                st.slowest = Some((us, Instant::now()));
+            }
         } else {
             st.errors += 1;
             if status == 429 || status == 503 {
@@ -342,6 +348,11 @@ fn main() {
     let acked: u64 = stats.iter().map(|s| s.acked_points).sum();
     let requests: u64 = stats.iter().map(|s| s.requests).sum();
     let errors: u64 = stats.iter().map(|s| s.errors).sum();
+    let slowest_at = stats
+        .iter()
+        .filter_map(|s| s.slowest)
+        .max_by_key(|&(us, _)| us)
+        .map(|(_, at)| at.duration_since(start).as_secs_f64());
     let mut lat: Vec<u32> = stats.into_iter().flat_map(|s| s.latencies_us).collect();
     lat.sort_unstable();
     let pct = |p: f64| -> f64 {
@@ -364,6 +375,10 @@ fn main() {
         pct(0.99),
         pct(1.0),
     );
+    if let Some(at) = slowest_at {
+        let over_50ms = lat.iter().filter(|&&us| us > 50_000).count();
+        out!("slowest ack ended at s: {at:.1}; acks over 50 ms: {over_50ms}");
+    }
     if let Some(kib) = rss {
         out!("daemon peak RSS MiB: {:.1}", kib as f64 / 1024.0);
     }
