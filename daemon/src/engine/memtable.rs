@@ -36,15 +36,26 @@ pub(super) const SERIES_OVERHEAD: usize = 160;
 
 /// Heap bytes a series buffer holds (allocated capacity, not length).
 pub(super) fn footprint(b: &SeriesBuf) -> usize {
-    let cap = match &b.values {
+    let values = match &b.values {
         Column::Boolean(v) => v.capacity(),
-        Column::Int32(v) => v.capacity() * 4,
-        Column::Float(v) => v.capacity() * 4,
-        Column::Int64(v) => v.capacity() * 8,
-        Column::Double(v) => v.capacity() * 8,
-        Column::Text(v) => v.capacity() * 24,
+        Column::Int32(v) => v.capacity(),
+        Column::Float(v) => v.capacity(),
+        Column::Int64(v) => v.capacity(),
+        Column::Double(v) => v.capacity(),
+        Column::Text(v) => v.capacity(),
     };
-    b.times.capacity() * 8 + cap + b.text_bytes
+    b.times.capacity() * 8 + values * value_width(&b.values) + b.text_bytes
+}
+
+/// Bytes a value takes in `values`' vector (a TEXT entry's own vector; its heap bytes are
+/// counted apart).
+fn value_width(values: &Column) -> usize {
+    match values {
+        Column::Boolean(_) => 1,
+        Column::Int32(_) | Column::Float(_) => 4,
+        Column::Int64(_) | Column::Double(_) => 8,
+        Column::Text(_) => 24,
+    }
 }
 
 pub(super) type SeriesKey = (Arc<str>, Arc<str>);
@@ -87,13 +98,7 @@ pub(super) fn presize(series: usize, points: usize, len_bytes: usize, limit: usi
 /// Bytes of a series' points by the vectors' lengths (text heap bytes included), the
 /// `len_bytes` of [`presize`].
 pub(super) fn len_bytes(b: &SeriesBuf) -> usize {
-    let width = match &b.values {
-        Column::Boolean(_) => 1,
-        Column::Int32(_) | Column::Float(_) => 4,
-        Column::Int64(_) | Column::Double(_) => 8,
-        Column::Text(_) => 24,
-    };
-    b.times.len() * (8 + width) + b.text_bytes
+    b.times.len() * (8 + value_width(&b.values)) + b.text_bytes
 }
 
 /// The hash of a series key in a [`MemMap`]'s index.
