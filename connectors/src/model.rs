@@ -53,6 +53,77 @@ impl Field {
     }
 }
 
+/// Fields the spare vectors of one thread may hold in all ([`recycle_fields`]): about 7 MiB.
+const SPARE_FIELDS_MAX: usize = 1 << 17;
+
+/// A thread's spare field vectors and the fields they hold in all.
+#[derive(Default)]
+struct Spare {
+    vectors: Vec<Vec<Field>>,
+    fields: usize,
+}
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Spare> = std::cell::RefCell::new(Spare::default());
+}
+
+/// Keeps a record's field vector, its fields included, for a parser of this thread to refill
+/// ([`spare_fields`]) once the record has been used. A parser that finds a field's
+/// measurement already in place (the same interned name) replaces only the value, so the
+/// name's reference count is neither raised for the new field nor lowered for the old one,
+/// and the vector is not allocated again. A vector holding a string value, or one past the
+/// thread's limit ([`SPARE_FIELDS_MAX`] fields in all), is dropped instead.
+pub fn recycle_fields(fields: Vec<Field>) {
+    if fields.is_empty()
+        || fields
+            .iter()
+            .any(|f| matches!(f.value, FieldValue::Text(_)))
+    {
+        return;
+    }
+    SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.fields + fields.len() <= SPARE_FIELDS_MAX {
+            s.fields += fields.len();
+            s.vectors.push(fields);
+        }
+    });
+}
+
+/// A field vector to fill: the one this thread recycled last ([`recycle_fields`]), its old
+/// fields still in it to be overwritten or truncated, or else a new one with room for
+/// `room` fields.
+pub fn spare_fields(room: usize) -> Vec<Field> {
+    SPARE
+        .with(|s| {
+            let mut s = s.borrow_mut();
+            let v = s.vectors.pop()?;
+            s.fields -= v.len();
+            Some(v)
+        })
+        .unwrap_or_else(|| Vec::with_capacity(room))
+}
+
+/// Sets field `at` of `fields` (at most its length) to `measurement` and `value` without a
+/// type hint: in place when that field already names `measurement` (the same interned
+/// string), else replacing it or, past the end, appended.
+#[inline(always)]
+pub fn put_field(
+    fields: &mut Vec<Field>,
+    at: usize,
+    measurement: &std::sync::Arc<str>,
+    value: FieldValue,
+) {
+    match fields.get_mut(at) {
+        Some(f) if std::sync::Arc::ptr_eq(&f.measurement, measurement) => {
+            f.value = value;
+            f.type_hint = None;
+        }
+        Some(f) => *f = Field::new(measurement.clone(), value),
+        None => fields.push(Field::new(measurement.clone(), value)),
+    }
+}
+
 /// All fields of one device at one timestamp.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
@@ -245,6 +316,67 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `put_field` keeps a field naming the same interned string (only its value and type
+    /// hint change), replaces one naming another string (even of equal text) and appends
+    /// past the end.
+    #[test]
+    fn put_field_in_place_replaced_or_appended() {
+        let s: std::sync::Arc<str> = "s".into();
+        let equal_text: std::sync::Arc<str> = "s".into();
+        let mut fields = vec![Field {
+            measurement: s.clone(),
+            value: FieldValue::Int(1),
+            type_hint: Some(DataType::INT32),
+        }];
+        put_field(&mut fields, 0, &s, FieldValue::Float(2.5));
+        assert!(std::sync::Arc::ptr_eq(&fields[0].measurement, &s));
+        assert_eq!(fields[0].value, FieldValue::Float(2.5));
+        assert_eq!(fields[0].type_hint, None);
+        put_field(&mut fields, 0, &equal_text, FieldValue::Bool(true));
+        assert!(std::sync::Arc::ptr_eq(&fields[0].measurement, &equal_text));
+        assert_eq!(fields[0].value, FieldValue::Bool(true));
+        put_field(&mut fields, 1, &s, FieldValue::Int(3));
+        assert_eq!(
+            fields,
+            [
+                Field::new("s", FieldValue::Bool(true)),
+                Field::new("s", FieldValue::Int(3))
+            ]
+        );
+    }
+
+    /// A recycled vector is the next one handed out on its thread; one holding a string value
+    /// is not kept (nor an empty one), and the thread keeps at most `SPARE_FIELDS_MAX` fields.
+    #[test]
+    fn spare_fields_come_back_within_the_limit() {
+        // A thread of its own: the pool is per thread.
+        std::thread::spawn(|| {
+            let fresh = spare_fields(3);
+            assert!(fresh.is_empty() && fresh.capacity() >= 3);
+            let v = vec![Field::new("a", FieldValue::Int(1)); 2];
+            let at = v.as_ptr();
+            recycle_fields(v);
+            let back = spare_fields(3);
+            assert_eq!(back.as_ptr(), at);
+            assert_eq!(back, vec![Field::new("a", FieldValue::Int(1)); 2]);
+            recycle_fields(vec![
+                Field::new("a", FieldValue::Int(1)),
+                Field::new("t", FieldValue::Text("x".into())),
+            ]);
+            assert!(spare_fields(1).is_empty());
+            // Filled to the limit, one more field is one too many.
+            let half = SPARE_FIELDS_MAX / 2;
+            recycle_fields(vec![Field::new("a", FieldValue::Int(1)); half]);
+            recycle_fields(vec![Field::new("a", FieldValue::Int(1)); half]);
+            recycle_fields(vec![Field::new("a", FieldValue::Int(1))]);
+            assert_eq!(spare_fields(0).len(), half);
+            assert_eq!(spare_fields(0).len(), half);
+            assert!(spare_fields(0).is_empty());
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn time_conversion() {

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use crate::model::{Field, FieldValue, Record};
+use crate::model::{put_field, Field, FieldValue, Record};
 use crate::names::Names;
 
 use super::JsonOptions;
@@ -360,13 +360,16 @@ impl<'a> Reader<'a> {
     /// the record, in order, without the `null`s.
     fn values(&mut self, columns: &[Arc<str>]) -> Option<Vec<Field>> {
         self.eat(b'[')?;
-        let mut fields = Vec::with_capacity(columns.len());
         self.ws();
         if self.peek()? == b']' {
             self.i += 1;
-            return columns.is_empty().then_some(fields);
+            return columns.is_empty().then(Vec::new);
         }
         let last = columns.len().checked_sub(1)?;
+        // A recycled vector when there is one (its fields are overwritten in place, see
+        // `put_field`); `w` fields of it are this record's.
+        let mut fields = crate::model::spare_fields(columns.len());
+        let mut w = 0;
         // The cursor in a local while numbers are read (the common case).
         let s = self.s;
         let mut i = self.i;
@@ -382,11 +385,8 @@ impl<'a> Reader<'a> {
             if s.get(end) != Some(&b',') {
                 break;
             }
-            fields.push(Field {
-                measurement: name.clone(),
-                value,
-                type_hint: None,
-            });
+            put_field(&mut fields, w, name, value);
+            w += 1;
             i = end + 1;
             k += 1;
         }
@@ -416,11 +416,8 @@ impl<'a> Reader<'a> {
                 }
             };
             if let Some(value) = value {
-                fields.push(Field {
-                    measurement: name.clone(),
-                    value,
-                    type_hint: None,
-                });
+                put_field(&mut fields, w, name, value);
+                w += 1;
             }
             // The separator: `,`, or the `]` after the last value (more values than names
             // leave the payload to the general parser).
@@ -432,6 +429,7 @@ impl<'a> Reader<'a> {
             }
             if k == last {
                 self.i = i;
+                fields.truncate(w);
                 return (b == b']').then_some(fields);
             }
             if b != b',' {
@@ -504,6 +502,62 @@ mod tests {
             .iter()
             .map(|f| (&*f.measurement, f.value.clone()))
             .collect()
+    }
+
+    /// A recycled field vector is refilled: the fields of the payload parsed into it are
+    /// those written in it (hand-read from the literals), whatever the vector held (more
+    /// fields, other names, a `null` shifting the names).
+    #[test]
+    fn recycled_field_vectors_are_refilled() {
+        use FieldValue::{Float, Int};
+        // Another thread's pool would not be this test's: the vectors stay on this thread.
+        let mut names = Names::default();
+        let text = |values: &str, list: &str| {
+            format!(
+                r#"{{"device":"root.sg.d1","timestamp":5,"measurements":[{list}],"values":[{values}]}}"#
+            )
+        };
+        let read = |b: &Batch| -> Vec<(String, FieldValue)> {
+            fields(b)
+                .into_iter()
+                .map(|(m, v)| (m.to_string(), v))
+                .collect()
+        };
+        let pairs = |p: &[(&str, FieldValue)]| -> Vec<(String, FieldValue)> {
+            p.iter().map(|(m, v)| (m.to_string(), v.clone())).collect()
+        };
+        let abc = r#""a","b","c""#;
+        let first = parse(text("1.5,2,3.25", abc).as_bytes(), &ms(), &mut names).unwrap();
+        assert_eq!(
+            read(&first),
+            pairs(&[("a", Float(1.5)), ("b", Int(2)), ("c", Float(3.25))])
+        );
+        let at = first.records[0].fields.as_ptr();
+        crate::model::recycle_fields(first.records.into_iter().next().unwrap().fields);
+        // The same names: the vector comes back with new values.
+        let again = parse(text("-7,8.5,9", abc).as_bytes(), &ms(), &mut names).unwrap();
+        assert_eq!(again.records[0].fields.as_ptr(), at);
+        assert_eq!(
+            read(&again),
+            pairs(&[("a", Int(-7)), ("b", Float(8.5)), ("c", Int(9))])
+        );
+        crate::model::recycle_fields(again.records.into_iter().next().unwrap().fields);
+        // A null: the fields after it move up one place, and the vector is cut to two.
+        let null = parse(text("null,0.5,6", abc).as_bytes(), &ms(), &mut names).unwrap();
+        assert_eq!(null.records[0].fields.as_ptr(), at);
+        assert_eq!(read(&null), pairs(&[("b", Float(0.5)), ("c", Int(6))]));
+        crate::model::recycle_fields(null.records.into_iter().next().unwrap().fields);
+        // Other names, more of them than the vector held.
+        let other = parse(
+            text("1,2,3,4", r#""w","x","y","z""#).as_bytes(),
+            &ms(),
+            &mut names,
+        )
+        .unwrap();
+        assert_eq!(
+            read(&other),
+            pairs(&[("w", Int(1)), ("x", Int(2)), ("y", Int(3)), ("z", Int(4))])
+        );
     }
 
     /// The values' common shape (short numbers, each followed at once by a `,`) is read by a

@@ -706,6 +706,11 @@ impl Pipeline {
             .map(|(s, _)| (s.device.clone(), s.measurement.clone(), s.ty))
             .collect();
         series.retain(|s| !s.is_empty());
+        // The records' field vectors go back to this thread's parsers (their names' reference
+        // counts untouched: see `recycle_fields`).
+        for rec in batch.records {
+            tsfiled_connectors::model::recycle_fields(rec.fields);
+        }
         Normalized {
             batch: WriteBatch { series },
             rejections,
