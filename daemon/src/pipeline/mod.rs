@@ -8,6 +8,7 @@
 
 mod backlog;
 mod lock;
+mod spare;
 mod status;
 
 use std::collections::HashMap;
@@ -624,12 +625,13 @@ impl Pipeline {
                             None => info.map(|(device, measurement, ty, new)| {
                                 let n = slot.records.min(room);
                                 room -= n;
+                                let (times, values) = spare::vectors(ty.data_type, n);
                                 series.push(SeriesData {
                                     device,
                                     measurement,
                                     ty,
-                                    times: Vec::with_capacity(n),
-                                    values: Column::with_capacity(ty.data_type, n),
+                                    times,
+                                    values,
                                 });
                                 fresh.push(new);
                                 series.len() - 1
@@ -776,7 +778,7 @@ impl Pipeline {
             return Ok((None, outcome));
         }
         let payload = wb.encode();
-        drop(wb);
+        spare::recycle(wb);
         let ticket = self
             .wal
             .append(payload, received)
