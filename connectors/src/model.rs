@@ -61,6 +61,9 @@ const SPARE_FIELDS_MAX: usize = 1 << 17;
 struct Spare {
     vectors: Vec<Vec<Field>>,
     fields: usize,
+    /// A parser of this thread asked for a vector ([`spare_fields`]): only then are vectors
+    /// kept, so a thread whose parsers never refill them holds none.
+    wanted: bool,
 }
 
 thread_local! {
@@ -71,8 +74,9 @@ thread_local! {
 /// ([`spare_fields`]) once the record has been used. A parser that finds a field's
 /// measurement already in place (the same interned name) replaces only the value, so the
 /// name's reference count is neither raised for the new field nor lowered for the old one,
-/// and the vector is not allocated again. A vector holding a string value, or one past the
-/// thread's limit ([`SPARE_FIELDS_MAX`] fields in all), is dropped instead.
+/// and the vector is not allocated again. A vector holding a string value, one past the
+/// thread's limit ([`SPARE_FIELDS_MAX`] fields in all), or any on a thread whose parsers have
+/// not asked for one, is dropped instead.
 pub fn recycle_fields(fields: Vec<Field>) {
     if fields.is_empty()
         || fields
@@ -83,7 +87,7 @@ pub fn recycle_fields(fields: Vec<Field>) {
     }
     SPARE.with(|s| {
         let mut s = s.borrow_mut();
-        if s.fields + fields.len() <= SPARE_FIELDS_MAX {
+        if s.wanted && s.fields + fields.len() <= SPARE_FIELDS_MAX {
             s.fields += fields.len();
             s.vectors.push(fields);
         }
@@ -97,6 +101,7 @@ pub fn spare_fields(room: usize) -> Vec<Field> {
     SPARE
         .with(|s| {
             let mut s = s.borrow_mut();
+            s.wanted = true;
             let v = s.vectors.pop()?;
             s.fields -= v.len();
             Some(v)
@@ -346,12 +351,15 @@ mod tests {
         );
     }
 
-    /// A recycled vector is the next one handed out on its thread; one holding a string value
-    /// is not kept (nor an empty one), and the thread keeps at most `SPARE_FIELDS_MAX` fields.
+    /// A recycled vector is the next one handed out on its thread once a parser there asked
+    /// for one; one holding a string value is not kept (nor an empty one), and the thread
+    /// keeps at most `SPARE_FIELDS_MAX` fields.
     #[test]
     fn spare_fields_come_back_within_the_limit() {
         // A thread of its own: the pool is per thread.
         std::thread::spawn(|| {
+            // Nothing is kept before a parser of the thread asked for a vector.
+            recycle_fields(vec![Field::new("a", FieldValue::Int(1))]);
             let fresh = spare_fields(3);
             assert!(fresh.is_empty() && fresh.capacity() >= 3);
             let v = vec![Field::new("a", FieldValue::Int(1)); 2];
