@@ -53,7 +53,7 @@ impl Field {
     }
 }
 
-/// Fields the spare vectors of one thread may hold in all ([`recycle_fields`]): about 7 MiB.
+/// Fields the spare vectors of one thread may hold in all ([`recycle_fields`]): 6 MiB of them.
 const SPARE_FIELDS_MAX: usize = 1 << 17;
 
 /// A thread's spare field vectors and the fields they hold in all.
