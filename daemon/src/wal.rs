@@ -367,19 +367,49 @@ pub fn replay(
     Ok((next, report, disk))
 }
 
+/// Bytes of payload [`resync`] may checksum per byte of the segment. A reused file's old
+/// contents after the last record look like records (lengths in range, payloads present) at
+/// many positions: an unbounded search checksummed gigabytes on a restart (tens of seconds
+/// for one 64 MiB segment); past the budget the rest is cut as a tail.
+const RESYNC_BUDGET: usize = 8;
+
 /// The first position at or after `from + 1` where a whole record with a matching
 /// checksum (salted with `salt`, see [`record_crc`]) starts, if any (a false match needs a
-/// 32-bit checksum collision).
+/// 32-bit checksum collision). If the record at `from` is whole (only its checksum is
+/// wrong) and a good record follows it, that one; else positions are tried one by one
+/// until [`RESYNC_BUDGET`] is spent.
 fn resync(data: &[u8], from: usize, salt: Option<u64>) -> Option<usize> {
-    (from + 1..data.len().saturating_sub(8)).find(|&p| {
-        let len = u32::from_le_bytes([data[p], data[p + 1], data[p + 2], data[p + 3]]) as usize;
-        let crc = u32::from_le_bytes([data[p + 4], data[p + 5], data[p + 6], data[p + 7]]);
-        len > 0
-            && len <= MAX_RECORD
-            && data
-                .get(p + 8..p + 8 + len)
-                .is_some_and(|payload| record_crc(salt, payload) == crc)
-    })
+    let mut budget = RESYNC_BUDGET.saturating_mul(data.len());
+    let mut whole = |p: usize| -> Option<bool> {
+        let head = data.get(p..p + 8)?;
+        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        if len == 0 || len > MAX_RECORD {
+            return Some(false);
+        }
+        let Some(payload) = data.get(p + 8..p + 8 + len) else {
+            return Some(false);
+        };
+        budget = budget.checked_sub(len)?;
+        Some(record_crc(salt, payload) == crc)
+    };
+    let follower = data
+        .get(from..from + 4)
+        .map(|l| from + 8 + u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)
+        .filter(|&next| next > from + 8 && next <= data.len());
+    if let Some(next) = follower {
+        if whole(next) == Some(true) {
+            return Some(next);
+        }
+    }
+    for p in from + 1..data.len().saturating_sub(8) {
+        match whole(p) {
+            Some(true) => return Some(p),
+            Some(false) => {}
+            None => return None, // the budget is spent
+        }
+    }
+    None
 }
 
 /// Reads the records with `from <= lsn <= upto` without changing anything (the log may be

@@ -1152,3 +1152,43 @@ fn a_power_loss_around_a_prepared_segment_keeps_exactly_the_acknowledged_records
     assert_eq!(lsn_segment(at), next);
     assert!(next >= 5);
 }
+
+#[test]
+fn resync_takes_the_record_after_a_whole_corrupt_one_and_gives_up_past_its_budget() {
+    // A whole record of 9 with a bad checksum, then a good one right after it.
+    let data = segment_v2(&[
+        record(b"abc", CRC_ID9_ABC ^ 1),
+        record(b"123456789", CRC_ID9_123456789),
+    ]);
+    assert_eq!(resync(&data, 8, Some(9)), Some(19));
+    // 20,000 bytes whose every fourth position reads as a 4096-byte record (old contents of
+    // a reused file), then a good record: checksumming each candidate would cost about
+    // 5,000 x 4,096 bytes, over the budget of 8 bytes per byte of the segment, so the search
+    // stops and the good record at the end is not reached: the stretch is a tail.
+    let mut data = segment_v2(&[]);
+    for _ in 0..5000 {
+        data.extend_from_slice(&[0x00, 0x10, 0x00, 0x00]);
+    }
+    let good_at = data.len();
+    data.extend_from_slice(&record(b"abc", CRC_ID9_ABC));
+    assert_eq!(resync(&data, 8, Some(9)), None);
+    // The same good record after a short stretch is found.
+    let mut near = segment_v2(&[]);
+    near.extend_from_slice(&[0x00, 0x10, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00]);
+    near.extend_from_slice(&record(b"abc", CRC_ID9_ABC));
+    assert_eq!(resync(&near, 8, Some(9)), Some(16));
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("wal-00000000000000000009.log"), &data).unwrap();
+    let (_, report, disk, recs) = replay_all(tmp.path());
+    assert!(recs.is_empty());
+    assert_eq!(report.skipped, vec![]);
+    assert_eq!(report.truncated[0].1, 8);
+    assert_eq!(disk, 8);
+    // (The record at the end is a good one: read from its position, it checks out.)
+    let mut found = Vec::new();
+    let end = scan_segment(&data, 9, good_at, |at, payload| {
+        found.push((at, payload.to_vec()))
+    });
+    assert_eq!(end, (data.len(), None));
+    assert_eq!(found, vec![(good_at, b"abc".to_vec())]);
+}
