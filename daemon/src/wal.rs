@@ -18,9 +18,9 @@
 //! as a spare (`wal-<id:020>.spare`, at most [`WalOptions::spares`]) instead of being deleted, and the
 //! trimmer thread renames a spare to the next segment's name ahead of time (then fsyncs the
 //! directory). The log then overwrites blocks the file already has: an `fdatasync` that does
-//! not change the file's size or extents has no metadata to commit and does not wait for the
-//! file system's journal, which other files' writes, fsyncs and deletions share (on ext4 a
-//! commit also issues the TRIMs of freed blocks when mounted with `discard`). The old bytes
+//! not change the file's size or extents has no allocation to make durable (block bitmaps,
+//! extent blocks; on a journaling file system, no journal commit to wait for, which other
+//! files' writes, fsyncs and deletions share), and no segment is unlinked. The old bytes
 //! after the last record are not records of this segment: their checksums were salted with an
 //! older segment id (ids only grow, spares included), so replay never takes them for records
 //! and cuts them as a tail. Without a spare, a segment is created as before.
