@@ -1192,3 +1192,54 @@ fn resync_takes_the_record_after_a_whole_corrupt_one_and_gives_up_past_its_budge
     assert_eq!(end, (data.len(), None));
     assert_eq!(found, vec![(good_at, b"abc".to_vec())]);
 }
+
+#[test]
+fn v1_and_v2_segments_replay_side_by_side() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v1 = segment(&[record(b"abc", CRC_ABC)]);
+    fs::write(tmp.path().join("wal-00000000000000000005.log"), v1).unwrap();
+    let v2 = segment_v2(&[record(b"123456789", CRC_ID9_123456789)]);
+    fs::write(tmp.path().join("wal-00000000000000000009.log"), v2).unwrap();
+    let (next, report, disk, recs) = replay_all(tmp.path());
+    assert_eq!(
+        recs,
+        vec![
+            (0x0500_0000_0008, b"abc".to_vec()),
+            (0x0900_0000_0008, b"123456789".to_vec())
+        ]
+    );
+    assert_eq!((next, report.truncated, disk), (10, vec![], 19 + 25));
+}
+
+#[test]
+fn spares_left_by_a_previous_run_are_taken_up_to_the_pool_size_and_reused() {
+    let tmp = tempfile::tempdir().unwrap();
+    for id in [1u64, 2, 3] {
+        fs::write(spare_path(tmp.path(), id), vec![7u8; 100 * id as usize]).unwrap();
+    }
+    let (next, _, disk, _) = replay_all(tmp.path());
+    assert_eq!((next, disk), (4, 0));
+    let wal = Wal::start(WalOptions::new(tmp.path()), next, disk, |_, _, _: u32| {}).unwrap();
+    // Two spares are kept (the default pool), the third deleted; one is prepared as segment 5.
+    let seg5 = segment_path(tmp.path(), 5);
+    wait_for("segment 5 prepared", || seg5.exists());
+    let spares = list_spares(&*tsfiled_fsio::std_fs(), tmp.path()).unwrap();
+    assert_eq!(spares.len(), 1, "{spares:?}");
+    let left = fs::metadata(&spares[0].1).unwrap().len();
+    let prepared = fs::metadata(&seg5).unwrap().len();
+    assert_eq!(left + prepared, 300 + 200);
+    assert_eq!(
+        wal.stats().spare_bytes.load(Ordering::Relaxed),
+        left + prepared
+    );
+    drop(wal);
+    // Segment 4 (empty) was created; the unused prepared 5 (no magic: the log writes it when
+    // it uses the file) is removed by replay.
+    let (next, report, _, recs) = replay_all(tmp.path());
+    assert!(recs.is_empty());
+    assert_eq!(next, 6);
+    assert_eq!(
+        report.truncated,
+        vec![(5, 0, "bad segment magic".to_string())]
+    );
+}
