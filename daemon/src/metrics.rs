@@ -40,6 +40,8 @@ pub struct Metrics {
     pub memtable_max_bytes: IntGaugeVec,
     /// Write-ahead-log fsyncs (a counter: refreshed at scrape time from the log's own count).
     pub wal_fsyncs: IntCounterVec,
+    /// Durations of the write-ahead log's fdatasync calls.
+    pub wal_fsync_seconds: HistogramVec,
     /// Known series.
     pub series: IntGaugeVec,
     /// Memtable flush durations.
@@ -162,6 +164,12 @@ impl Metrics {
                 "tsfiled_wal_fsyncs_total",
                 "Write-ahead-log fsync calls.",
                 &["pipeline"],
+            ),
+            wal_fsync_seconds: hist(
+                "tsfiled_wal_fsync_seconds",
+                "Duration of the write-ahead log's fdatasync calls (every acknowledgement waits for one).",
+                &["pipeline"],
+                0.00005,
             ),
             series: gauge(
                 "tsfiled_series",

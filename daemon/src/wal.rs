@@ -6,11 +6,24 @@
 //! once, passes the items in log order to the sink (the engine), and only then
 //! resolves the appenders' tickets: an acknowledged record is on disk.
 //!
-//! Segment file: `wal-<id:020>.log` = 8-byte magic, then records
-//! `[len: u32 LE][crc32(payload): u32 LE][payload]`. Replay cuts a torn or corrupt tail
-//! of a segment. A corrupt record in the middle of a segment (good records after it) is
-//! skipped: replay looks for the next position where a whole record checks out, replays
-//! from there, reports the skipped byte range, and keeps the segment as it is.
+//! Segment file: `wal-<id:020>.log` = 8-byte magic `TSFDWAL2`, then records
+//! `[len: u32 LE][crc: u32 LE][payload]`, where `crc` is the CRC-32 (IEEE) of the segment id
+//! as a u64 LE followed by the payload. Segments of the first format (magic `TSFDWAL1`, `crc`
+//! over the payload alone) still replay. Replay cuts a torn or corrupt tail of a segment. A
+//! corrupt record in the middle of a segment (good records after it) is skipped: replay looks
+//! for the next position where a whole record checks out, replays from there, reports the
+//! skipped byte range, and keeps the segment as it is.
+//!
+//! Segment files are reused: a trimmed segment that the log filled and closed itself is kept
+//! as a spare (`wal-<id:020>.spare`, at most [`WalOptions::spares`]) instead of being deleted, and the
+//! trimmer thread renames a spare to the next segment's name ahead of time (then fsyncs the
+//! directory). The log then overwrites blocks the file already has: an `fdatasync` that does
+//! not change the file's size or extents has no allocation to make durable (block bitmaps,
+//! extent blocks; on a journaling file system, no journal commit to wait for, which other
+//! files' writes, fsyncs and deletions share), and no segment is unlinked. The old bytes
+//! after the last record are not records of this segment: their checksums were salted with an
+//! older segment id (ids only grow, spares included), so replay never takes them for records
+//! and cuts them as a tail. Without a spare, a segment is created as before.
 //!
 //! A failed write or fsync retires the segment (the records of the failed group are not
 //! acknowledged; after a failed fsync nothing unsynced in that file is trusted again) and
@@ -21,6 +34,7 @@
 //! whole segments below it are deleted by a second thread, so that a slow deletion never
 //! holds a commit.
 
+use std::collections::BTreeSet;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -39,11 +53,37 @@ use crate::{Error, Result};
 /// A log position: `segment << 40 | byte offset in the segment`.
 pub type Lsn = u64;
 
-const MAGIC: &[u8; 8] = b"TSFDWAL1";
+/// Magic of the segments written now (record checksums salted with the segment id).
+const MAGIC: &[u8; 8] = b"TSFDWAL2";
+/// Magic of the first format (record checksums over the payload alone), replayed still.
+const MAGIC_V1: &[u8; 8] = b"TSFDWAL1";
+/// Emptied segments kept for reuse by default, at most ([`WalOptions::spares`]).
+pub const SPARES: usize = 2;
 const HEADER: usize = 8;
 const OFFSET_BITS: u32 = 40;
 /// Largest record payload accepted, 256 MiB (also the replay sanity bound).
 pub const MAX_RECORD: usize = 256 * 1024 * 1024;
+
+/// A record's checksum: CRC-32 of the segment id (u64 LE) then the payload; with no id
+/// (a `TSFDWAL1` segment), of the payload alone.
+fn record_crc(segment: Option<u64>, payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    if let Some(id) = segment {
+        h.update(&id.to_le_bytes());
+    }
+    h.update(payload);
+    h.finalize()
+}
+
+/// The checksum salt of a segment from its magic (`Some(None)`: a `TSFDWAL1` segment);
+/// `None`: no valid magic.
+fn segment_salt(data: &[u8], id: u64) -> Option<Option<u64>> {
+    match data.get(..HEADER) {
+        Some(m) if m == MAGIC => Some(Some(id)),
+        Some(m) if m == MAGIC_V1 => Some(None),
+        _ => None,
+    }
+}
 
 /// Builds an LSN.
 pub fn lsn(segment: u64, offset: u64) -> Lsn {
@@ -76,6 +116,11 @@ pub struct WalOptions {
     pub fs: FsRef,
     /// Faults tests inject (none by default): [`TestHooks::wal_sync_delay`].
     pub hooks: TestHooks,
+    /// Observes the duration of every `fdatasync` of the log (none: not observed).
+    pub fsync_seconds: Option<prometheus::Histogram>,
+    /// Emptied segments kept for reuse, at most (0: trimmed segments are deleted). They are
+    /// not counted in `max_bytes`: the directory holds up to this many segments more.
+    pub spares: usize,
 }
 
 impl WalOptions {
@@ -90,6 +135,8 @@ impl WalOptions {
             commit_bytes: 4 * 1024 * 1024,
             fs: tsfiled_fsio::std_fs(),
             hooks: TestHooks::default(),
+            fsync_seconds: None,
+            spares: SPARES,
         }
     }
 }
@@ -97,8 +144,12 @@ impl WalOptions {
 /// Counters the WAL exposes (read by the metrics module).
 #[derive(Debug, Default)]
 pub struct WalStats {
-    /// Bytes in segment files on disk.
+    /// Bytes of the segment files on disk (whole files: a reused segment counts in full from
+    /// the moment the log opens it).
     pub disk_bytes: AtomicU64,
+    /// Bytes of the spare segment files kept for reuse (at most [`WalOptions::spares`] files,
+    /// not part of `disk_bytes` nor of the size limit).
+    pub spare_bytes: AtomicU64,
     /// Bytes queued, not yet written.
     pub pending_bytes: AtomicUsize,
     /// Number of fdatasync calls.
@@ -216,13 +267,26 @@ fn segment_path(dir: &Path, id: u64) -> PathBuf {
     dir.join(format!("wal-{id:020}.log"))
 }
 
+fn spare_path(dir: &Path, id: u64) -> PathBuf {
+    dir.join(format!("wal-{id:020}.spare"))
+}
+
 fn list_segments(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    list_numbered(fs, dir, ".log")
+}
+
+/// The spare segment files, named after the last segment id they held.
+fn list_spares(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    list_numbered(fs, dir, ".spare")
+}
+
+fn list_numbered(fs: &dyn Fs, dir: &Path, suffix: &str) -> io::Result<Vec<(u64, PathBuf)>> {
     let mut out = Vec::new();
     for entry in fs.read_dir(dir)? {
         if let Some(id) = entry
             .name
             .strip_prefix("wal-")
-            .and_then(|s| s.strip_suffix(".log"))
+            .and_then(|s| s.strip_suffix(suffix))
             .and_then(|s| s.parse::<u64>().ok())
         {
             out.push((id, entry.path));
@@ -234,8 +298,9 @@ fn list_segments(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
 
 /// Reads every record of every segment in `dir`, in order, calling `f` for each;
 /// cuts torn or corrupt tails and skips corrupt records followed by good ones (both
-/// logged and in the report). Returns the next free segment id, the report and the
-/// bytes left on disk.
+/// logged and in the report). Returns the next free segment id (past every segment and
+/// spare, so that a reused file never gets an id it held before), the report and the
+/// segment bytes left on disk (spares not counted).
 pub fn replay(
     fs: &dyn Fs,
     dir: &Path,
@@ -244,17 +309,18 @@ pub fn replay(
     tsfiled_fsio::create_dir_all_synced(fs, dir)?;
     let mut report = ReplayReport::default();
     let segments = list_segments(fs, dir)?;
-    let mut next = 0;
+    let mut next = list_spares(fs, dir)?.last().map_or(0, |s| s.0 + 1);
     let mut disk = 0u64;
     for (id, path) in &segments {
-        next = id + 1;
+        next = next.max(id + 1);
         report.segments += 1;
         let data = fs.read(path)?;
+        let salt = segment_salt(&data, *id);
         let mut pos = 0;
         let mut end;
         let mut tail = None;
         loop {
-            let (good_end, reason) = scan_segment(&data, pos, |offset, payload| {
+            let (good_end, reason) = scan_segment(&data, *id, pos, |offset, payload| {
                 report.records += 1;
                 f(ReplayRecord {
                     lsn: lsn(*id, offset as u64),
@@ -263,7 +329,7 @@ pub fn replay(
             });
             end = good_end;
             let Some(reason) = reason else { break };
-            match resync(&data, good_end.max(HEADER)) {
+            match salt.and_then(|salt| resync(&data, good_end.max(HEADER), salt)) {
                 Some(next_good) if good_end >= HEADER => {
                     tracing::error!(segment = %path.display(), from = good_end, to = next_good, %reason, "write-ahead log: skipping a corrupt stretch; the records after it are replayed");
                     report
@@ -278,7 +344,12 @@ pub fn replay(
             }
         }
         if let Some(reason) = tail {
-            tracing::warn!(segment = %path.display(), offset = end, %reason, "write-ahead log: cutting torn or corrupt tail");
+            if salt == Some(Some(*id)) {
+                // Expected in a reused segment: the file's old contents follow the last record.
+                tracing::info!(segment = %path.display(), offset = end, %reason, "write-ahead log: cutting the segment after its last record (a torn write or a reused file's old contents)");
+            } else {
+                tracing::warn!(segment = %path.display(), offset = end, %reason, "write-ahead log: cutting torn or corrupt tail");
+            }
             if end < HEADER {
                 fs.remove_file(path)?;
             } else {
@@ -296,18 +367,49 @@ pub fn replay(
     Ok((next, report, disk))
 }
 
+/// Bytes of payload [`resync`] may checksum per byte of the segment. A reused file's old
+/// contents after the last record look like records (lengths in range, payloads present) at
+/// many positions: an unbounded search checksummed gigabytes on a restart (tens of seconds
+/// for one 64 MiB segment); past the budget the rest is cut as a tail.
+const RESYNC_BUDGET: usize = 8;
+
 /// The first position at or after `from + 1` where a whole record with a matching
-/// checksum starts, if any (a false match needs a 32-bit checksum collision).
-fn resync(data: &[u8], from: usize) -> Option<usize> {
-    (from + 1..data.len().saturating_sub(8)).find(|&p| {
-        let len = u32::from_le_bytes([data[p], data[p + 1], data[p + 2], data[p + 3]]) as usize;
-        let crc = u32::from_le_bytes([data[p + 4], data[p + 5], data[p + 6], data[p + 7]]);
-        len > 0
-            && len <= MAX_RECORD
-            && data
-                .get(p + 8..p + 8 + len)
-                .is_some_and(|payload| crc32fast::hash(payload) == crc)
-    })
+/// checksum (salted with `salt`, see [`record_crc`]) starts, if any (a false match needs a
+/// 32-bit checksum collision). If the record at `from` is whole (only its checksum is
+/// wrong) and a good record follows it, that one; else positions are tried one by one
+/// until [`RESYNC_BUDGET`] is spent.
+fn resync(data: &[u8], from: usize, salt: Option<u64>) -> Option<usize> {
+    let mut budget = RESYNC_BUDGET.saturating_mul(data.len());
+    let mut whole = |p: usize| -> Option<bool> {
+        let head = data.get(p..p + 8)?;
+        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        if len == 0 || len > MAX_RECORD {
+            return Some(false);
+        }
+        let Some(payload) = data.get(p + 8..p + 8 + len) else {
+            return Some(false);
+        };
+        budget = budget.checked_sub(len)?;
+        Some(record_crc(salt, payload) == crc)
+    };
+    let follower = data
+        .get(from..from + 4)
+        .map(|l| from + 8 + u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)
+        .filter(|&next| next > from + 8 && next <= data.len());
+    if let Some(next) = follower {
+        if whole(next) == Some(true) {
+            return Some(next);
+        }
+    }
+    for p in from + 1..data.len().saturating_sub(8) {
+        match whole(p) {
+            Some(true) => return Some(p),
+            Some(false) => {}
+            None => return None, // the budget is spent
+        }
+    }
+    None
 }
 
 /// Reads the records with `from <= lsn <= upto` without changing anything (the log may be
@@ -329,7 +431,7 @@ pub fn read_range(
         }
         let data = fs.read(&path)?;
         let mut go = true;
-        scan_segment(&data, 0, |offset, payload| {
+        scan_segment(&data, id, 0, |offset, payload| {
             let at = lsn(id, offset as u64);
             if go && at >= from && at <= upto {
                 go = f(at, payload);
@@ -342,11 +444,12 @@ pub fn read_range(
     Ok(())
 }
 
-/// Scans one segment's bytes from `start` (0: the header first): calls
+/// Scans the bytes of segment `id` from `start` (0: the header first): calls
 /// `f(offset, payload)` per good record; returns where the good part ends and, if it
 /// ends early, why.
 fn scan_segment(
     data: &[u8],
+    id: u64,
     start: usize,
     mut f: impl FnMut(usize, &[u8]),
 ) -> (usize, Option<String>) {
@@ -356,9 +459,9 @@ fn scan_segment(
             Some(format!("segment of {} bytes has no header", data.len())),
         );
     }
-    if &data[..HEADER] != MAGIC {
+    let Some(salt) = segment_salt(data, id) else {
         return (0, Some("bad segment magic".to_string()));
-    }
+    };
     let mut pos = start.max(HEADER);
     while pos < data.len() {
         let Some(head) = data.get(pos..pos + 8) else {
@@ -378,7 +481,7 @@ fn scan_segment(
                 )),
             );
         };
-        if crc32fast::hash(payload) != crc {
+        if record_crc(salt, payload) != crc {
             return (pos, Some("record checksum mismatch".to_string()));
         }
         f(pos, payload);
@@ -416,6 +519,10 @@ impl<T: Send + 'static> Wal<T> {
             .store(initial_disk_bytes, Ordering::Relaxed);
         let low_watermark = Arc::new(AtomicU64::new(0));
         let broken = Arc::new(AtomicU8::new(USABLE));
+        let prepared = Arc::new(Mutex::new(Prepared {
+            want: first_segment,
+            ready: None,
+        }));
         let (tx, rx) = mpsc::channel();
         let mut worker = Worker {
             fs: opts.fs.clone(),
@@ -427,6 +534,9 @@ impl<T: Send + 'static> Wal<T> {
             active: None,
             active_id: first_segment,
             active_len: 0,
+            active_cap: 0,
+            prepared: prepared.clone(),
+            fsync_seconds: opts.fsync_seconds.clone(),
             stats: stats.clone(),
             low_watermark: low_watermark.clone(),
             broken: broken.clone(),
@@ -441,10 +551,19 @@ impl<T: Send + 'static> Wal<T> {
             worker.segment_failed(first_segment, e);
         }
         let (trim_tx, trim_rx) = mpsc::channel();
-        let (fs, dir, trim_stats) = (opts.fs.clone(), opts.dir.clone(), stats.clone());
+        let trimmer = Trimmer {
+            fs: opts.fs.clone(),
+            dir: opts.dir.clone(),
+            stats: stats.clone(),
+            prepared,
+            max_spares: opts.spares,
+            bound: 0,
+            closed: BTreeSet::new(),
+            spares: Vec::new(),
+        };
         let trimmer = std::thread::Builder::new()
             .name("tsfiled-wal-trim".into())
-            .spawn(move || run_trimmer(&*fs, &dir, &trim_stats, trim_rx))?;
+            .spawn(move || trimmer.run(first_segment, trim_rx))?;
         worker.trimmer = Some((trim_tx, trimmer));
         let thread = std::thread::Builder::new()
             .name("tsfiled-wal".into())
@@ -559,13 +678,19 @@ struct Worker {
     active: Option<Box<dyn FsFile>>,
     active_id: u64,
     active_len: u64,
+    /// The active file's length (more than `active_len` in a reused file).
+    active_cap: u64,
+    /// The segment the trimmer renamed a spare to, ahead of time.
+    prepared: Arc<Mutex<Prepared>>,
+    fsync_seconds: Option<prometheus::Histogram>,
     stats: Arc<WalStats>,
     low_watermark: Arc<AtomicU64>,
     broken: Arc<AtomicU8>,
     /// The bound last handed to the trimmer.
     trimmed_below: u64,
-    /// The trimmer thread: segments below the bound it is sent are deleted there.
-    trimmer: Option<(mpsc::Sender<u64>, JoinHandle<()>)>,
+    /// The trimmer thread: segments below the bound it is sent are deleted (or kept as spares)
+    /// there, full segments are closed there, and the next segment is prepared there.
+    trimmer: Option<(mpsc::Sender<TrimMsg>, JoinHandle<()>)>,
     health: Option<Arc<StorageHealth>>,
     /// The last write failed (reported to `health`).
     failing: bool,
@@ -581,25 +706,69 @@ impl Worker {
             tracing::error!(dir = %self.dir.display(), "write-ahead log: the directory vanished; creating it again");
             tsfiled_fsio::create_dir_all_synced(&*self.fs, &self.dir)?;
         }
-        // `id` is past every segment holding records (a failed earlier try may have left
-        // a partial file under it: truncated).
-        let mut f = self.fs.create(&path)?;
-        let ready = f
-            .write_all(MAGIC)
-            .and_then(|_| f.sync_all())
-            .and_then(|_| self.fs.sync_dir(&self.dir));
-        if let Err(e) = ready {
-            drop(f);
-            let _ = self.fs.remove_file(&path);
-            return Err(e);
-        }
+        let reused = self.take_prepared(id).and_then(|len| {
+            // The magic is written again (it goes to disk with the first group's fdatasync):
+            // the file holds no record of this segment before that.
+            let opened = self.fs.open_write(&path).and_then(|mut f| {
+                f.write_all(MAGIC)?;
+                Ok(f)
+            });
+            match opened {
+                Ok(f) => Some((f, len.max(HEADER as u64))),
+                Err(e) => {
+                    tracing::warn!(segment = %path.display(), error = %e, "write-ahead log: cannot open the prepared segment; creating it");
+                    None
+                }
+            }
+        });
+        let (f, cap) = match reused {
+            Some(reused) => reused,
+            None => {
+                // `id` is past every segment holding records (a failed earlier try may have
+                // left a partial file under it: truncated).
+                let mut f = self.fs.create(&path)?;
+                let ready = f
+                    .write_all(MAGIC)
+                    .and_then(|_| f.sync_all())
+                    .and_then(|_| self.fs.sync_dir(&self.dir));
+                if let Err(e) = ready {
+                    drop(f);
+                    let _ = self.fs.remove_file(&path);
+                    return Err(e);
+                }
+                (f, HEADER as u64)
+            }
+        };
         self.active = Some(f);
         self.active_id = id;
         self.active_len = HEADER as u64;
-        self.stats
-            .disk_bytes
-            .fetch_add(HEADER as u64, Ordering::Relaxed);
+        self.active_cap = cap;
+        self.stats.disk_bytes.fetch_add(cap, Ordering::Relaxed);
+        if let Some((tx, _)) = &self.trimmer {
+            let _ = tx.send(TrimMsg::Prepare);
+        }
         Ok(())
+    }
+
+    /// The length of the spare prepared as segment `id`, if there is one; from now on the
+    /// trimmer prepares `id + 1`. (Waits while the trimmer is renaming a spare.)
+    fn take_prepared(&mut self, id: u64) -> Option<u64> {
+        let ready = {
+            let mut p = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
+            p.want = id + 1;
+            p.ready.take()
+        };
+        let (at, len) = ready?;
+        self.stats.spare_bytes.fetch_sub(
+            len.min(self.stats.spare_bytes.load(Ordering::Relaxed)),
+            Ordering::Relaxed,
+        );
+        if at == id {
+            return Some(len);
+        }
+        // Prepared for an id the log did not open next (not expected): never used.
+        let _ = self.fs.remove_file(&segment_path(&self.dir, at));
+        None
     }
 
     fn run<T>(&mut self, rx: mpsc::Receiver<Msg<T>>, mut sink: impl Sink<T>) {
@@ -680,7 +849,7 @@ impl Worker {
         for r in group.iter() {
             offsets.push(base + buf.len() as u64);
             buf.extend_from_slice(&(r.payload.len() as u32).to_le_bytes());
-            buf.extend_from_slice(&crc32fast::hash(&r.payload).to_le_bytes());
+            buf.extend_from_slice(&record_crc(Some(self.active_id), &r.payload).to_le_bytes());
             buf.extend_from_slice(&r.payload);
         }
         let pending: usize = group.iter().map(|r| r.payload.len() + 8).sum();
@@ -699,9 +868,12 @@ impl Worker {
                     }
                 }
                 self.active_len += buf.len() as u64;
-                self.stats
-                    .disk_bytes
-                    .fetch_add(buf.len() as u64, Ordering::Relaxed);
+                if self.active_len > self.active_cap {
+                    self.stats
+                        .disk_bytes
+                        .fetch_add(self.active_len - self.active_cap, Ordering::Relaxed);
+                    self.active_cap = self.active_len;
+                }
                 self.stats
                     .records
                     .fetch_add(group.len() as u64, Ordering::Relaxed);
@@ -712,10 +884,8 @@ impl Worker {
                     let _ = r.done.send(Ok(at));
                 }
                 if self.active_len >= self.segment_bytes {
-                    if let Some(mut f) = self.active.take() {
-                        if let Err(e) = f.sync_all() {
-                            tracing::error!(error = %e, "write-ahead log: syncing a full segment failed");
-                        }
+                    if let Some(f) = self.active.take() {
+                        self.close_full(f);
                     }
                     self.repair();
                 }
@@ -735,6 +905,13 @@ impl Worker {
                 if let Some(mut f) = self.active.take() {
                     if f.set_len(base).is_ok() {
                         let _ = f.sync_all();
+                        let cut = self.active_cap.saturating_sub(base);
+                        let _ = self.stats.disk_bytes.fetch_update(
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                            |v| Some(v.saturating_sub(cut)),
+                        );
+                        self.active_cap = base;
                     }
                 }
                 // A full or read-only device is a transient condition for the sender
@@ -761,9 +938,13 @@ impl Worker {
         if let Some(d) = self.sync_delay {
             std::thread::sleep(d);
         }
+        let took = t.elapsed();
+        if let Some(h) = &self.fsync_seconds {
+            h.observe(took.as_secs_f64());
+        }
         self.stats
             .sync_nanos
-            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
         self.stats.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -784,6 +965,23 @@ impl Worker {
                 path.display()
             ),
         ))
+    }
+
+    /// A full segment (every record of it fdatasynced) is closed: its `fsync` (timestamps)
+    /// is done by the trimmer thread, which may then reuse the file once it is trimmed.
+    fn close_full(&mut self, f: Box<dyn FsFile>) {
+        let mut msg = TrimMsg::Closed(self.active_id, f);
+        if let Some((tx, _)) = &self.trimmer {
+            match tx.send(msg) {
+                Ok(()) => return,
+                Err(mpsc::SendError(back)) => msg = back,
+            }
+        }
+        if let TrimMsg::Closed(_, mut f) = msg {
+            if let Err(e) = f.sync_all() {
+                tracing::error!(error = %e, "write-ahead log: syncing a full segment failed");
+            }
+        }
     }
 
     fn failed(&mut self, kind: FaultKind, message: String) {
@@ -829,8 +1027,8 @@ impl Worker {
         self.failed(kind, message);
     }
 
-    /// Has the segments entirely below the low watermark (never the active one) deleted by
-    /// the trimmer thread ([`run_trimmer`]).
+    /// Has the segments entirely below the low watermark (never the active one) deleted or
+    /// kept as spares by the trimmer thread ([`Trimmer`]).
     fn trim(&mut self) {
         let wm = self.low_watermark.load(Ordering::Relaxed);
         let below = lsn_segment(wm).min(self.active_id);
@@ -841,40 +1039,180 @@ impl Worker {
         let sent = self
             .trimmer
             .as_ref()
-            .is_some_and(|(tx, _)| tx.send(below).is_ok());
+            .is_some_and(|(tx, _)| tx.send(TrimMsg::Below(below)).is_ok());
         if !sent {
-            delete_below(&*self.fs, &self.dir, &self.stats, below);
+            delete_below(&*self.fs, &self.dir, &self.stats, below, |_, _, _| false);
         }
     }
 }
 
-/// The trimmer thread: deletes the segments below the largest bound it was sent, off the log's
-/// thread. Unlinking a 64 MiB segment and fsyncing the directory took 30–54 ms on this
-/// project's machine (ext4 mounted with `discard`), and on the log's thread no group was
-/// committed meanwhile: every acknowledgement waited (BENCHMARKS.md, 2026-12-03). A deletion
-/// that failed is tried again a second later. Ends when the log's thread ends.
-fn run_trimmer(fs: &dyn Fs, dir: &Path, stats: &WalStats, rx: mpsc::Receiver<u64>) {
-    let mut bound = 0;
-    let mut failed = false;
-    loop {
-        let msg = if failed {
-            rx.recv_timeout(Duration::from_secs(1))
-        } else {
-            rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
-        };
+/// What the log's thread tells the trimmer thread.
+enum TrimMsg {
+    /// Segments below this id may go.
+    Below(u64),
+    /// This full segment is closed (every record fdatasynced): `fsync` it; it may be reused.
+    Closed(u64, Box<dyn FsFile>),
+    /// The log opened a segment: prepare the next one.
+    Prepare,
+}
+
+/// The segment prepared ahead of time, shared by the log's and the trimmer's threads.
+#[derive(Debug)]
+struct Prepared {
+    /// The id the log opens next (every id below it may hold records).
+    want: u64,
+    /// A spare renamed to `wal-<id>.log` (directory synced): (id, file length).
+    ready: Option<(u64, u64)>,
+}
+
+/// The trimmer thread, off the log's thread: deletes the segments below the largest bound it
+/// was sent, or keeps them as spares, and renames a spare to the next segment's name. Unlinking
+/// a 64 MiB segment and fsyncing the directory took 30–54 ms on this project's machine (ext4
+/// mounted with `discard`), and on the log's thread no group was committed meanwhile: every
+/// acknowledgement waited (BENCHMARKS.md, 2026-12-03). A deletion that failed is tried again a
+/// second later. Ends when the log's thread ends.
+struct Trimmer {
+    fs: FsRef,
+    dir: PathBuf,
+    stats: Arc<WalStats>,
+    prepared: Arc<Mutex<Prepared>>,
+    max_spares: usize,
+    bound: u64,
+    /// Segments this log filled and closed (fsync succeeded): the ones that may be reused.
+    /// A segment retired after a failure never is.
+    closed: BTreeSet<u64>,
+    /// Spare files: (the last segment id it held, path, length).
+    spares: Vec<(u64, PathBuf, u64)>,
+}
+
+impl Trimmer {
+    fn run(mut self, first_segment: u64, rx: mpsc::Receiver<TrimMsg>) {
+        self.adopt_spares(first_segment);
+        self.prepare();
+        let mut failed = false;
+        loop {
+            let msg = if failed {
+                rx.recv_timeout(Duration::from_secs(1))
+            } else {
+                rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+            };
+            match msg {
+                Ok(m) => self.handle(m),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            while let Ok(m) = rx.try_recv() {
+                self.handle(m);
+            }
+            let (fs, dir, stats, bound) = (
+                self.fs.clone(),
+                self.dir.clone(),
+                self.stats.clone(),
+                self.bound,
+            );
+            let (closed, spares, max) = (&mut self.closed, &mut self.spares, self.max_spares);
+            failed = !delete_below(&*fs, &dir, &stats, bound, |id, path, len| {
+                if !closed.remove(&id) || spares.len() >= max {
+                    return false;
+                }
+                let spare = spare_path(&dir, id);
+                match fs.rename(path, &spare) {
+                    Ok(()) => {
+                        stats.spare_bytes.fetch_add(len, Ordering::Relaxed);
+                        spares.push((id, spare, len));
+                        true
+                    }
+                    Err(e) => {
+                        tracing::warn!(segment = %path.display(), error = %e, "write-ahead log: cannot keep a segment for reuse; deleting it");
+                        false
+                    }
+                }
+            });
+            self.closed.retain(|&id| id >= bound);
+            self.prepare();
+        }
+    }
+
+    fn handle(&mut self, msg: TrimMsg) {
         match msg {
-            Ok(b) => bound = bound.max(b),
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
+            TrimMsg::Below(b) => self.bound = self.bound.max(b),
+            TrimMsg::Closed(id, mut f) => match f.sync_all() {
+                Ok(()) => {
+                    self.closed.insert(id);
+                }
+                Err(e) => {
+                    tracing::error!(segment = %segment_path(&self.dir, id).display(), error = %e, "write-ahead log: syncing a full segment failed")
+                }
+            },
+            TrimMsg::Prepare => {}
         }
-        bound = rx.try_iter().fold(bound, u64::max);
-        failed = !delete_below(fs, dir, stats, bound);
+    }
+
+    /// Takes the spares a previous run left (ids below `first_segment`, as [`replay`] makes
+    /// sure); deletes those beyond [`WalOptions::spares`].
+    fn adopt_spares(&mut self, first_segment: u64) {
+        let Ok(found) = list_spares(&*self.fs, &self.dir) else {
+            return;
+        };
+        for (id, path) in found.into_iter().rev() {
+            let len = self.fs.file_len(&path).unwrap_or(0);
+            if id < first_segment && self.spares.len() < self.max_spares {
+                self.stats.spare_bytes.fetch_add(len, Ordering::Relaxed);
+                self.spares.push((id, path, len));
+            } else if let Err(e) = self.fs.remove_file(&path) {
+                tracing::warn!(file = %path.display(), error = %e, "write-ahead log: cannot delete a spare segment");
+            }
+        }
+    }
+
+    /// Renames a spare to the name of the segment the log opens next and fsyncs the
+    /// directory, under the shared lock (the log's thread, rotating meanwhile, waits for it
+    /// rather than create that file itself).
+    fn prepare(&mut self) {
+        if self.spares.is_empty() {
+            return;
+        }
+        let mut p = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
+        if p.ready.is_some() {
+            return;
+        }
+        let path = segment_path(&self.dir, p.want);
+        if self.fs.exists(&path) {
+            return; // a leftover of a failed creation: the log's thread truncates it
+        }
+        let Some((old, spare, len)) = self.spares.pop() else {
+            return;
+        };
+        if let Err(e) = self.fs.rename(&spare, &path) {
+            tracing::warn!(file = %spare.display(), error = %e, "write-ahead log: cannot reuse a spare segment; deleting it");
+            let _ = self.fs.remove_file(&spare);
+            self.stats.spare_bytes.fetch_sub(len, Ordering::Relaxed);
+            return;
+        }
+        match self.fs.sync_dir(&self.dir) {
+            Ok(()) => p.ready = Some((p.want, len)),
+            Err(e) => {
+                // Not durable under its new name: records written there could vanish.
+                tracing::warn!(dir = %self.dir.display(), error = %e, "write-ahead log: cannot prepare a spare segment; deleting it");
+                if self.fs.remove_file(&path).is_err() {
+                    let _ = self.fs.rename(&path, &spare_path(&self.dir, old));
+                }
+                self.stats.spare_bytes.fetch_sub(len, Ordering::Relaxed);
+            }
+        }
     }
 }
 
-/// Deletes the segments of `dir` below segment `below` (then fsyncs the directory);
-/// `false`: one could not be deleted (it is tried again).
-fn delete_below(fs: &dyn Fs, dir: &Path, stats: &WalStats, below: u64) -> bool {
+/// Deletes the segments of `dir` below segment `below`, except those `keep(id, path, len)`
+/// took (renamed them), then fsyncs the directory; `false`: one could not be deleted (it is
+/// tried again).
+fn delete_below(
+    fs: &dyn Fs,
+    dir: &Path,
+    stats: &WalStats,
+    below: u64,
+    mut keep: impl FnMut(u64, &Path, u64) -> bool,
+) -> bool {
     let Ok(segments) = list_segments(fs, dir) else {
         return false;
     };
@@ -892,6 +1230,10 @@ fn delete_below(fs: &dyn Fs, dir: &Path, stats: &WalStats, below: u64) -> bool {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
                 Some(v.saturating_sub(len))
             });
+        if keep(id, &path, len) {
+            removed = true;
+            continue;
+        }
         match fs.remove_file(&path) {
             Ok(()) => removed = true,
             Err(e) => {

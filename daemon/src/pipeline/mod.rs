@@ -344,8 +344,14 @@ impl Pipeline {
         let sink_tx = engine_tx.clone();
         let backlog = Backlog::new(Backlog::limit_for(opts.engine.memtable_bytes));
         let sink_backlog = backlog.clone();
+        let mut wal_opts = opts.wal.clone();
+        wal_opts.fsync_seconds = Some(
+            metrics
+                .wal_fsync_seconds
+                .with_label_values(&[name.as_str()]),
+        );
         let wal = Wal::start_with_health(
-            opts.wal.clone(),
+            wal_opts,
             next_segment,
             disk,
             move |lsn, payload: Vec<u8>, received: WalItem| {

@@ -248,6 +248,16 @@ fn wal_fsyncs_are_a_counter_of_the_logs_syncs() {
     );
     assert!(syncs > at_start);
     assert!(!text.contains("tsfiled_wal_fsyncs{"), "{text}");
+    // Every fdatasync of the log is observed in the duration histogram.
+    assert!(
+        text.contains("# TYPE tsfiled_wal_fsync_seconds histogram"),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "tsfiled_wal_fsync_seconds_count"),
+        Some(syncs),
+        "{text}"
+    );
     p.shutdown_blocking();
 }
 

@@ -181,7 +181,7 @@ fn the_record_limit_is_256_mib() {
     data.extend_from_slice(&268_435_456u32.to_le_bytes());
     data.extend_from_slice(&[0; 4]);
     assert_eq!(
-        scan_segment(&data, 0, |_, _| {}),
+        scan_segment(&data, 0, 0, |_, _| {}),
         (
             8,
             Some("torn record: 268435456 bytes announced, 0 present".to_string())
@@ -189,7 +189,7 @@ fn the_record_limit_is_256_mib() {
     );
     data[8..12].copy_from_slice(&268_435_457u32.to_le_bytes());
     assert_eq!(
-        scan_segment(&data, 0, |_, _| {}),
+        scan_segment(&data, 0, 0, |_, _| {}),
         (8, Some("record length 268435457 out of range".to_string()))
     );
     // An append of exactly 256 MiB passes the record limit (and meets the disk budget).
@@ -208,21 +208,21 @@ fn the_record_limit_is_256_mib() {
 fn resync_finds_the_next_whole_record_after_the_given_position() {
     // Records at 8 and 25.
     let data = segment(&[record(b"123456789", CRC_123456789), record(b"abc", CRC_ABC)]);
-    assert_eq!(resync(&data, 7), Some(8));
-    assert_eq!(resync(&data, 8), Some(25));
-    assert_eq!(resync(&data, 24), Some(25));
-    assert_eq!(resync(&data, 25), None);
+    assert_eq!(resync(&data, 7, None), Some(8));
+    assert_eq!(resync(&data, 8, None), Some(25));
+    assert_eq!(resync(&data, 24, None), Some(25));
+    assert_eq!(resync(&data, 25, None), None);
     // Zeros (a length-0 record with the checksum of nothing) are no place to resume at.
     let mut data = segment(&[]);
     data.extend_from_slice(&[0; 16]);
     data.extend_from_slice(&record(b"a", CRC_A));
-    assert_eq!(resync(&data, 8), Some(24));
+    assert_eq!(resync(&data, 8, None), Some(24));
     // A wrong checksum, or a length running past the end, is no record either.
     let mut data = segment(&[record(b"abc", CRC_ABC ^ 1)]);
     data.extend_from_slice(&record(b"a", CRC_A));
-    assert_eq!(resync(&data, 0), Some(19));
+    assert_eq!(resync(&data, 0, None), Some(19));
     let data = segment(&[record(b"abc", CRC_ABC)]);
-    assert_eq!(resync(&data[..18], 0), None);
+    assert_eq!(resync(&data[..18], 0, None), None);
 }
 
 #[test]
@@ -786,6 +786,7 @@ fn a_slow_segment_deletion_does_not_hold_appends_and_a_failed_one_is_retried() {
     // 1000-byte segments: a segment (8-byte magic) rotates after its second 508-byte record
     // (8 + 2 x 508 = 1024 bytes).
     opts.segment_bytes = 1000;
+    opts.spares = 0; // trimmed segments are deleted, none kept for reuse
     let wal = Arc::new(Wal::start(opts, 0, 0, |_, _, _: u32| {}).unwrap());
     let lsns: Vec<Lsn> = (0..6)
         .map(|i| {
@@ -840,4 +841,405 @@ fn a_slow_segment_deletion_does_not_hold_appends_and_a_failed_one_is_retried() {
     }
     // Segment 2: 1024 bytes; segment 3: the magic and one record, 516.
     assert_eq!(wal.stats().disk_bytes.load(Ordering::Relaxed), 1024 + 516);
+}
+
+/// CRC-32 of segment id 7 (u64 LE) followed by `abc`, of id 9 and `abc`, of id 5 and
+/// `123456789`, of id 9 and `123456789` (`zlib.crc32(struct.pack("<Q", id) + payload)`).
+const CRC_ID7_ABC: u32 = 0x88D9_3CBF;
+const CRC_ID9_ABC: u32 = 0xDAAF_17B9;
+const CRC_ID5_123456789: u32 = 0x10BC_30B9;
+const CRC_ID9_123456789: u32 = 0x85A4_58E8;
+
+/// A segment of the current format: the 8-byte magic `TSFDWAL2`, then `records`.
+fn segment_v2(records: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = b"TSFDWAL2".to_vec();
+    for r in records {
+        out.extend_from_slice(r);
+    }
+    out
+}
+
+#[test]
+fn a_v2_record_checksum_covers_the_segment_id_then_the_payload() {
+    // What the log writes, byte for byte.
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = Wal::start(WalOptions::new(tmp.path()), 7, 0, |_, _, _: u32| {}).unwrap();
+    let at = wal
+        .append(b"abc".to_vec(), 1)
+        .unwrap()
+        .wait_blocking()
+        .unwrap();
+    drop(wal);
+    assert_eq!(at, 0x0700_0000_0008);
+    let written = fs::read(tmp.path().join("wal-00000000000000000007.log")).unwrap();
+    assert_eq!(written, segment_v2(&[record(b"abc", CRC_ID7_ABC)]));
+    // The hand-built segment replays under its own id only.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = segment_v2(&[record(b"abc", CRC_ID7_ABC)]);
+    fs::write(tmp.path().join("wal-00000000000000000007.log"), &data).unwrap();
+    let (next, report, disk, recs) = replay_all(tmp.path());
+    assert_eq!(recs, vec![(0x0700_0000_0008, b"abc".to_vec())]);
+    assert_eq!((next, report.truncated, disk), (8, vec![], 19));
+    for (name, bytes) in [
+        // The same bytes under another id.
+        ("wal-00000000000000000009.log", data.clone()),
+        // The first format's checksum (payload alone) in a v2 segment.
+        (
+            "wal-00000000000000000007.log",
+            segment_v2(&[record(b"abc", CRC_ABC)]),
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::write(tmp.path().join(name), bytes).unwrap();
+        let (_, report, disk, recs) = replay_all(tmp.path());
+        assert!(recs.is_empty(), "{name}");
+        assert_eq!(report.truncated.len(), 1);
+        assert_eq!(report.truncated[0].1, 8);
+        assert_eq!(report.truncated[0].2, "record checksum mismatch");
+        assert_eq!(disk, 8);
+    }
+}
+
+#[test]
+fn a_reused_files_old_records_are_cut_never_replayed_nor_resynced_onto() {
+    // Segment 9 in a file that held segment 5: a record of 9, then a whole record of 5.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("wal-00000000000000000009.log");
+    let mine = record(b"abc", CRC_ID9_ABC);
+    let stale = record(b"123456789", CRC_ID5_123456789);
+    fs::write(&path, segment_v2(&[mine.clone(), stale.clone()])).unwrap();
+    let (next, report, disk, recs) = replay_all(tmp.path());
+    assert_eq!(recs, vec![(0x0900_0000_0008, b"abc".to_vec())]);
+    assert_eq!(next, 10);
+    assert_eq!(
+        report.truncated,
+        vec![(9, 19, "record checksum mismatch".to_string())]
+    );
+    assert_eq!(report.skipped, vec![]);
+    assert_eq!((disk, fs::read(&path).unwrap().len()), (19, 19));
+    // A corrupt record of 9 followed by the old record: no good record follows, so the
+    // stretch is a tail (cut), not a skip onto the old record.
+    let corrupt = record(b"abc", CRC_ID9_ABC ^ 1);
+    fs::write(
+        &path,
+        segment_v2(&[mine.clone(), corrupt.clone(), stale.clone()]),
+    )
+    .unwrap();
+    let (_, report, _, recs) = replay_all(tmp.path());
+    assert_eq!(recs.len(), 1);
+    assert_eq!(report.skipped, vec![]);
+    assert_eq!(report.truncated[0].1, 19);
+    // Whereas a record of 9 after the corrupt one is resumed at (the stretch is skipped).
+    let good = record(b"123456789", CRC_ID9_123456789);
+    fs::write(&path, segment_v2(&[mine, corrupt, good])).unwrap();
+    let (_, report, _, recs) = replay_all(tmp.path());
+    assert_eq!(
+        recs,
+        vec![
+            (0x0900_0000_0008, b"abc".to_vec()),
+            (0x0900_0000_001E, b"123456789".to_vec())
+        ]
+    );
+    assert_eq!(
+        report.skipped,
+        vec![(9, 19, 30, "record checksum mismatch".to_string())]
+    );
+}
+
+#[test]
+fn spares_count_in_the_next_segment_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(
+        tmp.path().join("wal-00000000000000000003.log"),
+        segment_v2(&[]),
+    )
+    .unwrap();
+    fs::write(tmp.path().join("wal-00000000000000000011.spare"), [1u8; 40]).unwrap();
+    let (next, report, disk, _) = replay_all(tmp.path());
+    assert_eq!((next, report.segments, disk), (12, 1, 8));
+}
+
+/// The real file system, recording the paths `create` was called on.
+#[derive(Debug, Default)]
+struct CountCreates(Arc<Mutex<Vec<PathBuf>>>);
+
+impl Fs for CountCreates {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.0.lock().unwrap().push(path.to_path_buf());
+        tsfiled_fsio::std_fs().create(path)
+    }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.0.lock().unwrap().push(path.to_path_buf());
+        tsfiled_fsio::std_fs().create_new(path)
+    }
+    fn open_write(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        tsfiled_fsio::std_fs().open_write(path)
+    }
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        tsfiled_fsio::std_fs().open_append(path)
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        tsfiled_fsio::std_fs().read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        tsfiled_fsio::std_fs().rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        tsfiled_fsio::std_fs().remove_file(path)
+    }
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        tsfiled_fsio::std_fs().create_dir_all(path)
+    }
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        tsfiled_fsio::std_fs().sync_dir(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<tsfiled_fsio::DirEntry>> {
+        tsfiled_fsio::std_fs().read_dir(path)
+    }
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        tsfiled_fsio::std_fs().file_len(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        tsfiled_fsio::std_fs().exists(path)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {
+        tsfiled_fsio::std_fs().lock(path)
+    }
+}
+
+/// Waits (up to a minute) until `cond` holds.
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < Duration::from_secs(60), "never: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// 1000-byte segments of two 500-byte records (8 + 2 x 508 = 1024 bytes): six appends fill
+/// segments 0, 1 and 2, and the log opens segment 3; segments 0 and 1 are then trimmed.
+fn fill_three_and_trim_two(opts: WalOptions) -> Wal<u32> {
+    let wal = Wal::start(opts, 0, 0, |_, _, _: u32| {}).unwrap();
+    for i in 0..6u8 {
+        wal.append(vec![i; 500], i as u32)
+            .unwrap()
+            .wait_blocking()
+            .unwrap();
+    }
+    wal.trim_before(0x0200_0000_0008);
+    wal
+}
+
+#[test]
+fn a_trimmed_segment_becomes_the_next_segment_without_a_create() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let seg = |id: u64| segment_path(tmp.path(), id);
+    let creates = CountCreates::default();
+    let created = creates.0.clone();
+    let mut opts = WalOptions::new(tmp.path());
+    opts.segment_bytes = 1000;
+    opts.fs = FsRef::new(creates);
+    let wal = fill_three_and_trim_two(opts);
+    let old_inodes = [
+        fs::metadata(seg(0)).unwrap().ino(),
+        fs::metadata(seg(1)).unwrap().ino(),
+    ];
+    // Both trimmed segments are kept (spares); one of them is renamed to segment 4 ahead.
+    wait_for("segment 4 prepared", || seg(4).exists());
+    assert!(!seg(0).exists() && !seg(1).exists());
+    assert_eq!(fs::metadata(seg(4)).unwrap().len(), 1024);
+    let st = wal.stats();
+    assert_eq!(st.spare_bytes.load(Ordering::Relaxed), 2 * 1024);
+    // Segments 2 (full) and 3 (the magic): the spares are not counted.
+    assert_eq!(st.disk_bytes.load(Ordering::Relaxed), 1024 + 8);
+    // Two more records fill segment 3; the third goes to segment 4, a reused file.
+    let lsns: Vec<Lsn> = (6..9u8)
+        .map(|i| {
+            wal.append(vec![i; 500], i as u32)
+                .unwrap()
+                .wait_blocking()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(lsns[2], 0x0400_0000_0008);
+    assert!(old_inodes.contains(&fs::metadata(seg(4)).unwrap().ino()));
+    let created: Vec<PathBuf> = created.lock().unwrap().clone();
+    assert_eq!(created, vec![seg(0), seg(1), seg(2), seg(3)]);
+    // Segment 4 counts as its whole file from the moment it is opened.
+    assert_eq!(st.disk_bytes.load(Ordering::Relaxed), 3 * 1024);
+    assert_eq!(st.spare_bytes.load(Ordering::Relaxed), 1024);
+    drop(wal);
+    // Replay: the records of segments 2, 3 and 4; the old bytes of segment 4 past its record
+    // are cut, and segment 5 (the other spare, prepared meanwhile) is an empty segment.
+    let (next, report, disk, recs) = replay_all(tmp.path());
+    let payloads: Vec<Vec<u8>> = recs.iter().map(|r| r.1.clone()).collect();
+    assert_eq!(payloads, (4..9u8).map(|i| vec![i; 500]).collect::<Vec<_>>());
+    assert_eq!(
+        report.truncated,
+        vec![
+            (4, 516, "record checksum mismatch".to_string()),
+            (5, 8, "record checksum mismatch".to_string())
+        ]
+    );
+    assert_eq!((next, disk), (6, 1024 + 1024 + 516 + 8));
+}
+
+#[test]
+fn a_power_loss_around_a_prepared_segment_keeps_exactly_the_acknowledged_records() {
+    use tsfiled_fsio::sim::{SimFs, Tear};
+    let dir = Path::new("/wal");
+    let sim = SimFs::new();
+    let mut opts = WalOptions::new(dir);
+    opts.segment_bytes = 1000;
+    opts.fs = FsRef::new(sim.clone());
+    let wal = fill_three_and_trim_two(opts);
+    let has = |sim: &SimFs, id: u64| sim.files().iter().any(|f| f.0 == segment_path(dir, id));
+    wait_for("segment 4 prepared", || has(&sim, 4));
+    let replay_image = |image: &SimFs| {
+        let mut recs = Vec::new();
+        let (next, report, _) = replay(image, dir, |r| recs.push((r.lsn, r.payload))).unwrap();
+        (next, report, recs)
+    };
+    let acked =
+        |items: std::ops::Range<u8>| -> Vec<Vec<u8>> { items.map(|i| vec![i; 500]).collect() };
+    // Power lost after the preparation, before the log used it: segment 2's records (0 and 1
+    // were trimmed), segments 3 and 4 empty.
+    let image = sim.crash_image(Tear::Drop);
+    let (next, report, recs) = replay_image(&image);
+    assert_eq!(
+        recs.into_iter().map(|r| r.1).collect::<Vec<_>>(),
+        acked(4..6)
+    );
+    assert_eq!(
+        report.truncated,
+        vec![(4, 8, "record checksum mismatch".to_string())]
+    );
+    assert_eq!(next, 5);
+    // Power lost after a record was acknowledged in the reused segment: it is there.
+    let lsns: Vec<Lsn> = (6..9u8)
+        .map(|i| {
+            wal.append(vec![i; 500], i as u32)
+                .unwrap()
+                .wait_blocking()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(lsns[2], 0x0400_0000_0008);
+    let image = sim.crash_image(Tear::Drop);
+    let (next, report, recs) = replay_image(&image);
+    assert_eq!(
+        recs.iter().map(|r| r.1.clone()).collect::<Vec<_>>(),
+        acked(4..9)
+    );
+    assert_eq!(recs[4].0, 0x0400_0000_0008);
+    assert_eq!(
+        report.truncated[0],
+        (4, 516, "record checksum mismatch".to_string())
+    );
+    // The log starts on the image past every segment and spare, and writes again.
+    let opts = {
+        let mut o = WalOptions::new(dir);
+        o.fs = FsRef::new(image.clone());
+        o
+    };
+    let wal2 = Wal::start(opts, next, 0, |_, _, _: u32| {}).unwrap();
+    let at = wal2
+        .append(vec![9; 10], 9)
+        .unwrap()
+        .wait_blocking()
+        .unwrap();
+    assert_eq!(lsn_segment(at), next);
+    assert!(next >= 5);
+}
+
+#[test]
+fn resync_takes_the_record_after_a_whole_corrupt_one_and_gives_up_past_its_budget() {
+    // A whole record of 9 with a bad checksum, then a good one right after it.
+    let data = segment_v2(&[
+        record(b"abc", CRC_ID9_ABC ^ 1),
+        record(b"123456789", CRC_ID9_123456789),
+    ]);
+    assert_eq!(resync(&data, 8, Some(9)), Some(19));
+    // 20,000 bytes whose every fourth position reads as a 4096-byte record (old contents of
+    // a reused file), then a good record: checksumming each candidate would cost about
+    // 5,000 x 4,096 bytes, over the budget of 8 bytes per byte of the segment, so the search
+    // stops and the good record at the end is not reached: the stretch is a tail.
+    let mut data = segment_v2(&[]);
+    for _ in 0..5000 {
+        data.extend_from_slice(&[0x00, 0x10, 0x00, 0x00]);
+    }
+    let good_at = data.len();
+    data.extend_from_slice(&record(b"abc", CRC_ID9_ABC));
+    assert_eq!(resync(&data, 8, Some(9)), None);
+    // The same good record after a short stretch is found.
+    let mut near = segment_v2(&[]);
+    near.extend_from_slice(&[0x00, 0x10, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00]);
+    near.extend_from_slice(&record(b"abc", CRC_ID9_ABC));
+    assert_eq!(resync(&near, 8, Some(9)), Some(16));
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("wal-00000000000000000009.log"), &data).unwrap();
+    let (_, report, disk, recs) = replay_all(tmp.path());
+    assert!(recs.is_empty());
+    assert_eq!(report.skipped, vec![]);
+    assert_eq!(report.truncated[0].1, 8);
+    assert_eq!(disk, 8);
+    // (The record at the end is a good one: read from its position, it checks out.)
+    let mut found = Vec::new();
+    let end = scan_segment(&data, 9, good_at, |at, payload| {
+        found.push((at, payload.to_vec()))
+    });
+    assert_eq!(end, (data.len(), None));
+    assert_eq!(found, vec![(good_at, b"abc".to_vec())]);
+}
+
+#[test]
+fn v1_and_v2_segments_replay_side_by_side() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v1 = segment(&[record(b"abc", CRC_ABC)]);
+    fs::write(tmp.path().join("wal-00000000000000000005.log"), v1).unwrap();
+    let v2 = segment_v2(&[record(b"123456789", CRC_ID9_123456789)]);
+    fs::write(tmp.path().join("wal-00000000000000000009.log"), v2).unwrap();
+    let (next, report, disk, recs) = replay_all(tmp.path());
+    assert_eq!(
+        recs,
+        vec![
+            (0x0500_0000_0008, b"abc".to_vec()),
+            (0x0900_0000_0008, b"123456789".to_vec())
+        ]
+    );
+    assert_eq!((next, report.truncated, disk), (10, vec![], 19 + 25));
+}
+
+#[test]
+fn spares_left_by_a_previous_run_are_taken_up_to_the_pool_size_and_reused() {
+    let tmp = tempfile::tempdir().unwrap();
+    for id in [1u64, 2, 3] {
+        fs::write(spare_path(tmp.path(), id), vec![7u8; 100 * id as usize]).unwrap();
+    }
+    let (next, _, disk, _) = replay_all(tmp.path());
+    assert_eq!((next, disk), (4, 0));
+    let wal = Wal::start(WalOptions::new(tmp.path()), next, disk, |_, _, _: u32| {}).unwrap();
+    // Two spares are kept (the default pool), the third deleted; one is prepared as segment 5.
+    let seg5 = segment_path(tmp.path(), 5);
+    wait_for("segment 5 prepared", || seg5.exists());
+    let spares = list_spares(&*tsfiled_fsio::std_fs(), tmp.path()).unwrap();
+    assert_eq!(spares.len(), 1, "{spares:?}");
+    let left = fs::metadata(&spares[0].1).unwrap().len();
+    let prepared = fs::metadata(&seg5).unwrap().len();
+    assert_eq!(left + prepared, 300 + 200);
+    assert_eq!(
+        wal.stats().spare_bytes.load(Ordering::Relaxed),
+        left + prepared
+    );
+    drop(wal);
+    // Segment 4 (empty) was created; the unused prepared 5 (no magic: the log writes it when
+    // it uses the file) is removed by replay.
+    let (next, report, _, recs) = replay_all(tmp.path());
+    assert!(recs.is_empty());
+    assert_eq!(next, 6);
+    assert_eq!(
+        report.truncated,
+        vec![(5, 0, "bad segment magic".to_string())]
+    );
 }
