@@ -94,6 +94,7 @@ pub struct MemorySink {
     points: AtomicU64,
     submits: AtomicU64,
     fulls: AtomicU64,
+    largest: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -134,6 +135,7 @@ impl MemorySink {
             points: AtomicU64::new(0),
             submits: AtomicU64::new(0),
             fulls: AtomicU64::new(0),
+            largest: AtomicU64::new(0),
         }
     }
 
@@ -180,12 +182,19 @@ impl MemorySink {
     pub fn fulls(&self) -> u64 {
         self.fulls.load(Ordering::Relaxed)
     }
+
+    /// Records in the largest batch submitted so far (accepted or not).
+    pub fn largest_batch(&self) -> u64 {
+        self.largest.load(Ordering::Relaxed)
+    }
 }
 
 impl MemorySink {
     /// Counts a submission and decides its answer: `Ok(delay)` to accept after `delay`.
-    fn answer(&self) -> Result<Duration, SinkError> {
+    fn answer(&self, batch: &Batch) -> Result<Duration, SinkError> {
         self.submits.fetch_add(1, Ordering::Relaxed);
+        self.largest
+            .fetch_max(batch.records.len() as u64, Ordering::Relaxed);
         let (mode, delay) = {
             let mut st = self.lock();
             let mode = st.script.pop_front().unwrap_or(st.mode);
@@ -225,7 +234,7 @@ impl MemorySink {
 impl BatchSink for MemorySink {
     fn submit(&self, batch: Batch, _received: Instant) -> SinkFuture<'_> {
         Box::pin(async move {
-            let delay = self.answer()?;
+            let delay = self.answer(&batch)?;
             self.accept(batch, delay).await
         })
     }
@@ -233,7 +242,7 @@ impl BatchSink for MemorySink {
     /// Answers at once (full, closed, or admitted); an admitted batch is accepted after the
     /// durability delay.
     fn admit(self: Arc<Self>, batch: Batch, _received: Instant) -> Result<Durable, SinkError> {
-        let delay = self.answer()?;
+        let delay = self.answer(&batch)?;
         Ok(Box::pin(async move { self.accept(batch, delay).await }))
     }
 }
@@ -278,6 +287,11 @@ mod tests {
         assert_eq!(sink.submits(), 3);
         assert_eq!(sink.fulls(), 1);
         assert_eq!(sink.records().len(), 3);
+        assert_eq!(
+            sink.largest_batch(),
+            3,
+            "refused batches of 2, the accepted one of 3"
+        );
         sink.set_mode(MemoryMode::Closed);
         assert_eq!(sink.submit(batch(1), now).await, Err(SinkError::Closed));
     }

@@ -735,3 +735,38 @@ async fn graceful_stop_acknowledges_what_became_durable() {
     );
     c2.stop().await.unwrap();
 }
+
+/// A unit holds at most a quarter of the window (`max_inflight` 40: 10 messages, one record
+/// each) and takes everything queued up to that: while the first unit waits to be admitted
+/// again, the broker fills the window, so the next unit is a full one of exactly 10.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_takes_a_quarter_of_the_window() {
+    let broker = Broker::start("");
+    let mut o = base(
+        &broker.url(),
+        &format!("quarter-{}", unique()),
+        MqttProtocol::V5,
+    )
+    .filter("q/#", Qos::AtLeastOnce, json());
+    o.max_inflight = 40;
+    let sink = Arc::new(MemorySink::new());
+    sink.script([MemoryMode::Full(Duration::from_millis(500))]);
+    let c = Connector::start(o, sink.clone());
+    c.subscribed(1).await;
+    let n = 100u64;
+    let msgs: Vec<_> = (0..n).map(|i| json_msg("q", i)).collect();
+    publish(broker.port, &msgs, QoS::AtLeastOnce).await;
+    let s = sink.clone();
+    wait_for("every message", 30, move || s.points() >= n).await;
+    assert_eq!(
+        key_set(&sink.records()),
+        (0..n).map(json_key).collect::<BTreeSet<_>>()
+    );
+    assert_eq!(sink.fulls(), 1);
+    assert_eq!(
+        sink.largest_batch(),
+        10,
+        "units of a quarter of the window, full ones"
+    );
+    c.stop().await.unwrap();
+}
