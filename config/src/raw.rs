@@ -211,7 +211,11 @@ config_table! {
         /// Largest WAL (records not yet in sealed files). Near it, open files are sealed to trim
         /// the WAL; at it, sources are refused new points (HTTP 429/503, MQTT stops reading)
         /// until space is free again. At least `memtable_budget`; by default twice
-        /// `memtable_budget` when that is larger than 512MiB.
+        /// `memtable_budget` when that is larger than 512MiB. Segment files count in full
+        /// (64MiB each, or an eighth of this limit if smaller) from the moment the log opens
+        /// one. Besides, up to two emptied segments are kept in the directory for reuse
+        /// (`wal-*.spare`, not counted in this limit): the log overwrites them instead of
+        /// growing new files, so that its fsyncs have no block allocation to make durable.
         #[key("wal_max_size", "size", "\"1GiB\"")]
         wal_max_size: Option<Human>,
         /// Target size of one page in a chunk (TsFile `page_size_in_byte`).
