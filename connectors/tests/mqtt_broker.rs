@@ -192,6 +192,10 @@ async fn bad_messages_are_dead_lettered_and_acknowledged() {
         r#"{{"device":"root.sg.big","timestamp":1,"measurements":["s"],"values":["{}"]}}"#,
         "x".repeat(1500)
     );
+    // Exactly `max_payload_size` bytes (whitespace before the closing brace): accepted.
+    let head = r#"{"device":"root.sg.d","timestamp":9,"measurements":["ok"],"values":[4]"#;
+    let at_limit = format!("{head}{}}}", " ".repeat(1000 - head.len() - 1));
+    assert_eq!(at_limit.len(), 1000);
     publish(
         broker.port,
         &[
@@ -206,12 +210,13 @@ async fn bad_messages_are_dead_lettered_and_acknowledged() {
                 "json/a",
                 r#"{"device":"root.sg.d","timestamp":8,"measurements":["ok"],"values":[3]}"#,
             ),
+            msg("json/a", &at_limit),
         ],
         QoS::AtLeastOnce,
     )
     .await;
     let s = sink.clone();
-    wait_for("the good points", 20, move || s.points() >= 2).await;
+    wait_for("the good points", 20, move || s.points() >= 3).await;
     let m = c.metrics.clone();
     wait_for("four dead letters", 20, move || {
         CountingMetrics::get(&m.dead_lettered) >= 4
@@ -221,7 +226,8 @@ async fn bad_messages_are_dead_lettered_and_acknowledged() {
         key_set(&sink.records()),
         [
             k("root.sg.d", 7, "ok", "int:1"),
-            k("root.sg.d", 8, "ok", "int:3")
+            k("root.sg.d", 8, "ok", "int:3"),
+            k("root.sg.d", 9, "ok", "int:4")
         ]
         .into_iter()
         .collect()
