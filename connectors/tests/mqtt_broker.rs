@@ -196,6 +196,18 @@ async fn bad_messages_are_dead_lettered_and_acknowledged() {
     let head = r#"{"device":"root.sg.d","timestamp":9,"measurements":["ok"],"values":[4]"#;
     let at_limit = format!("{head}{}}}", " ".repeat(1000 - head.len() - 1));
     assert_eq!(at_limit.len(), 1000);
+    // Records with 22 and 20 unusable measurements beside a good one: the dead letter's error
+    // lists the first 20 rejections, joined by "; ", and says how many more there were.
+    let many = |t: u64, bad: usize| {
+        let names: Vec<String> = (0..bad).map(|i| format!("\"b.{i}\"")).collect();
+        format!(
+            r#"{{"device":"root.sg.d","timestamp":{t},"measurements":["ok",{}],"values":[{t}{}]}}"#,
+            names.join(","),
+            ",0".repeat(bad)
+        )
+    };
+    let (many22, many20) = (many(10, 22), many(11, 20));
+    assert!(many22.len() < 1000);
     publish(
         broker.port,
         &[
@@ -211,15 +223,17 @@ async fn bad_messages_are_dead_lettered_and_acknowledged() {
                 r#"{"device":"root.sg.d","timestamp":8,"measurements":["ok"],"values":[3]}"#,
             ),
             msg("json/a", &at_limit),
+            msg("json/a", &many22),
+            msg("json/a", &many20),
         ],
         QoS::AtLeastOnce,
     )
     .await;
     let s = sink.clone();
-    wait_for("the good points", 20, move || s.points() >= 3).await;
+    wait_for("the good points", 20, move || s.points() >= 5).await;
     let m = c.metrics.clone();
-    wait_for("four dead letters", 20, move || {
-        CountingMetrics::get(&m.dead_lettered) >= 4
+    wait_for("six dead letters", 20, move || {
+        CountingMetrics::get(&m.dead_lettered) >= 6
     })
     .await;
     assert_eq!(
@@ -227,7 +241,9 @@ async fn bad_messages_are_dead_lettered_and_acknowledged() {
         [
             k("root.sg.d", 7, "ok", "int:1"),
             k("root.sg.d", 8, "ok", "int:3"),
-            k("root.sg.d", 9, "ok", "int:4")
+            k("root.sg.d", 9, "ok", "int:4"),
+            k("root.sg.d", 10, "ok", "int:10"),
+            k("root.sg.d", 11, "ok", "int:11")
         ]
         .into_iter()
         .collect()
@@ -257,8 +273,17 @@ async fn bad_messages_are_dead_lettered_and_acknowledged() {
             ("json/a", "too_large", false),
             ("plant/d/m", "parse", false),
             ("json/a", "invalid_path", true),
+            ("json/a", "invalid_path", true),
+            ("json/a", "invalid_path", true),
         ]
     );
+    let error22 = lines[4]["error"].as_str().unwrap();
+    assert!(!error22.starts_with("; "), "{error22}");
+    assert_eq!(error22.matches("; ").count(), 20, "{error22}");
+    assert!(error22.ends_with("; … 2 more"), "{error22}");
+    let error20 = lines[5]["error"].as_str().unwrap();
+    assert_eq!(error20.matches("; ").count(), 19, "{error20}");
+    assert!(!error20.contains("more"), "{error20}");
     assert_eq!(lines[0]["payload"], "{not json");
     assert_eq!(lines[1]["payload_bytes"], big.len());
     assert_eq!(lines[1]["truncated"], true);
