@@ -36,7 +36,12 @@ pub(super) const SERIES_OVERHEAD: usize = 160;
 
 /// Heap bytes a series buffer holds (allocated capacity, not length).
 pub(super) fn footprint(b: &SeriesBuf) -> usize {
-    let values = match &b.values {
+    b.times.capacity() * 8 + column_capacity_bytes(&b.values) + b.text_bytes
+}
+
+/// Heap bytes of `values`' vector (its allocated capacity; a TEXT column's strings apart).
+pub(crate) fn column_capacity_bytes(values: &Column) -> usize {
+    let capacity = match values {
         Column::Boolean(v) => v.capacity(),
         Column::Int32(v) => v.capacity(),
         Column::Float(v) => v.capacity(),
@@ -44,7 +49,7 @@ pub(super) fn footprint(b: &SeriesBuf) -> usize {
         Column::Double(v) => v.capacity(),
         Column::Text(v) => v.capacity(),
     };
-    b.times.capacity() * 8 + values * value_width(&b.values) + b.text_bytes
+    capacity * value_width(values)
 }
 
 /// Bytes a value takes in `values`' vector (a TEXT entry's own vector; its heap bytes are

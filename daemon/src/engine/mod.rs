@@ -15,6 +15,7 @@ mod flush;
 mod inbox;
 mod journal;
 mod memtable;
+pub(crate) use memtable::column_capacity_bytes;
 mod retry;
 pub mod schema;
 mod sealer;

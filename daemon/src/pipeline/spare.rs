@@ -8,6 +8,7 @@ use tsfile::basic::Column;
 use tsfile::DataType;
 
 use crate::engine::batch::WriteBatch;
+use crate::engine::column_capacity_bytes;
 
 /// Bytes of vector capacity one thread keeps at most.
 const SPARE_BYTES: usize = 8 << 20;
@@ -34,18 +35,6 @@ fn stack(data_type: DataType) -> Option<usize> {
         DataType::FLOAT => Some(3),
         DataType::DOUBLE => Some(4),
         _ => None,
-    }
-}
-
-/// Bytes of capacity of `c`'s vector.
-fn capacity_bytes(c: &Column) -> usize {
-    match c {
-        Column::Boolean(v) => v.capacity(),
-        Column::Int32(v) => v.capacity() * 4,
-        Column::Int64(v) => v.capacity() * 8,
-        Column::Float(v) => v.capacity() * 4,
-        Column::Double(v) => v.capacity() * 8,
-        Column::Text(v) => v.capacity() * std::mem::size_of::<Vec<u8>>(),
     }
 }
 
@@ -95,7 +84,7 @@ pub(super) fn vectors(data_type: DataType, n: usize) -> (Vec<i64>, Column) {
         let kept = stack(data_type).and_then(|i| s.values[i].pop());
         let values = match kept {
             Some(mut c) => {
-                s.bytes -= capacity_bytes(&c);
+                s.bytes -= column_capacity_bytes(&c);
                 clear_reserve(&mut c, n);
                 c
             }
@@ -121,7 +110,7 @@ pub(super) fn recycle(batch: WriteBatch) {
             let Some(i) = stack(series.values.data_type()) else {
                 continue;
             };
-            let bytes = capacity_bytes(&series.values);
+            let bytes = column_capacity_bytes(&series.values);
             if s.bytes + bytes <= SPARE_BYTES {
                 s.bytes += bytes;
                 s.values[i].push(series.values);
