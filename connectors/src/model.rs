@@ -54,29 +54,117 @@ impl Field {
 }
 
 /// Fields the spare vectors of one thread may hold in all ([`recycle_fields`]): 6 MiB of them.
+/// The pool shared between threads ([`spare_fields_across_threads`]) has the same limit.
 const SPARE_FIELDS_MAX: usize = 1 << 17;
 
-/// A thread's spare field vectors and the fields they hold in all.
+/// Vectors a thread gathers before it hands them to the shared pool in one lock, and the
+/// most a parser takes from it in one lock.
+const HANDOVER: usize = 256;
+
+/// Spare field vectors and the fields they hold in all.
 #[derive(Default)]
 struct Spare {
     vectors: Vec<Vec<Field>>,
     fields: usize,
     /// A parser of this thread asked for a vector ([`spare_fields`]): only then are vectors
-    /// kept, so a thread whose parsers never refill them holds none.
+    /// kept for this thread, so a thread whose parsers never refill them holds none.
     wanted: bool,
+    /// Vectors on their way to the shared pool (at most [`HANDOVER`]).
+    outgoing: Vec<Vec<Field>>,
+}
+
+impl Spare {
+    /// Keeps `fields` if the limit allows; else they are dropped.
+    fn keep(&mut self, fields: Vec<Field>) {
+        if self.fields + fields.len() <= SPARE_FIELDS_MAX {
+            self.fields += fields.len();
+            self.vectors.push(fields);
+        }
+    }
+
+    fn pop(&mut self) -> Option<Vec<Field>> {
+        let v = self.vectors.pop()?;
+        self.fields -= v.len();
+        Some(v)
+    }
 }
 
 thread_local! {
     static SPARE: std::cell::RefCell<Spare> = std::cell::RefCell::new(Spare::default());
 }
 
-/// Keeps a record's field vector, its fields included, for a parser of this thread to refill
-/// ([`spare_fields`]) once the record has been used. A parser that finds a field's
-/// measurement already in place (the same interned name) replaces only the value, so the
-/// name's reference count is neither raised for the new field nor lowered for the old one,
-/// and the vector is not allocated again. A vector holding a string value, one past the
-/// thread's limit ([`SPARE_FIELDS_MAX`] fields in all), or any on a thread whose parsers have
-/// not asked for one, is dropped instead.
+/// A pool of vectors shared between threads: vectors recycled on a thread whose parsers do not
+/// ask for them, for a parser on another thread ([`spare_fields_across_threads`]).
+struct SharedPool {
+    spare: std::sync::Mutex<Spare>,
+    /// Whether a parser asked this pool for vectors: until then it keeps none.
+    wanted: std::sync::atomic::AtomicBool,
+}
+
+impl SharedPool {
+    const fn new() -> SharedPool {
+        SharedPool {
+            spare: std::sync::Mutex::new(Spare {
+                vectors: Vec::new(),
+                fields: 0,
+                wanted: false,
+                outgoing: Vec::new(),
+            }),
+            wanted: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn wanted(&self) -> bool {
+        self.wanted.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Spare> {
+        self.spare.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps the vectors of `outgoing` within the limit, in one lock, and empties it; those
+    /// past the limit are dropped (after the lock is released).
+    fn give(&self, outgoing: &mut Vec<Vec<Field>>) {
+        let mut over = Vec::new();
+        {
+            let mut pool = self.lock();
+            for v in outgoing.drain(..) {
+                if pool.fields + v.len() <= SPARE_FIELDS_MAX {
+                    pool.keep(v);
+                } else {
+                    over.push(v);
+                }
+            }
+        }
+        drop(over);
+    }
+
+    /// Moves up to [`HANDOVER`] vectors, the last given first, into `into`, and marks the pool
+    /// wanted.
+    fn take(&self, into: &mut Spare) {
+        self.wanted
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut pool = self.lock();
+        let from = pool.vectors.len().saturating_sub(HANDOVER);
+        let taken: Vec<Vec<Field>> = pool.vectors.drain(from..).collect();
+        let n: usize = taken.iter().map(Vec::len).sum();
+        pool.fields -= n;
+        drop(pool);
+        into.fields += n;
+        into.vectors.extend(taken);
+    }
+}
+
+static SHARED: SharedPool = SharedPool::new();
+
+/// Keeps a record's field vector, its fields included, for a parser to refill once the record
+/// has been used: one of this thread ([`spare_fields`]) if one asked for a vector here, else
+/// one on another thread ([`spare_fields_across_threads`]) if one asked there. A parser that
+/// finds a field's measurement already in place (the same interned name) replaces only the
+/// value, so the name's reference count is neither raised for the new field nor lowered for
+/// the old one, and the vector is not allocated again. A vector holding a string value, one
+/// past the limit ([`SPARE_FIELDS_MAX`] fields per thread and in the shared pool), or any no
+/// parser asked for, is dropped instead.
 pub fn recycle_fields(fields: Vec<Field>) {
     if fields.is_empty()
         || fields
@@ -87,9 +175,13 @@ pub fn recycle_fields(fields: Vec<Field>) {
     }
     SPARE.with(|s| {
         let mut s = s.borrow_mut();
-        if s.wanted && s.fields + fields.len() <= SPARE_FIELDS_MAX {
-            s.fields += fields.len();
-            s.vectors.push(fields);
+        if s.wanted {
+            s.keep(fields);
+        } else if SHARED.wanted() {
+            s.outgoing.push(fields);
+            if s.outgoing.len() >= HANDOVER {
+                SHARED.give(&mut s.outgoing);
+            }
         }
     });
 }
@@ -102,15 +194,28 @@ pub fn spare_fields(room: usize) -> Vec<Field> {
         .with(|s| {
             let mut s = s.borrow_mut();
             s.wanted = true;
-            let v = s.vectors.pop()?;
-            s.fields -= v.len();
-            Some(v)
+            s.pop()
         })
         .unwrap_or_else(|| Vec::with_capacity(room))
 }
 
-/// Sets field `at` of `fields` (at most its length) to `measurement` and `value` without a
-/// type hint: in place when that field already names `measurement` (the same interned
+/// [`spare_fields`] for a parser whose records are used on other threads (the CSV source
+/// parses on a blocking thread): a vector recycled on any thread whose own parsers do not ask
+/// for them, taken from the shared pool [`HANDOVER`] at a time, or else a new one.
+pub fn spare_fields_across_threads(room: usize) -> Vec<Field> {
+    SPARE
+        .with(|s| {
+            let mut s = s.borrow_mut();
+            if s.vectors.is_empty() {
+                SHARED.take(&mut s);
+            }
+            s.pop()
+        })
+        .unwrap_or_else(|| Vec::with_capacity(room))
+}
+
+/// Sets field `at` of `fields` (at most its length) to `measurement`, `value` and
+/// `type_hint`: in place when that field already names `measurement` (the same interned
 /// string), else replacing it or, past the end, appended.
 #[inline(always)]
 pub fn put_field(
@@ -118,14 +223,25 @@ pub fn put_field(
     at: usize,
     measurement: &std::sync::Arc<str>,
     value: FieldValue,
+    type_hint: Option<DataType>,
 ) {
     match fields.get_mut(at) {
         Some(f) if std::sync::Arc::ptr_eq(&f.measurement, measurement) => {
             f.value = value;
-            f.type_hint = None;
+            f.type_hint = type_hint;
         }
-        Some(f) => *f = Field::new(measurement.clone(), value),
-        None => fields.push(Field::new(measurement.clone(), value)),
+        Some(f) => {
+            *f = Field {
+                measurement: measurement.clone(),
+                value,
+                type_hint,
+            }
+        }
+        None => fields.push(Field {
+            measurement: measurement.clone(),
+            value,
+            type_hint,
+        }),
     }
 }
 
@@ -334,14 +450,22 @@ mod tests {
             value: FieldValue::Int(1),
             type_hint: Some(DataType::INT32),
         }];
-        put_field(&mut fields, 0, &s, FieldValue::Float(2.5));
+        put_field(
+            &mut fields,
+            0,
+            &s,
+            FieldValue::Float(2.5),
+            Some(DataType::DOUBLE),
+        );
         assert!(std::sync::Arc::ptr_eq(&fields[0].measurement, &s));
         assert_eq!(fields[0].value, FieldValue::Float(2.5));
+        assert_eq!(fields[0].type_hint, Some(DataType::DOUBLE));
+        put_field(&mut fields, 0, &s, FieldValue::Float(2.5), None);
         assert_eq!(fields[0].type_hint, None);
-        put_field(&mut fields, 0, &equal_text, FieldValue::Bool(true));
+        put_field(&mut fields, 0, &equal_text, FieldValue::Bool(true), None);
         assert!(std::sync::Arc::ptr_eq(&fields[0].measurement, &equal_text));
         assert_eq!(fields[0].value, FieldValue::Bool(true));
-        put_field(&mut fields, 1, &s, FieldValue::Int(3));
+        put_field(&mut fields, 1, &s, FieldValue::Int(3), None);
         assert_eq!(
             fields,
             [
@@ -384,6 +508,42 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// The shared pool keeps nothing until a parser asked it for vectors; then it keeps what
+    /// it is given up to `SPARE_FIELDS_MAX` fields, and hands out `HANDOVER` vectors at a
+    /// time, the last given first.
+    #[test]
+    fn shared_pool_hands_over_within_the_limit() {
+        let pool = SharedPool::new();
+        let one = |i: i64| vec![Field::new("a", FieldValue::Int(i))];
+        let mut local = Spare::default();
+        assert!(!pool.wanted());
+        // Asked while empty: nothing moves, but the pool is now wanted.
+        pool.take(&mut local);
+        assert!(pool.wanted() && local.vectors.is_empty() && local.fields == 0);
+        let mut out: Vec<Vec<Field>> = (0..300).map(one).collect();
+        pool.give(&mut out);
+        assert!(out.is_empty());
+        let held = |pool: &SharedPool| {
+            let p = pool.lock();
+            (p.vectors.len(), p.fields)
+        };
+        assert_eq!(held(&pool), (300, 300));
+        pool.take(&mut local);
+        // 256 of them, values 44..300: the last one given is popped first.
+        assert_eq!((local.vectors.len(), local.fields), (256, 256));
+        assert_eq!(local.pop(), Some(one(299)));
+        assert_eq!(local.fields, 255);
+        assert_eq!(held(&pool), (44, 44));
+        // 44 fields held: a vector of `SPARE_FIELDS_MAX - 44` fits, one field more does not.
+        let mut out = vec![
+            vec![Field::new("b", FieldValue::Int(0)); SPARE_FIELDS_MAX - 43],
+            vec![Field::new("c", FieldValue::Int(0)); SPARE_FIELDS_MAX - 44],
+        ];
+        pool.give(&mut out);
+        assert_eq!(held(&pool), (45, SPARE_FIELDS_MAX));
+        assert_eq!(&*pool.lock().vectors[44][0].measurement, "c");
     }
 
     #[test]

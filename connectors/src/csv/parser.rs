@@ -30,7 +30,10 @@ use super::records::{FieldsRef, Input, Next, RecordReader, RecordSpan, Sequentia
 use super::time::TimeParser;
 use super::value::{parse_value, show, trim};
 use crate::error::Error;
-use crate::model::{declared_type, Batch, DataType, Field, Location, Record, RejectReason};
+use crate::model::{
+    declared_type, put_field, spare_fields_across_threads, Batch, DataType, Field, Location,
+    Record, RejectReason,
+};
 use crate::path::{sanitize_measurement, sanitize_node, validate_device, validate_measurement};
 use crate::reject::reject;
 
@@ -659,7 +662,11 @@ impl CsvParser {
         let first_record = chunk.batch.records.len();
         let mut points = 0u64;
         for g in &l.groups {
+            // At the first value, a vector recycled after an earlier chunk was written when
+            // there is one (the pipeline runs on other threads); `w` fields of it are this
+            // record's.
             let mut out: Vec<Field> = Vec::new();
+            let mut w = 0;
             for c in &g.cols {
                 let raw = fields.get(c.idx).unwrap_or(&[]);
                 let cell = trim(raw);
@@ -668,14 +675,11 @@ impl CsvParser {
                 }
                 match parse_value(cell, raw, c.hint) {
                     Ok(value) => {
-                        if out.capacity() == 0 {
-                            out.reserve_exact(g.cols.len());
+                        if w == 0 {
+                            out = spare_fields_across_threads(g.cols.len());
                         }
-                        out.push(Field {
-                            measurement: c.measurement.clone(),
-                            value,
-                            type_hint: c.hint,
-                        });
+                        put_field(&mut out, w, &c.measurement, value, c.hint);
+                        w += 1;
                     }
                     Err((reason, m)) => {
                         chunk.batch.records.truncate(first_record);
@@ -688,6 +692,7 @@ impl CsvParser {
                     }
                 }
             }
+            out.truncate(w);
             if out.is_empty() {
                 continue;
             }

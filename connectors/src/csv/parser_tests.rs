@@ -109,46 +109,52 @@ const T0: i64 = 1_509_465_600_000;
 
 use crate::DataType::{BOOLEAN as B, FLOAT as F, INT32 as I32, TEXT as T};
 
-#[test]
-fn iotdb_export_aligned_by_time() {
-    // The export's header names full series paths with their types; devices interleave.
-    let input = "Time,root.ln.wf04.wt04.status(BOOLEAN),root.ln.wf04.wt04.temperature(FLOAT),\
+/// The export of IoTDB's documentation, aligned by time: its header names full series paths
+/// with their types; devices interleave.
+const ALIGNED_BY_TIME: &str =
+    "Time,root.ln.wf04.wt04.status(BOOLEAN),root.ln.wf04.wt04.temperature(FLOAT),\
                  root.ln.wf04.wt05.hardware(TEXT),root.ln.wf04.wt04.id\n\
                  2017-11-01T00:00:00.000+08:00,true,24.36,\"v1\",7\n\
                  2017-11-01T00:01:00.000+08:00,false,null,,\n\
                  1509465720000,,,\"a,\"\"b\"\"\",null\n";
-    let (chunks, sum) = run(&CsvParseOptions::default(), input);
+
+/// The records of [`ALIGNED_BY_TIME`], worked out by hand.
+fn aligned_by_time_records() -> Vec<Record> {
     let wt04 = "root.ln.wf04.wt04";
     let wt05 = "root.ln.wf04.wt05";
-    assert_eq!(
-        records(&chunks),
-        vec![
-            rec(
-                wt04,
-                T0,
-                vec![
-                    field("status", Bool(true), Some(B)),
-                    field("temperature", Float(24.36), Some(F)),
-                    field("id", Int(7), None),
-                ]
-            ),
-            rec(
-                wt05,
-                T0,
-                vec![field("hardware", Text("v1".into()), Some(T))]
-            ),
-            rec(
-                wt04,
-                T0 + 60_000,
-                vec![field("status", Bool(false), Some(B))]
-            ),
-            rec(
-                wt05,
-                T0 + 120_000,
-                vec![field("hardware", Text("a,\"b\"".into()), Some(T))]
-            ),
-        ]
-    );
+    vec![
+        rec(
+            wt04,
+            T0,
+            vec![
+                field("status", Bool(true), Some(B)),
+                field("temperature", Float(24.36), Some(F)),
+                field("id", Int(7), None),
+            ],
+        ),
+        rec(
+            wt05,
+            T0,
+            vec![field("hardware", Text("v1".into()), Some(T))],
+        ),
+        rec(
+            wt04,
+            T0 + 60_000,
+            vec![field("status", Bool(false), Some(B))],
+        ),
+        rec(
+            wt05,
+            T0 + 120_000,
+            vec![field("hardware", Text("a,\"b\"".into()), Some(T))],
+        ),
+    ]
+}
+
+#[test]
+fn iotdb_export_aligned_by_time() {
+    let input = ALIGNED_BY_TIME;
+    let (chunks, sum) = run(&CsvParseOptions::default(), input);
+    assert_eq!(records(&chunks), aligned_by_time_records());
     assert_eq!(chunks.len(), 1);
     let c = &chunks[0];
     assert_eq!(c.record_lines, vec![2, 2, 3, 4]);
@@ -168,6 +174,41 @@ fn iotdb_export_aligned_by_time() {
             complete: true,
         }
     );
+}
+
+/// Recycled field vectors (longer or shorter than a record, other names, type hints and
+/// values left in them) are refilled into exactly the records fresh ones give.
+#[test]
+fn recycled_field_vectors_give_the_same_records() {
+    std::thread::spawn(|| {
+        // This thread keeps what it recycles once one of its parsers asked for a vector.
+        assert!(crate::model::spare_fields(0).is_empty());
+        let stale =
+            |m: &str, v: FieldValue, hint: Option<DataType>, n: usize| vec![field(m, v, hint); n];
+        let vectors = [
+            stale("zz", Int(1), Some(DataType::INT32), 3),
+            stale("yy", Float(2.5), None, 1),
+            stale("xx", Bool(false), Some(B), 5),
+            stale("ww", Int(-4), Some(DataType::INT64), 1),
+        ];
+        let at: Vec<*const Field> = vectors.iter().map(|v| v.as_ptr()).collect();
+        for v in vectors {
+            crate::model::recycle_fields(v);
+        }
+        let (chunks, _) = run(&CsvParseOptions::default(), ALIGNED_BY_TIME);
+        assert_eq!(records(&chunks), aligned_by_time_records());
+        // The records were filled into the recycled vectors, the last recycled first (the
+        // first record's vector grew, so it moved; a row of nulls took none).
+        let used: Vec<*const Field> = chunks[0]
+            .batch
+            .records
+            .iter()
+            .map(|r| r.fields.as_ptr())
+            .collect();
+        assert_eq!(used[1..], [at[2], at[1], at[0]]);
+    })
+    .join()
+    .unwrap();
 }
 
 #[test]

@@ -385,7 +385,7 @@ impl<'a> Reader<'a> {
             if s.get(end) != Some(&b',') {
                 break;
             }
-            put_field(&mut fields, w, name, value);
+            put_field(&mut fields, w, name, value, None);
             w += 1;
             i = end + 1;
             k += 1;
@@ -416,7 +416,7 @@ impl<'a> Reader<'a> {
                 }
             };
             if let Some(value) = value {
-                put_field(&mut fields, w, name, value);
+                put_field(&mut fields, w, name, value, None);
                 w += 1;
             }
             // The separator: `,`, or the `]` after the last value (more values than names
