@@ -63,22 +63,27 @@ const HANDOVER: usize = 256;
 
 /// Spare field vectors and the fields they hold in all.
 #[derive(Default)]
-struct Spare {
+struct Vectors {
     vectors: Vec<Vec<Field>>,
     fields: usize,
-    /// A parser of this thread asked for a vector ([`spare_fields`]): only then are vectors
-    /// kept for this thread, so a thread whose parsers never refill them holds none.
-    wanted: bool,
-    /// Vectors on their way to the shared pool (at most [`HANDOVER`]).
-    outgoing: Vec<Vec<Field>>,
 }
 
-impl Spare {
-    /// Keeps `fields` if the limit allows; else they are dropped.
-    fn keep(&mut self, fields: Vec<Field>) {
+impl Vectors {
+    const fn new() -> Vectors {
+        Vectors {
+            vectors: Vec::new(),
+            fields: 0,
+        }
+    }
+
+    /// Keeps `fields` if the limit ([`SPARE_FIELDS_MAX`]) allows; else hands them back.
+    fn keep(&mut self, fields: Vec<Field>) -> Result<(), Vec<Field>> {
         if self.fields + fields.len() <= SPARE_FIELDS_MAX {
             self.fields += fields.len();
             self.vectors.push(fields);
+            Ok(())
+        } else {
+            Err(fields)
         }
     }
 
@@ -89,6 +94,17 @@ impl Spare {
     }
 }
 
+/// A thread's spare field vectors.
+#[derive(Default)]
+struct Spare {
+    kept: Vectors,
+    /// A parser of this thread asked for a vector ([`spare_fields`]): only then are vectors
+    /// kept for this thread, so a thread whose parsers never refill them holds none.
+    wanted: bool,
+    /// Vectors on their way to the shared pool (at most [`HANDOVER`]).
+    outgoing: Vec<Vec<Field>>,
+}
+
 thread_local! {
     static SPARE: std::cell::RefCell<Spare> = std::cell::RefCell::new(Spare::default());
 }
@@ -96,7 +112,7 @@ thread_local! {
 /// A pool of vectors shared between threads: vectors recycled on a thread whose parsers do not
 /// ask for them, for a parser on another thread ([`spare_fields_across_threads`]).
 struct SharedPool {
-    spare: std::sync::Mutex<Spare>,
+    spare: std::sync::Mutex<Vectors>,
     /// Whether a parser asked this pool for vectors: until then it keeps none.
     wanted: std::sync::atomic::AtomicBool,
 }
@@ -104,12 +120,7 @@ struct SharedPool {
 impl SharedPool {
     const fn new() -> SharedPool {
         SharedPool {
-            spare: std::sync::Mutex::new(Spare {
-                vectors: Vec::new(),
-                fields: 0,
-                wanted: false,
-                outgoing: Vec::new(),
-            }),
+            spare: std::sync::Mutex::new(Vectors::new()),
             wanted: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -118,7 +129,7 @@ impl SharedPool {
         self.wanted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Spare> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vectors> {
         self.spare.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -129,9 +140,7 @@ impl SharedPool {
         {
             let mut pool = self.lock();
             for v in outgoing.drain(..) {
-                if pool.fields + v.len() <= SPARE_FIELDS_MAX {
-                    pool.keep(v);
-                } else {
+                if let Err(v) = pool.keep(v) {
                     over.push(v);
                 }
             }
@@ -141,7 +150,7 @@ impl SharedPool {
 
     /// Moves up to [`HANDOVER`] vectors, the last given first, into `into`, and marks the pool
     /// wanted.
-    fn take(&self, into: &mut Spare) {
+    fn take(&self, into: &mut Vectors) {
         self.wanted
             .store(true, std::sync::atomic::Ordering::Relaxed);
         let mut pool = self.lock();
@@ -176,7 +185,8 @@ pub fn recycle_fields(fields: Vec<Field>) {
     SPARE.with(|s| {
         let mut s = s.borrow_mut();
         if s.wanted {
-            s.keep(fields);
+            // Past the limit the vector is dropped.
+            let _ = s.kept.keep(fields);
         } else if SHARED.wanted() {
             s.outgoing.push(fields);
             if s.outgoing.len() >= HANDOVER {
@@ -194,7 +204,7 @@ pub fn spare_fields(room: usize) -> Vec<Field> {
         .with(|s| {
             let mut s = s.borrow_mut();
             s.wanted = true;
-            s.pop()
+            s.kept.pop()
         })
         .unwrap_or_else(|| Vec::with_capacity(room))
 }
@@ -206,10 +216,10 @@ pub fn spare_fields_across_threads(room: usize) -> Vec<Field> {
     SPARE
         .with(|s| {
             let mut s = s.borrow_mut();
-            if s.vectors.is_empty() {
-                SHARED.take(&mut s);
+            if s.kept.vectors.is_empty() {
+                SHARED.take(&mut s.kept);
             }
-            s.pop()
+            s.kept.pop()
         })
         .unwrap_or_else(|| Vec::with_capacity(room))
 }
@@ -517,7 +527,7 @@ mod tests {
     fn shared_pool_hands_over_within_the_limit() {
         let pool = SharedPool::new();
         let one = |i: i64| vec![Field::new("a", FieldValue::Int(i))];
-        let mut local = Spare::default();
+        let mut local = Vectors::default();
         assert!(!pool.wanted());
         // Asked while empty: nothing moves, but the pool is now wanted.
         pool.take(&mut local);
