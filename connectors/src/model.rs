@@ -556,6 +556,29 @@ mod tests {
         assert_eq!(&*pool.lock().vectors[44][0].measurement, "c");
     }
 
+    /// A thread whose parsers never asked for vectors gathers what it recycles and hands it to
+    /// the shared pool `HANDOVER` at a time, once a parser asked the pool.
+    #[test]
+    fn recycled_vectors_go_to_the_shared_pool_in_handovers() {
+        // A parser on another thread asks the shared pool (the pool stays wanted).
+        std::thread::spawn(|| drop(spare_fields_across_threads(1)))
+            .join()
+            .unwrap();
+        std::thread::spawn(|| {
+            let outgoing = || SPARE.with(|s| s.borrow().outgoing.len());
+            for i in 0..HANDOVER - 1 {
+                recycle_fields(vec![Field::new("a", FieldValue::Int(i as i64))]);
+            }
+            assert_eq!(outgoing(), HANDOVER - 1);
+            recycle_fields(vec![Field::new("a", FieldValue::Int(-1))]);
+            assert_eq!(outgoing(), 0);
+            // None was kept for this thread itself.
+            assert!(SPARE.with(|s| s.borrow().kept.vectors.is_empty()));
+        })
+        .join()
+        .unwrap();
+    }
+
     #[test]
     fn time_conversion() {
         assert_eq!(TimeUnit::Seconds.convert(2, TimeUnit::Millis), Some(2000));
