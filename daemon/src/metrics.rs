@@ -40,6 +40,9 @@ pub struct Metrics {
     pub memtable_max_bytes: IntGaugeVec,
     /// Write-ahead-log fsyncs (a counter: refreshed at scrape time from the log's own count).
     pub wal_fsyncs: IntCounterVec,
+    /// Acknowledged records the engine read back from the write-ahead log (past the
+    /// backlog's memory limit).
+    pub wal_records_read_back: IntCounterVec,
     /// Durations of the write-ahead log's fdatasync calls.
     pub wal_fsync_seconds: HistogramVec,
     /// Known series.
@@ -163,6 +166,11 @@ impl Metrics {
             wal_fsyncs: counter(
                 "tsfiled_wal_fsyncs_total",
                 "Write-ahead-log fsync calls.",
+                &["pipeline"],
+            ),
+            wal_records_read_back: counter(
+                "tsfiled_wal_records_read_back_total",
+                "Acknowledged records the engine read back from the write-ahead log because the backlog in memory was full.",
                 &["pipeline"],
             ),
             wal_fsync_seconds: hist(

@@ -444,6 +444,155 @@ pub fn read_range(
     Ok(())
 }
 
+/// Bytes [`LogReader`] reads at a time (more for a larger record).
+const READ_CHUNK: usize = 1 << 20;
+
+/// Reads the log forward from a record, a chunk at a time, while its thread appends: the
+/// records the engine must apply that the log did not hand over ([`Backlog`]).
+///
+/// [`Backlog`]: crate::pipeline::Backlog
+pub struct LogReader {
+    fs: FsRef,
+    dir: PathBuf,
+    /// The segment read and the offset of the next record in it.
+    segment: u64,
+    offset: u64,
+    /// The segment's checksum salt, once its header was read.
+    salt: Option<Option<u64>>,
+    /// Bytes of the segment from `chunk_at`.
+    chunk: Vec<u8>,
+    chunk_at: u64,
+}
+
+impl LogReader {
+    /// A reader whose first record is the one at `from`.
+    pub fn new(fs: FsRef, dir: PathBuf, from: Lsn) -> LogReader {
+        LogReader {
+            fs,
+            dir,
+            segment: lsn_segment(from),
+            offset: from & ((1 << OFFSET_BITS) - 1),
+            salt: None,
+            chunk: Vec::new(),
+            chunk_at: 0,
+        }
+    }
+
+    /// The position of the next record.
+    pub fn position(&self) -> Lsn {
+        lsn(self.segment, self.offset)
+    }
+
+    /// `len` bytes of the segment from `at`, or fewer at its end.
+    fn bytes(&mut self, at: u64, len: usize) -> io::Result<&[u8]> {
+        let end = at + len as u64;
+        if self.chunk.is_empty()
+            || at < self.chunk_at
+            || end > self.chunk_at + self.chunk.len() as u64
+        {
+            let path = segment_path(&self.dir, self.segment);
+            self.chunk = self.fs.read_at(&path, at, len.max(READ_CHUNK))?;
+            self.chunk_at = at;
+        }
+        let from = (at - self.chunk_at) as usize;
+        let to = (from + len).min(self.chunk.len());
+        Ok(&self.chunk[from.min(to)..to])
+    }
+
+    /// The record at the reader's position if it is whole and checks out. A chunk read
+    /// before the log wrote that far holds what the file had then (nothing, or a reused
+    /// file's old bytes): a record that does not check out in it is read again from the file.
+    fn record(&mut self) -> io::Result<Option<Vec<u8>>> {
+        if self.salt.is_none() {
+            let header = self.bytes(0, HEADER)?.to_vec();
+            self.salt =
+                Some(segment_salt(&header, self.segment).ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::InvalidData, "bad segment magic")
+                })?);
+            self.offset = self.offset.max(HEADER as u64);
+        }
+        for fresh in [false, true] {
+            if fresh {
+                self.chunk.clear();
+            }
+            if let Some(len) = self.checked_len()? {
+                let from = (self.offset - self.chunk_at) as usize + 8;
+                let payload = self.chunk[from..from + len].to_vec();
+                self.offset += 8 + len as u64;
+                return Ok(Some(payload));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The payload length of the record at the reader's position if the bytes at hand hold
+    /// it whole and it checks out (they then cover it).
+    fn checked_len(&mut self) -> io::Result<Option<usize>> {
+        let salt = self.salt.flatten();
+        let head = self.bytes(self.offset, 8)?;
+        if head.len() < 8 {
+            return Ok(None);
+        }
+        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        if len > MAX_RECORD {
+            return Ok(None);
+        }
+        // Read again if the chunk ended within the record: its header must be the same.
+        let whole = self.bytes(self.offset, 8 + len)?;
+        Ok((whole.len() == 8 + len
+            && whole[..4] == (len as u32).to_le_bytes()
+            && whole[4..8] == crc.to_le_bytes()
+            && record_crc(salt, &whole[8..]) == crc)
+            .then_some(len))
+    }
+
+    /// The next record if its position is at most `upto`, with its position. Every record up
+    /// to `upto` must be durable: one that does not check out is an error (the log is
+    /// corrupt or gone), except at the end of a segment before `upto`'s, where the next
+    /// segment follows.
+    pub fn next(&mut self, upto: Lsn) -> io::Result<Option<(Lsn, Vec<u8>)>> {
+        loop {
+            let at = self.position();
+            if at > upto {
+                return Ok(None);
+            }
+            if let Some(payload) = self.record()? {
+                return Ok(Some((at, payload)));
+            }
+            if self.segment >= lsn_segment(upto) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "the record at {at:#x} (segment {}, offset {}) is torn or corrupt",
+                        self.segment, self.offset
+                    ),
+                ));
+            }
+            // The segment ends here: the next one follows (ids grow; a retired segment's
+            // successor may skip ids).
+            let next = list_segments(&*self.fs, &self.dir)?
+                .into_iter()
+                .map(|(id, _)| id)
+                .find(|&id| id > self.segment);
+            let Some(next) = next else {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!(
+                        "no segment after {} holds the record at {upto:#x}",
+                        self.segment
+                    ),
+                ));
+            };
+            self.segment = next;
+            self.offset = HEADER as u64;
+            self.salt = None;
+            self.chunk.clear();
+            self.chunk_at = 0;
+        }
+    }
+}
+
 /// Scans the bytes of segment `id` from `start` (0: the header first): calls
 /// `f(offset, payload)` per good record; returns where the good part ends and, if it
 /// ends early, why.

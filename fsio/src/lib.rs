@@ -12,7 +12,7 @@ pub mod sim;
 use std::any::Any;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -89,6 +89,16 @@ pub trait Fs: Send + Sync + fmt::Debug {
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     /// Reads a whole file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Reads up to `len` bytes of `path` from `offset` (fewer at its end). By default
+    /// through [`Fs::read`] (the whole file), so that wrappers need not forward it.
+    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let data = self.read(path)?;
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        let end = start.saturating_add(len).min(data.len());
+        Ok(data[start..end].to_vec())
+    }
     /// Renames a file (replacing `to`).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Deletes a file.
@@ -151,6 +161,13 @@ impl Fs for StdFs {
     }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         fs::read(path)
+    }
+    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut file = File::open(path)?;
+        file.seek(SeekFrom::Start(offset))?;
+        let mut buf = Vec::with_capacity(len);
+        file.take(len as u64).read_to_end(&mut buf)?;
+        Ok(buf)
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         fs::rename(from, to)
@@ -280,6 +297,10 @@ mod tests {
         f.write_all(b"!").unwrap();
         drop(f);
         assert_eq!(std::fs::read(&p).unwrap(), b"hell!");
+        // Parts of "hell!": inside, cut at the end, past the end.
+        assert_eq!(fs.read_at(&p, 1, 3).unwrap(), b"ell");
+        assert_eq!(fs.read_at(&p, 3, 10).unwrap(), b"l!");
+        assert_eq!(fs.read_at(&p, 9, 2).unwrap(), b"");
         let names: Vec<_> = fs
             .read_dir(&d)
             .unwrap()

@@ -12,6 +12,7 @@
 pub mod batch;
 pub mod files;
 mod flush;
+mod from_log;
 mod inbox;
 mod journal;
 mod memtable;
@@ -186,6 +187,14 @@ pub enum EngineMsg {
         /// When the payload was received.
         received: Instant,
     },
+    /// The log keeps the durable records from `from` on instead of handing them over: the
+    /// engine reads them back from it (see [`Backlog`](crate::pipeline::Backlog)).
+    FromLog {
+        /// The first record's position.
+        from: Lsn,
+        /// When the first record was received.
+        received: Instant,
+    },
     /// Seal everything open, then answer.
     SealAll {
         /// Reason label.
@@ -267,6 +276,8 @@ pub struct Engine {
     backlog: Option<crate::pipeline::Backlog>,
     /// The thread's messages (see [`inbox`]).
     inbox: inbox::Inbox,
+    /// Reading the log back, until caught up.
+    from_log: Option<from_log::FromLog>,
 }
 
 impl Engine {
@@ -354,6 +365,7 @@ impl Engine {
             hint_count: 0,
             backlog: None,
             inbox: inbox::Inbox::default(),
+            from_log: None,
         })
     }
 
@@ -657,6 +669,7 @@ impl Engine {
     /// Retries of failed partitions, time-based and WAL-pressure sealing; call periodically.
     pub fn tick(&mut self) {
         self.retry_failed(false);
+        self.catch_up(false);
         let now = Instant::now();
         let due: Vec<((Arc<str>, i64), SealReason)> = self
             .groups
@@ -716,7 +729,7 @@ impl Engine {
             let msg = self.next_msg(tick);
             self.poll_sealer();
             match msg {
-                Ok(EngineMsg::Write { .. }) if stall => loop {
+                Ok(EngineMsg::Write { .. } | EngineMsg::FromLog { .. }) if stall => loop {
                     std::thread::park();
                 },
                 Ok(EngineMsg::Write {
@@ -724,6 +737,7 @@ impl Engine {
                     payload,
                     received,
                 }) => self.write_live(lsn, payload, received),
+                Ok(EngineMsg::FromLog { from, received }) => self.read_log_from(from, received),
                 Ok(EngineMsg::SealAll { reason, done }) => {
                     self.seal_all(reason);
                     self.drain_sealer();
@@ -744,6 +758,9 @@ impl Engine {
                                 payload,
                                 received,
                             } => self.write_live(lsn, payload, received),
+                            EngineMsg::FromLog { from, received } => {
+                                self.read_log_from(from, received)
+                            }
                             EngineMsg::SealAll { done, .. }
                             | EngineMsg::Stop { done }
                             | EngineMsg::Abandon { done } => {
@@ -751,7 +768,9 @@ impl Engine {
                             }
                         }
                     }
-                    // A last try for failed partitions (space may be back).
+                    // A last try for records left in the log and failed partitions (space
+                    // may be back).
+                    self.catch_up(true);
                     self.retry_failed(true);
                     self.seal_all(SealReason::Shutdown);
                     self.stop_sealer();

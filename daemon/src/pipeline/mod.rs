@@ -36,7 +36,7 @@ use crate::metrics::Metrics;
 use crate::notify::Progress;
 use crate::wal::{self, Wal, WalOptions};
 use crate::{Error, Refusal, Result};
-pub use backlog::Backlog;
+pub use backlog::{Backlog, Handoff};
 use lock::lock_dir;
 
 /// Settings of one pipeline.
@@ -338,11 +338,14 @@ impl Pipeline {
                 "write-ahead log replayed"
             );
         }
-        // Unbounded: the log's thread never waits for the engine; intake waits past the
-        // backlog's limit instead (see `Backlog`).
+        // Unbounded: the log's thread never waits for the engine; past the backlog's memory
+        // limit records stay in the log, and intake waits past its lag limit (see `Backlog`).
         let (engine_tx, engine_rx) = channel::<EngineMsg>();
         let sink_tx = engine_tx.clone();
-        let backlog = Backlog::new(Backlog::limit_for(opts.engine.memtable_bytes));
+        let backlog = Backlog::with_lag(
+            Backlog::limit_for(opts.engine.memtable_bytes),
+            Backlog::lag_limit_for(opts.engine.memtable_bytes, opts.wal.max_bytes),
+        );
         let sink_backlog = backlog.clone();
         let mut wal_opts = opts.wal.clone();
         wal_opts.fsync_seconds = Some(
@@ -354,13 +357,25 @@ impl Pipeline {
             wal_opts,
             next_segment,
             disk,
-            move |lsn, payload: Vec<u8>, received: WalItem| {
-                sink_backlog.add(payload.capacity());
-                let _ = sink_tx.send(EngineMsg::Write {
-                    lsn,
-                    payload,
-                    received,
-                });
+            move |lsn, payload: Vec<u8>, received: WalItem| match sink_backlog.hand_over(
+                lsn,
+                payload.capacity(),
+                payload.len(),
+            ) {
+                Handoff::Engine => {
+                    let _ = sink_tx.send(EngineMsg::Write {
+                        lsn,
+                        payload,
+                        received,
+                    });
+                }
+                Handoff::FirstInLog => {
+                    let _ = sink_tx.send(EngineMsg::FromLog {
+                        from: lsn,
+                        received,
+                    });
+                }
+                Handoff::InLog => {}
             },
             Some(health.clone()),
         )?;

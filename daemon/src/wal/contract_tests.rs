@@ -1243,3 +1243,90 @@ fn spares_left_by_a_previous_run_are_taken_up_to_the_pool_size_and_reused() {
         vec![(5, 0, "bad segment magic".to_string())]
     );
 }
+
+/// The log read back while its thread writes it ([`LogReader`]): the records up to a
+/// position, on into the next segment there is (ids may skip one a failure retired), the
+/// records written after the reader read a segment, and an error for a record up to the
+/// position that does not check out.
+#[test]
+fn a_log_reader_follows_the_log_up_to_a_position() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = |id: u64| tmp.path().join(format!("wal-{id:020}.log"));
+    // Segment 2: "123456789" at 8, "abc" at 8 + 8 + 9 = 25 (0x19); segment 4: "a" at 8.
+    let two = segment(&[record(b"123456789", CRC_123456789), record(b"abc", CRC_ABC)]);
+    fs::write(path(2), two).unwrap();
+    fs::write(path(4), segment(&[record(b"a", CRC_A)])).unwrap();
+    let mut r = LogReader::new(
+        tsfiled_fsio::std_fs(),
+        tmp.path().to_path_buf(),
+        0x0200_0000_0008,
+    );
+    let upto = 0x0200_0000_0019;
+    assert_eq!(
+        r.next(upto).unwrap(),
+        Some((0x0200_0000_0008, b"123456789".to_vec()))
+    );
+    assert_eq!(
+        r.next(upto).unwrap(),
+        Some((0x0200_0000_0019, b"abc".to_vec()))
+    );
+    // Past the position nothing is read; the reader waits after "abc" (0x19 + 8 + 3).
+    assert_eq!(r.next(upto).unwrap(), None);
+    assert_eq!(r.position(), 0x0200_0000_0024);
+    // Segment 2 ends there: segment 4 follows.
+    assert_eq!(
+        r.next(0x0400_0000_0008).unwrap(),
+        Some((0x0400_0000_0008, b"a".to_vec()))
+    );
+    // "abc" appended to segment 4 after the reader read it, at 8 + 8 + 1 = 0x11.
+    let four = segment(&[record(b"a", CRC_A), record(b"abc", CRC_ABC)]);
+    fs::write(path(4), &four).unwrap();
+    assert_eq!(
+        r.next(0x0400_0000_0011).unwrap(),
+        Some((0x0400_0000_0011, b"abc".to_vec()))
+    );
+    // A record announced at 0x11 + 8 + 3 = 0x1c but torn: up to its position, an error.
+    let mut torn = four.clone();
+    torn.extend_from_slice(&record(b"abc", CRC_ABC)[..9]);
+    fs::write(path(4), &torn).unwrap();
+    let e = r.next(0x0400_0000_001c).unwrap_err();
+    assert!(e.to_string().contains("segment 4, offset 28"), "{e}");
+    // A corrupt one (its checksum is that of "a"): the same.
+    let mut corrupt = four;
+    corrupt.extend_from_slice(&record(b"abc", CRC_A));
+    fs::write(path(4), &corrupt).unwrap();
+    let got = r.next(0x0400_0000_001c);
+    assert!(got.is_err(), "{got:?}");
+}
+
+/// A reused segment file holds old bytes past the records written so far; a reader that read
+/// them reads the record the log wrote over them since.
+#[test]
+fn a_log_reader_reads_a_record_written_over_old_bytes_it_had_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join(format!("wal-{:020}.log", 5));
+    // "a" at 8, then an old record at 0x11 whose checksum no longer holds ("123" with the
+    // checksum of "abc").
+    let mut old = segment(&[record(b"a", CRC_A)]);
+    old.extend_from_slice(&record(b"123", CRC_ABC));
+    fs::write(&path, &old).unwrap();
+    let mut r = LogReader::new(
+        tsfiled_fsio::std_fs(),
+        tmp.path().to_path_buf(),
+        0x0500_0000_0008,
+    );
+    assert_eq!(
+        r.next(0x0500_0000_0008).unwrap(),
+        Some((0x0500_0000_0008, b"a".to_vec()))
+    );
+    // The log writes "abc" over the old record (the same length).
+    fs::write(
+        &path,
+        segment(&[record(b"a", CRC_A), record(b"abc", CRC_ABC)]),
+    )
+    .unwrap();
+    assert_eq!(
+        r.next(0x0500_0000_0011).unwrap(),
+        Some((0x0500_0000_0011, b"abc".to_vec()))
+    );
+}
