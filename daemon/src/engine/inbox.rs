@@ -55,6 +55,7 @@ impl Engine {
             gate.wait();
         }
         let bytes = payload.capacity();
+        self.pace();
         self.write(lsn, payload, received);
         if let Some(b) = &self.backlog {
             b.done(bytes);

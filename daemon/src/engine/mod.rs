@@ -16,6 +16,7 @@ mod from_log;
 mod inbox;
 mod journal;
 mod memtable;
+mod priority;
 pub(crate) use memtable::column_capacity_bytes;
 mod retry;
 pub mod schema;
@@ -278,6 +279,8 @@ pub struct Engine {
     inbox: inbox::Inbox,
     /// Reading the log back, until caught up.
     from_log: Option<from_log::FromLog>,
+    /// The engine thread's priority, once its loop runs ([`Engine::pace`]).
+    priority: Option<priority::Niceness>,
 }
 
 impl Engine {
@@ -366,6 +369,7 @@ impl Engine {
             backlog: None,
             inbox: inbox::Inbox::default(),
             from_log: None,
+            priority: None,
         })
     }
 
@@ -725,6 +729,7 @@ impl Engine {
         let stall = self.opts.hooks.stall_engine;
         let mut last_tick = Instant::now();
         self.attach_inbox(rx);
+        self.priority = Some(priority::Niceness::own());
         loop {
             let msg = self.next_msg(tick);
             self.poll_sealer();
