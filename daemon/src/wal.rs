@@ -491,7 +491,8 @@ impl LogReader {
             || end > self.chunk_at + self.chunk.len() as u64
         {
             let path = segment_path(&self.dir, self.segment);
-            self.chunk = self.fs.read_at(&path, at, len.max(READ_CHUNK))?;
+            self.fs
+                .read_at(&path, at, len.max(READ_CHUNK), &mut self.chunk)?;
             self.chunk_at = at;
         }
         let from = (at - self.chunk_at) as usize;
@@ -499,10 +500,11 @@ impl LogReader {
         Ok(&self.chunk[from.min(to)..to])
     }
 
-    /// The record at the reader's position if it is whole and checks out. A chunk read
+    /// Where in the chunk the payload of the record at the reader's position is, if it is
+    /// whole and checks out (the reader moves past it). A chunk read
     /// before the log wrote that far holds what the file had then (nothing, or a reused
     /// file's old bytes): a record that does not check out in it is read again from the file.
-    fn record(&mut self) -> io::Result<Option<Vec<u8>>> {
+    fn record(&mut self) -> io::Result<Option<std::ops::Range<usize>>> {
         if self.salt.is_none() {
             let header = self.bytes(0, HEADER)?.to_vec();
             self.salt =
@@ -517,9 +519,8 @@ impl LogReader {
             }
             if let Some(len) = self.checked_len()? {
                 let from = (self.offset - self.chunk_at) as usize + 8;
-                let payload = self.chunk[from..from + len].to_vec();
                 self.offset += 8 + len as u64;
-                return Ok(Some(payload));
+                return Ok(Some(from..from + len));
             }
         }
         Ok(None)
@@ -551,14 +552,14 @@ impl LogReader {
     /// to `upto` must be durable: one that does not check out is an error (the log is
     /// corrupt or gone), except at the end of a segment before `upto`'s, where the next
     /// segment follows.
-    pub fn next(&mut self, upto: Lsn) -> io::Result<Option<(Lsn, Vec<u8>)>> {
+    pub fn next(&mut self, upto: Lsn) -> io::Result<Option<(Lsn, &[u8])>> {
         loop {
             let at = self.position();
             if at > upto {
                 return Ok(None);
             }
             if let Some(payload) = self.record()? {
-                return Ok(Some((at, payload)));
+                return Ok(Some((at, &self.chunk[payload])));
             }
             if self.segment >= lsn_segment(upto) {
                 return Err(io::Error::new(

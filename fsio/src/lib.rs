@@ -89,15 +89,18 @@ pub trait Fs: Send + Sync + fmt::Debug {
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     /// Reads a whole file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
-    /// Reads up to `len` bytes of `path` from `offset` (fewer at its end). By default
-    /// through [`Fs::read`] (the whole file), so that wrappers need not forward it.
-    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    /// Reads up to `len` bytes of `path` from `offset` (fewer at its end) into `buf`, which
+    /// it replaces. By default through [`Fs::read`] (the whole file), so that wrappers need
+    /// not forward it.
+    fn read_at(&self, path: &Path, offset: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
         let data = self.read(path)?;
         let start = usize::try_from(offset)
             .unwrap_or(usize::MAX)
             .min(data.len());
         let end = start.saturating_add(len).min(data.len());
-        Ok(data[start..end].to_vec())
+        buf.clear();
+        buf.extend_from_slice(&data[start..end]);
+        Ok(())
     }
     /// Renames a file (replacing `to`).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
@@ -162,12 +165,12 @@ impl Fs for StdFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         fs::read(path)
     }
-    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    fn read_at(&self, path: &Path, offset: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
         let mut file = File::open(path)?;
         file.seek(SeekFrom::Start(offset))?;
-        let mut buf = Vec::with_capacity(len);
-        file.take(len as u64).read_to_end(&mut buf)?;
-        Ok(buf)
+        buf.clear();
+        file.take(len as u64).read_to_end(buf)?;
+        Ok(())
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         fs::rename(from, to)
@@ -298,9 +301,13 @@ mod tests {
         drop(f);
         assert_eq!(std::fs::read(&p).unwrap(), b"hell!");
         // Parts of "hell!": inside, cut at the end, past the end.
-        assert_eq!(fs.read_at(&p, 1, 3).unwrap(), b"ell");
-        assert_eq!(fs.read_at(&p, 3, 10).unwrap(), b"l!");
-        assert_eq!(fs.read_at(&p, 9, 2).unwrap(), b"");
+        let mut buf = b"old".to_vec();
+        fs.read_at(&p, 1, 3, &mut buf).unwrap();
+        assert_eq!(buf, b"ell");
+        fs.read_at(&p, 3, 10, &mut buf).unwrap();
+        assert_eq!(buf, b"l!");
+        fs.read_at(&p, 9, 2, &mut buf).unwrap();
+        assert_eq!(buf, b"");
         let names: Vec<_> = fs
             .read_dir(&d)
             .unwrap()

@@ -56,7 +56,8 @@ impl Engine {
         }
         let bytes = payload.capacity();
         self.pace();
-        self.write(lsn, payload, received);
+        self.write(lsn, &payload, received);
+        drop(payload);
         if let Some(b) = &self.backlog {
             b.done(bytes);
         }
@@ -73,8 +74,14 @@ impl Engine {
         let Some(backlog) = self.backlog.clone() else {
             return;
         };
-        // Messages keep their order: none is taken in past one held for the loop.
-        if self.inbox.taking_in || self.opts.hooks.stall_engine || !self.inbox.held.is_empty() {
+        // Messages keep their order: none is taken in past one held for the loop. Where
+        // records past the backlog's memory limit stay in the log, intake does not wait for
+        // the flush: taking records in would only grow the memtables past their budget.
+        if self.inbox.taking_in
+            || self.opts.hooks.stall_engine
+            || !self.inbox.held.is_empty()
+            || backlog.leaves_in_log()
+        {
             return;
         }
         let mut left = backlog.bytes();

@@ -575,14 +575,14 @@ mod tests {
             let wb = WriteBatch {
                 series: vec![series("a", vec![t]), text(t)],
             };
-            e.write(lsn, wb.encode(), Instant::now());
+            e.write(lsn, &wb.encode(), Instant::now());
         }
         // Room for 4: a 4 × 16 + 160 = 224, s 4 × (8 + 24) + 12 + 160 = 300.
         assert_eq!(e.groups[&key].seq.mem_bytes, 224 + 300);
         let wb = WriteBatch {
             series: vec![series("a", vec![5]), text(50)],
         };
-        e.write(5, wb.encode(), Instant::now());
+        e.write(5, &wb.encode(), Instant::now());
         // Room for 8: a 8 × 16 + 160 = 288, s 8 × 32 + 15 + 160 = 431.
         assert_eq!(e.groups[&key].seq.mem_bytes, 288 + 431);
         let g = &e.groups[&key];
@@ -612,13 +612,13 @@ mod tests {
         let wb = WriteBatch {
             series: vec![series("a", vec![7, 3, 10])],
         };
-        e.write(1, wb.encode(), Instant::now());
+        e.write(1, &wb.encode(), Instant::now());
         assert!(!e.groups[&key].seq.mem[&a].sorted);
         e.flush(&key, Space::Sequence);
         let wb = WriteBatch {
             series: vec![series("a", vec![12, 8, 15])],
         };
-        e.write(2, wb.encode(), Instant::now());
+        e.write(2, &wb.encode(), Instant::now());
         let g = &e.groups[&key];
         assert_eq!(g.seq.mem[&a].times, vec![12, 15]);
         assert_eq!(g.seq.mem[&a].values, Column::Int64(vec![36, 45]));
@@ -627,7 +627,7 @@ mod tests {
         let wb = WriteBatch {
             series: vec![series("a", vec![20, 21, 22])],
         };
-        e.write(3, wb.encode(), Instant::now());
+        e.write(3, &wb.encode(), Instant::now());
         let g = &e.groups[&key];
         assert_eq!(g.seq.mem[&a].times, vec![12, 15, 20, 21, 22]);
         assert!(g.seq.mem[&a].sorted);
@@ -659,7 +659,7 @@ mod tests {
         let one = WriteBatch {
             series: vec![series("z", vec![1])],
         };
-        e.write(1, one.encode(), Instant::now());
+        e.write(1, &one.encode(), Instant::now());
         assert_eq!(e.groups[&key].seq.mem_bytes, 4 * 16 + 160);
         let wb = WriteBatch {
             series: vec![
@@ -667,14 +667,14 @@ mod tests {
                 series("b", (1..31).collect()),
             ],
         };
-        e.write(2, wb.encode(), Instant::now());
+        e.write(2, &wb.encode(), Instant::now());
         e.flush(&key, Space::Sequence);
         assert_eq!(e.groups[&key].seq.mem_bytes, 0);
         // Three series flushed: z (1 point), a (9), b (30): 40 / 3 = 13.
         let next = WriteBatch {
             series: vec![series("a", vec![50])],
         };
-        e.write(3, next.encode(), Instant::now());
+        e.write(3, &next.encode(), Instant::now());
         let g = &e.groups[&key];
         assert_eq!(g.seq.mem_bytes, 13 * 16 + 160);
         let a = &g.seq.mem[&(Arc::from("root.sg.d1"), Arc::from("a"))];

@@ -488,12 +488,11 @@ impl Engine {
     /// Applies a durable record as the write-ahead log delivered it. Its payload was encoded
     /// by the pipeline from a checked batch: a payload that does not decode is a defect,
     /// logged; its points stay in the log, which replay reads the same way.
-    fn write(&mut self, lsn: Lsn, payload: Vec<u8>, received: Instant) {
+    fn write(&mut self, lsn: Lsn, payload: &[u8], received: Instant) {
         let names = &mut self.names;
         let mut batch = std::mem::take(&mut self.scratch);
-        match batch.decode_named(&payload, names) {
+        match batch.decode_named(payload, names) {
             Ok(()) => {
-                drop(payload);
                 self.apply_batch(lsn, &batch, received, false);
                 // The next record reuses the vectors, unless this one was large.
                 if batch.points() <= SCRATCH_POINTS {
@@ -874,7 +873,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let faults = testing::FaultFs::default();
         let mut e = testing::engine(tmp.path(), &faults);
-        let log = testing::logs(|| e.write(0, vec![9, 1, 2], Instant::now()));
+        let log = testing::logs(|| e.write(0, &[9, 1, 2], Instant::now()));
         assert!(log.contains("does not decode"), "{log}");
         assert!(e.groups.is_empty());
         let wb = WriteBatch {
@@ -895,7 +894,7 @@ mod tests {
                 },
             ],
         };
-        e.write(1, wb.encode(), Instant::now());
+        e.write(1, &wb.encode(), Instant::now());
         let g = &e.groups[&(Arc::from("root.sg"), 0)];
         let a = &g.seq.mem[&(Arc::from("root.sg.d1"), Arc::from("a"))];
         assert_eq!(a.times, vec![5, 7]);
@@ -1093,30 +1092,30 @@ mod tests {
         let now = Instant::now();
         e.write(
             0,
-            record("root.sg.d1", 1, &[("a", I(10)), ("b", D(0.5))]),
+            &record("root.sg.d1", 1, &[("a", I(10)), ("b", D(0.5))]),
             now,
         );
         e.write(
             1,
-            record("root.sg.d2", 1, &[("a", I(20)), ("b", D(1.5))]),
+            &record("root.sg.d2", 1, &[("a", I(20)), ("b", D(1.5))]),
             now,
         );
         e.write(
             2,
-            record("root.sg.d1", 2, &[("a", I(11)), ("b", D(2.5))]),
+            &record("root.sg.d1", 2, &[("a", I(11)), ("b", D(2.5))]),
             now,
         );
         e.write(
             3,
-            record("root.sg.d2", 2, &[("a", I(21)), ("b", D(3.5))]),
+            &record("root.sg.d2", 2, &[("a", I(21)), ("b", D(3.5))]),
             now,
         );
         // One more measurement, then the same ones in another order.
         let three = [("a", I(12)), ("b", D(4.5)), ("c", I(-7))];
-        e.write(4, record("root.sg.d1", 3, &three), now);
+        e.write(4, &record("root.sg.d1", 3, &three), now);
         e.write(
             5,
-            record("root.sg.d1", 4, &[("b", D(5.5)), ("a", I(13))]),
+            &record("root.sg.d1", 4, &[("b", D(5.5)), ("a", I(13))]),
             now,
         );
         // One record, the device twice: the second run takes the first one's place.
@@ -1134,10 +1133,10 @@ mod tests {
                 values: tsfile::basic::Column::Int64(vec![x]),
             });
         }
-        e.write(6, wb.encode(), now);
+        e.write(6, &wb.encode(), now);
         e.write(
             7,
-            record("root.sg.d1", 6, &[("a", I(15)), ("b", D(6.5))]),
+            &record("root.sg.d1", 6, &[("a", I(15)), ("b", D(6.5))]),
             now,
         );
         let g = &e.groups[&(Arc::from("root.sg"), 0)];
@@ -1179,24 +1178,24 @@ mod tests {
         let key = (Arc::from("root.sg"), 0);
         e.write(
             0,
-            record("root.sg.d1", 10, &[("a", I(1)), ("b", D(0.25))]),
+            &record("root.sg.d1", 10, &[("a", I(1)), ("b", D(0.25))]),
             now,
         );
         e.flush(&key, files::Space::Sequence);
         assert!(e.groups[&key].seq.mem.is_empty());
         e.write(
             1,
-            record("root.sg.d1", 20, &[("a", I(2)), ("b", D(0.75))]),
+            &record("root.sg.d1", 20, &[("a", I(2)), ("b", D(0.75))]),
             now,
         );
         e.write(
             2,
-            record("root.sg.d1", 5, &[("a", I(3)), ("b", D(-1.0))]),
+            &record("root.sg.d1", 5, &[("a", I(3)), ("b", D(-1.0))]),
             now,
         );
         e.write(
             3,
-            record("root.sg.d1", 30, &[("a", I(4)), ("b", D(8.0))]),
+            &record("root.sg.d1", 30, &[("a", I(4)), ("b", D(8.0))]),
             now,
         );
         let g = &e.groups[&key];
@@ -1242,12 +1241,20 @@ mod tests {
         let mut e = testing::engine(tmp.path(), &faults);
         e.opts.partition_interval = Some(10);
         let now = Instant::now();
-        e.write(0, record("root.sg.d1", 5, &[("a", I(1)), ("b", I(2))]), now);
-        e.write(1, record("root.sg.d1", 6, &[("a", I(3)), ("b", I(4))]), now);
+        e.write(
+            0,
+            &record("root.sg.d1", 5, &[("a", I(1)), ("b", I(2))]),
+            now,
+        );
+        e.write(
+            1,
+            &record("root.sg.d1", 6, &[("a", I(3)), ("b", I(4))]),
+            now,
+        );
         // Partition 1 starts: partition 0 is sealed.
         e.write(
             2,
-            record("root.sg.d1", 15, &[("a", I(5)), ("b", I(6))]),
+            &record("root.sg.d1", 15, &[("a", I(5)), ("b", I(6))]),
             now,
         );
         let mut wb = WriteBatch::default();
@@ -1260,7 +1267,7 @@ mod tests {
                 values: tsfile::basic::Column::Int64(values),
             });
         }
-        e.write(3, wb.encode(), now);
+        e.write(3, &wb.encode(), now);
         let p1 = &e.groups[&(Arc::from("root.sg"), 1)];
         assert_eq!(
             mem_points(&p1.seq.mem),

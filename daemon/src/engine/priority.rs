@@ -78,20 +78,32 @@ fn set_thread_nice(nice: i32) -> bool {
 }
 
 /// Whether a thread at nice `own` that lowered its priority may raise it back: as root, or
-/// within `RLIMIT_NICE` (whose ceiling is nice `20 - limit`).
+/// within `RLIMIT_NICE` (whose ceiling is nice `20 - limit`), read from `/proc/self/limits`
+/// rather than through `getrlimit`, which a systemd unit's `~@resources` filter may forbid.
 #[cfg(target_os = "linux")]
 fn may_return_to(own: i32) -> bool {
-    // SAFETY: plain system calls filling a local struct.
-    unsafe {
-        if libc::geteuid() == 0 {
-            return true;
-        }
-        let mut lim = std::mem::zeroed::<libc::rlimit>();
-        if libc::getrlimit(libc::RLIMIT_NICE, &mut lim) != 0 {
-            return false;
-        }
-        lim.rlim_cur == libc::RLIM_INFINITY || 20 - (lim.rlim_cur.min(40) as i32) <= own
+    // SAFETY: a plain system call.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
     }
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    nice_ceiling(&limits).is_some_and(|ceiling| ceiling <= own)
+}
+
+/// The lowest nice value `RLIMIT_NICE` lets a thread return to, from the text of
+/// `/proc/self/limits` (its soft limit `n` allows `20 - n`; `unlimited`, any).
+#[cfg(target_os = "linux")]
+fn nice_ceiling(limits: &str) -> Option<i32> {
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max nice priority"))?;
+    let soft = line["Max nice priority".len()..]
+        .split_whitespace()
+        .next()?;
+    if soft == "unlimited" {
+        return Some(-20);
+    }
+    Some(20 - soft.parse::<i32>().ok()?.clamp(0, 40))
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -112,6 +124,25 @@ fn may_return_to(_own: i32) -> bool {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    /// `/proc/self/limits` as Linux prints it (`proc(5)`): the soft limit is the first
+    /// column. 0 (the default) allows nice 20 and up, i.e. no return; 20 (`LimitNICE=+0`)
+    /// nice 0.
+    #[test]
+    fn the_nice_ceiling_comes_from_the_soft_limit() {
+        let limits = |soft: &str| {
+            format!(
+                "Limit                     Soft Limit           Hard Limit           Units     \n\
+                 Max realtime priority     0                    0                    \n\
+                 Max nice priority         {soft:<20} 40                   \n"
+            )
+        };
+        assert_eq!(nice_ceiling(&limits("0")), Some(20));
+        assert_eq!(nice_ceiling(&limits("20")), Some(0));
+        assert_eq!(nice_ceiling(&limits("40")), Some(-20));
+        assert_eq!(nice_ceiling(&limits("unlimited")), Some(-20));
+        assert_eq!(nice_ceiling("Max open files 1024 1024 files\n"), None);
+    }
 
     /// The priority as the kernel reports it for this thread: field 19 of
     /// `/proc/thread-self/stat` (after the parenthesised name).

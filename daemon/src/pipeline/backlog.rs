@@ -114,7 +114,7 @@ impl Backlog {
     pub fn hand_over(&self, lsn: Lsn, memory: usize, len: usize) -> Handoff {
         let mut left = self.0.left.lock().unwrap_or_else(|e| e.into_inner());
         let first = left.is_none();
-        if first && (self.0.lag_limit == self.0.limit || self.bytes() + memory <= self.0.limit) {
+        if first && (!self.leaves_in_log() || self.bytes() + memory <= self.0.limit) {
             self.add(memory);
             return Handoff::Engine;
         }
@@ -125,6 +125,12 @@ impl Backlog {
         } else {
             Handoff::InLog
         }
+    }
+
+    /// Whether records past the memory limit stay in the log (the lag limit is above it),
+    /// rather than making intake wait.
+    pub fn leaves_in_log(&self) -> bool {
+        self.0.lag_limit > self.0.limit
     }
 
     /// Whether records are left in the log now.

@@ -272,6 +272,9 @@ fn a_flush_for_memory_takes_in_the_waiting_records_which_are_flushed_together_la
     let tmp = tempfile::tempdir().unwrap();
     let mut opts = PipelineOptions::new("t", tmp.path());
     opts.engine.chunk_group_bytes = 1;
+    // A log of 64 MiB has no room for a lag past the backlog's memory limit (a quarter of it
+    // is 16 MiB, the limit itself): intake waits for the engine, so a flush takes in.
+    opts.wal.max_bytes = 64 << 20;
     let gate = crate::hooks::Gate::default();
     opts.engine.hooks.engine_gate = Some(gate.clone());
     let p = Pipeline::open(opts, Metrics::new()).unwrap();
@@ -291,6 +294,34 @@ fn a_flush_for_memory_takes_in_the_waiting_records_which_are_flushed_together_la
     assert_eq!(times_per_file(tmp.path()), [(1..=4).collect()]);
 }
 
+/// With the default log, records past the backlog's memory limit stay in the log and intake
+/// does not wait for the engine, so a flush takes nothing in (it would only grow the
+/// memtables past their budget): the four records of the test above are flushed one by one,
+/// four version records in the one file. Every point is written.
+#[test]
+fn where_records_can_stay_in_the_log_a_flush_takes_none_in() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = PipelineOptions::new("t", tmp.path());
+    opts.engine.chunk_group_bytes = 1;
+    let gate = crate::hooks::Gate::default();
+    opts.engine.hooks.engine_gate = Some(gate.clone());
+    let p = Pipeline::open(opts, Metrics::new()).unwrap();
+    assert!(p.backlog.leaves_in_log());
+    for t in 1..=4 {
+        let out = p
+            .submit_blocking("test", wide_batch(60, t), Instant::now())
+            .unwrap();
+        assert_eq!(out.accepted, 600);
+    }
+    gate.open();
+    p.shutdown_blocking();
+    let (points, files) = super::tests::read_dir_points(tmp.path());
+    assert_eq!(points.len(), 2_400);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(version_records(&files[0]).len(), 4);
+    assert_eq!(times_per_file(tmp.path()), [(1..=4).collect()]);
+}
+
 /// Taking records in stops at the first other message and keeps it for the engine's loop,
 /// and a later slice of the same flush takes nothing in past it: records before a seal
 /// request go to the sealed file, records after it to the next file. The first record's
@@ -302,6 +333,9 @@ fn taking_records_in_stops_at_a_seal_request_and_keeps_the_order() {
     let tmp = tempfile::tempdir().unwrap();
     let mut opts = PipelineOptions::new("t", tmp.path());
     opts.engine.chunk_group_bytes = 1;
+    // A log of 64 MiB has no room for a lag past the backlog's memory limit (a quarter of it
+    // is 16 MiB, the limit itself): intake waits for the engine, so a flush takes in.
+    opts.wal.max_bytes = 64 << 20;
     let gate = crate::hooks::Gate::default();
     opts.engine.hooks.engine_gate = Some(gate.clone());
     let p = Pipeline::open(opts, Metrics::new()).unwrap();

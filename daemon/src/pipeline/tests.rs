@@ -1300,6 +1300,9 @@ fn a_flush_for_memory_takes_in_waiting_records_between_its_slices_and_loses_none
     let mut opts = PipelineOptions::new("t", tmp.path());
     // Every record makes its partition's memtable flush for memory.
     opts.engine.chunk_group_bytes = 1;
+    // A log of 64 MiB has no room for a lag past the backlog's memory limit (a quarter of it
+    // is 16 MiB, the limit itself): intake waits for the engine, so a flush takes in.
+    opts.wal.max_bytes = 64 << 20;
     let gate = crate::hooks::Gate::default();
     opts.engine.hooks.engine_gate = Some(gate.clone());
     let p = Pipeline::open(opts, Metrics::new()).unwrap();
