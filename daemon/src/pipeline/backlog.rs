@@ -133,15 +133,6 @@ impl Backlog {
         self.0.lag_limit > self.0.limit
     }
 
-    /// Whether records are left in the log now.
-    pub fn leaving(&self) -> bool {
-        self.0
-            .left
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
-    }
-
     /// The position of the last record left in the log (`None`: none is).
     pub fn left_upto(&self) -> Option<Lsn> {
         *self.0.left.lock().unwrap_or_else(|e| e.into_inner())
@@ -167,15 +158,12 @@ impl Backlog {
     /// that brings the backlog down to its lag limit.
     pub fn done(&self, n: usize) {
         self.0.bytes.fetch_sub(n, Ordering::SeqCst);
-        self.applied(n);
+        self.done_from_log(n);
     }
 
-    /// The engine applied a record of `n` bytes (its length) it read back from the log.
+    /// The engine applied a record of `n` bytes (its length) it read back from the log; wakes
+    /// the waiting intake as [`Backlog::done`] does.
     pub fn done_from_log(&self, n: usize) {
-        self.applied(n);
-    }
-
-    fn applied(&self, n: usize) {
         let before = self.0.lag.fetch_sub(n, Ordering::SeqCst);
         if before > self.0.lag_limit && before - n <= self.0.lag_limit {
             self.0.room.notify_waiters();
@@ -341,10 +329,10 @@ mod tests {
         b.done_from_log(1);
         b.done_from_log(5);
         assert!(!b.caught_up(4));
-        assert!(b.leaving());
+        assert!(b.left_upto().is_some());
         b.done_from_log(255);
         assert!(b.caught_up(5));
-        assert!(!b.leaving());
+        assert!(b.left_upto().is_none());
         assert_eq!((b.bytes(), b.lag()), (40, 40));
         // Records are handed over again.
         assert_eq!(b.hand_over(6, 60, 50), Handoff::Engine);

@@ -269,15 +269,35 @@ fn times_per_file(dir: &std::path::Path) -> Vec<std::collections::BTreeSet<i64>>
 /// four. Every point is written.
 #[test]
 fn a_flush_for_memory_takes_in_the_waiting_records_which_are_flushed_together_later() {
+    // A log of 64 MiB has no room for a lag past the backlog's memory limit (a quarter of it
+    // is 16 MiB, the limit itself): intake waits for the engine, so a flush takes in.
+    assert_eq!(flushes_of_four_held_records(Some(64 << 20), false), 2);
+}
+
+/// With the default log, records past the backlog's memory limit stay in the log and intake
+/// does not wait for the engine, so a flush takes nothing in (it would only grow the
+/// memtables past their budget): the four records of the test above are flushed one by one,
+/// four version records in the one file. Every point is written.
+#[test]
+fn where_records_can_stay_in_the_log_a_flush_takes_none_in() {
+    assert_eq!(flushes_of_four_held_records(None, true), 4);
+}
+
+/// Four records of 600 series (two slices of a flush) acknowledged while the engine is held,
+/// with a 1-byte chunk group and a log of `wal_max_bytes` (`None`: the default); `leaves`:
+/// whether records can stay in that log. Checks that every point is written to one file in
+/// time order; the flushes it took (version records in the file).
+fn flushes_of_four_held_records(wal_max_bytes: Option<u64>, leaves: bool) -> usize {
     let tmp = tempfile::tempdir().unwrap();
     let mut opts = PipelineOptions::new("t", tmp.path());
     opts.engine.chunk_group_bytes = 1;
-    // A log of 64 MiB has no room for a lag past the backlog's memory limit (a quarter of it
-    // is 16 MiB, the limit itself): intake waits for the engine, so a flush takes in.
-    opts.wal.max_bytes = 64 << 20;
+    if let Some(max) = wal_max_bytes {
+        opts.wal.max_bytes = max;
+    }
     let gate = crate::hooks::Gate::default();
     opts.engine.hooks.engine_gate = Some(gate.clone());
     let p = Pipeline::open(opts, Metrics::new()).unwrap();
+    assert_eq!(p.backlog.leaves_in_log(), leaves);
     // Acknowledged after the log handed the record to the engine (it waits at the gate).
     for t in 1..=4 {
         let out = p
@@ -290,36 +310,8 @@ fn a_flush_for_memory_takes_in_the_waiting_records_which_are_flushed_together_la
     let (points, files) = super::tests::read_dir_points(tmp.path());
     assert_eq!(points.len(), 2_400);
     assert_eq!(files.len(), 1, "{files:?}");
-    assert_eq!(version_records(&files[0]).len(), 2);
     assert_eq!(times_per_file(tmp.path()), [(1..=4).collect()]);
-}
-
-/// With the default log, records past the backlog's memory limit stay in the log and intake
-/// does not wait for the engine, so a flush takes nothing in (it would only grow the
-/// memtables past their budget): the four records of the test above are flushed one by one,
-/// four version records in the one file. Every point is written.
-#[test]
-fn where_records_can_stay_in_the_log_a_flush_takes_none_in() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut opts = PipelineOptions::new("t", tmp.path());
-    opts.engine.chunk_group_bytes = 1;
-    let gate = crate::hooks::Gate::default();
-    opts.engine.hooks.engine_gate = Some(gate.clone());
-    let p = Pipeline::open(opts, Metrics::new()).unwrap();
-    assert!(p.backlog.leaves_in_log());
-    for t in 1..=4 {
-        let out = p
-            .submit_blocking("test", wide_batch(60, t), Instant::now())
-            .unwrap();
-        assert_eq!(out.accepted, 600);
-    }
-    gate.open();
-    p.shutdown_blocking();
-    let (points, files) = super::tests::read_dir_points(tmp.path());
-    assert_eq!(points.len(), 2_400);
-    assert_eq!(files.len(), 1, "{files:?}");
-    assert_eq!(version_records(&files[0]).len(), 4);
-    assert_eq!(times_per_file(tmp.path()), [(1..=4).collect()]);
+    version_records(&files[0]).len()
 }
 
 /// Taking records in stops at the first other message and keeps it for the engine's loop,

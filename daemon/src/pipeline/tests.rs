@@ -1156,6 +1156,20 @@ fn acks_go_on_while_the_engine_is_held_then_intake_waits_and_resumes_without_ref
     );
 }
 
+/// Submits blocks of root.sg.d1 (times 0, 10, …) until the backlog is over its lag limit;
+/// how many, each acknowledged.
+fn fill_past_the_lag_limit(p: &Arc<Pipeline>) -> i64 {
+    let mut k = 0i64;
+    while !p.backlog.over() {
+        let out = p
+            .submit_blocking("test", block("root.sg.d1", k * 10), Instant::now())
+            .unwrap();
+        assert_eq!(out.accepted, 100);
+        k += 1;
+    }
+    k
+}
+
 /// Acknowledged records that stayed in the log while the engine was held survive a crash
 /// (the pipeline gone without stopping, its engine still held and having applied nothing):
 /// the next start replays them from the log, and every acknowledged batch is in the files
@@ -1171,15 +1185,8 @@ fn records_left_in_the_log_survive_a_crash() {
     let gate = crate::hooks::Gate::default();
     held.engine.hooks.engine_gate = Some(gate.clone());
     let p = Pipeline::open(held, Metrics::new()).unwrap();
-    let mut k = 0i64;
-    while !p.backlog.over() {
-        let out = p
-            .submit_blocking("test", block("root.sg.d1", k * 10), Instant::now())
-            .unwrap();
-        assert_eq!(out.accepted, 100);
-        k += 1;
-    }
-    assert!(p.backlog.leaving());
+    let k = fill_past_the_lag_limit(&p);
+    assert!(p.backlog.left_upto().is_some());
     // The crash: the pipeline is dropped as it is (its engine stays held at the gate).
     drop(p);
     let p = Pipeline::open(opts, Metrics::new()).unwrap();
@@ -1271,14 +1278,7 @@ fn a_source_batch_admitted_while_intake_must_wait_is_acknowledged_in_order_once_
     opts.engine.hooks.engine_gate = Some(gate.clone());
     let p = Pipeline::open(opts, Metrics::new()).unwrap();
     // Fill the backlog past its limit (one thread submits: it stops right after).
-    let mut k = 0i64;
-    while !p.backlog.over() {
-        let out = p
-            .submit_blocking("test", block("root.sg.d1", k * 10), Instant::now())
-            .unwrap();
-        assert_eq!(out.accepted, 100);
-        k += 1;
-    }
+    let k = fill_past_the_lag_limit(&p);
     // Two batches of another device at the same times, the second with other values: the
     // source admits both (as the MQTT source does) without a refusal.
     let sink = Arc::new(crate::sources::PipelineSink::new(p.clone(), "mqtt"));
