@@ -36,6 +36,7 @@
 
 use std::collections::BTreeSet;
 use std::io::{self, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -184,6 +185,16 @@ pub struct ReplayReport {
     /// Corrupt stretches skipped inside a segment, good records following them:
     /// (segment id, first skipped offset, offset of the next good record, reason).
     pub skipped: Vec<(u64, u64, u64, String)>,
+}
+
+impl ReplayReport {
+    /// The skipped stretches as log positions, for [`LogReader::skipping`].
+    pub fn skip_ranges(&self) -> Arc<[Range<Lsn>]> {
+        self.skipped
+            .iter()
+            .map(|&(id, from, to, _)| lsn(id, from)..lsn(id, to))
+            .collect()
+    }
 }
 
 /// Where the WAL thread sends items once they are durable (in log order).
@@ -412,38 +423,6 @@ fn resync(data: &[u8], from: usize, salt: Option<u64>) -> Option<usize> {
     None
 }
 
-/// Reads the records with `from <= lsn <= upto` without changing anything (the log may be
-/// appended meanwhile: a record being written past `upto` is not read), calling `f` for each
-/// until it returns `false`.
-pub fn read_range(
-    fs: &dyn Fs,
-    dir: &Path,
-    from: Lsn,
-    upto: Lsn,
-    mut f: impl FnMut(Lsn, &[u8]) -> bool,
-) -> io::Result<()> {
-    for (id, path) in list_segments(fs, dir)? {
-        if id < lsn_segment(from) {
-            continue;
-        }
-        if id > lsn_segment(upto) {
-            break;
-        }
-        let data = fs.read(&path)?;
-        let mut go = true;
-        scan_segment(&data, id, 0, |offset, payload| {
-            let at = lsn(id, offset as u64);
-            if go && at >= from && at <= upto {
-                go = f(at, payload);
-            }
-        });
-        if !go {
-            break;
-        }
-    }
-    Ok(())
-}
-
 /// Bytes [`LogReader`] reads at a time (more for a larger record).
 const READ_CHUNK: usize = 1 << 20;
 
@@ -462,6 +441,9 @@ pub struct LogReader {
     /// Bytes of the segment from `chunk_at`.
     chunk: Vec<u8>,
     chunk_at: u64,
+    /// Corrupt stretches [`replay`] skipped: a record that does not check out at the start
+    /// of one is passed over to its end, as replay did.
+    skips: Arc<[Range<Lsn>]>,
 }
 
 impl LogReader {
@@ -475,7 +457,14 @@ impl LogReader {
             salt: None,
             chunk: Vec::new(),
             chunk_at: 0,
+            skips: Arc::from([]),
         }
+    }
+
+    /// The reader passing over the stretches `skips` (from [`ReplayReport::skip_ranges`]).
+    pub fn skipping(mut self, skips: Arc<[Range<Lsn>]>) -> LogReader {
+        self.skips = skips;
+        self
     }
 
     /// The position of the next record.
@@ -560,6 +549,11 @@ impl LogReader {
             }
             if let Some(payload) = self.record()? {
                 return Ok(Some((at, &self.chunk[payload])));
+            }
+            let here = self.position();
+            if let Some(skip) = self.skips.iter().find(|s| s.start == here) {
+                self.offset = skip.end & ((1 << OFFSET_BITS) - 1);
+                continue;
             }
             if self.segment >= lsn_segment(upto) {
                 return Err(io::Error::new(

@@ -578,7 +578,20 @@ fn a_corrupt_wal_record_in_the_middle_loses_only_its_own_points_v4() {
     a_corrupt_wal_record_in_the_middle_loses_only_its_own_points_in(FormatVersion::V4);
 }
 
+/// The same, and the first seal after the restart fails (a full disk): the partition's
+/// points are read back from the log, past the stretch replay skipped, and sealed at
+/// shutdown. (Reading back used to stop at the damaged record: the good record after it
+/// was lost with it.)
+#[test]
+fn a_partition_read_back_after_a_failed_seal_passes_over_a_corrupt_wal_record() {
+    corrupt_wal_record_in_the_middle(FormatVersion::V2, true);
+}
+
 fn a_corrupt_wal_record_in_the_middle_loses_only_its_own_points_in(format: FormatVersion) {
+    corrupt_wal_record_in_the_middle(format, false);
+}
+
+fn corrupt_wal_record_in_the_middle(format: FormatVersion, fail_first_seal: bool) {
     let fs = SimFs::new();
     let mut o = options_in(&fs, format);
     o.wal.segment_bytes = 1 << 20;
@@ -607,6 +620,26 @@ fn a_corrupt_wal_record_in_the_middle_loses_only_its_own_points_in(format: Forma
     bytes[second + 8 + 5] ^= 0x40;
     fs.set_file(&seg, bytes).unwrap();
     let p = Pipeline::open(o, Metrics::new()).unwrap();
+    if fail_first_seal {
+        // Once the start-up's calls (the log's threads list their directory) are done, the
+        // next call is the seal's.
+        wait_for("the file system to be quiet", || {
+            let before = fs.calls();
+            std::thread::sleep(Duration::from_millis(50));
+            fs.calls() == before
+        });
+        fs.fail_at(fs.calls(), Fault::NoSpace);
+        p.seal_all_blocking(SealReason::Request);
+        let failed = fs.injected().expect("the seal's first call failed");
+        assert!(
+            failed.path.starts_with(DATA) && !failed.path.starts_with("/data/wal"),
+            "{failed:?}"
+        );
+        assert!(!fs
+            .files()
+            .iter()
+            .any(|f| f.0.to_string_lossy().ends_with(".tsfile")));
+    }
     p.shutdown_blocking();
     drop(p);
     let lost: BTreeSet<Key> = batches[1].1.iter().cloned().collect();

@@ -28,6 +28,7 @@ mod testing;
 
 use std::collections::HashMap;
 use std::io;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -226,6 +227,8 @@ pub struct WalControl {
     pub max_bytes: u64,
     /// The WAL's directory (a failed partition's points are read back from it).
     pub dir: PathBuf,
+    /// The corrupt stretches replay skipped (reading back passes over them too).
+    pub skipped: Arc<[Range<Lsn>]>,
 }
 fn now_millis() -> i64 {
     SystemTime::now()

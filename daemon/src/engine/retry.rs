@@ -1,6 +1,7 @@
 //! Failed partitions: a flush or seal that failed drops the partition's unsealed points from
 //! memory and open files, and they are read back from the write-ahead log with backoff.
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use super::files::Space;
 use super::memtable::g_proc;
 use super::{Engine, SealReason};
 use crate::health::{FaultKind, StorageOp};
-use crate::wal::{self, Lsn};
+use crate::wal::{LogReader, Lsn};
 
 impl Engine {
     /// A flush or seal of a partition failed: drops what the partition holds in memory and
@@ -78,9 +79,10 @@ impl Engine {
 
     /// Reads back every failed partition whose retry is due (`force`: every failed one).
     pub fn retry_failed(&mut self, force: bool) {
-        let Some(dir) = self.wal.as_ref().map(|w| w.dir.clone()) else {
+        let Some(wal) = self.wal.as_ref() else {
             return;
         };
+        let (dir, skipped) = (wal.dir.clone(), wal.skipped.clone());
         let now = Instant::now();
         let due: Vec<(Arc<str>, i64)> = self
             .groups
@@ -89,7 +91,7 @@ impl Engine {
             .map(|(k, _)| k.clone())
             .collect();
         for key in due {
-            self.rebuild(&key, &dir);
+            self.rebuild(&key, &dir, &skipped);
         }
         if self.groups.values().all(|g| g.failed.is_none()) {
             for op in [StorageOp::Flush, StorageOp::Seal, StorageOp::Rebuild] {
@@ -100,8 +102,14 @@ impl Engine {
     }
 
     /// Reads a failed partition's points back from the WAL into its memtables (flushing as
-    /// the budget requires), then seals it again if a seal had failed.
-    pub(super) fn rebuild(&mut self, key: &(Arc<str>, i64), dir: &Path) {
+    /// the budget requires), a chunk of the log at a time and passing over the stretches
+    /// replay skipped, then seals it again if a seal had failed.
+    pub(super) fn rebuild(
+        &mut self,
+        key: &(Arc<str>, i64),
+        dir: &Path,
+        skipped: &Arc<[Range<Lsn>]>,
+    ) {
         let Some(g) = self.groups.get_mut(key) else {
             return;
         };
@@ -113,8 +121,14 @@ impl Engine {
         tracing::info!(storage_group = %key.0, partition = key.1, "retrying: reading the partition's points back from the write-ahead log");
         self.rebuilding = Some((key.clone(), from));
         let registry = self.registry.clone();
-        let fs = self.opts.fs.clone();
-        let result = wal::read_range(&*fs, dir, from, upto, |lsn, payload| {
+        let mut reader =
+            LogReader::new(self.opts.fs.clone(), dir.to_path_buf(), from).skipping(skipped.clone());
+        let result = loop {
+            let (lsn, payload) = match reader.next(upto) {
+                Ok(Some(record)) => record,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            };
             let decoded = {
                 let mut reg = registry.lock().unwrap_or_else(|e| e.into_inner());
                 WriteBatch::decode(payload, |d, m, ty| {
@@ -128,8 +142,10 @@ impl Engine {
                     tracing::error!(lsn, error = %e, "write-ahead log: undecodable record skipped")
                 }
             }
-            !self.is_failed(&key.0, key.1)
-        });
+            if self.is_failed(&key.0, key.1) {
+                break Ok(());
+            }
+        };
         self.rebuilding = None;
         match result {
             Err(e) => {

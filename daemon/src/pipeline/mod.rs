@@ -387,6 +387,7 @@ impl Pipeline {
             stats: wal.stats().clone(),
             max_bytes: opts.wal.max_bytes,
             dir: opts.wal.dir.clone(),
+            skipped: report.skip_ranges(),
         });
         engine.tick();
         let thread = std::thread::Builder::new()

@@ -225,50 +225,6 @@ fn resync_finds_the_next_whole_record_after_the_given_position() {
     assert_eq!(resync(&data[..18], 0, None), None);
 }
 
-#[test]
-fn read_range_reads_the_records_between_two_positions() {
-    let tmp = tempfile::tempdir().unwrap();
-    let two = segment(&[record(b"123456789", CRC_123456789), record(b"abc", CRC_ABC)]);
-    fs::write(tmp.path().join("wal-00000000000000000002.log"), two).unwrap();
-    let three = segment(&[record(b"a", CRC_A)]);
-    fs::write(tmp.path().join("wal-00000000000000000003.log"), three).unwrap();
-    let one = segment(&[record(b"abc", CRC_ABC)]);
-    fs::write(tmp.path().join("wal-00000000000000000001.log"), one).unwrap();
-    let read = |from: Lsn, upto: Lsn, most: usize| {
-        let mut out = Vec::new();
-        read_range(
-            &*tsfiled_fsio::std_fs(),
-            tmp.path(),
-            from,
-            upto,
-            |at, payload| {
-                out.push((at, payload.to_vec()));
-                out.len() < most
-            },
-        )
-        .unwrap();
-        out
-    };
-    let all = vec![
-        (0x0200_0000_0008, b"123456789".to_vec()),
-        (0x0200_0000_0019, b"abc".to_vec()),
-        (0x0300_0000_0008, b"a".to_vec()),
-    ];
-    assert_eq!(read(0x0200_0000_0000, 0x0300_0000_0008, 10), all);
-    assert_eq!(read(0x0200_0000_0019, 0x0300_0000_0008, 10), all[1..]);
-    assert_eq!(read(0x0200_0000_0008, 0x0200_0000_0019, 10), all[..2]);
-    assert_eq!(read(0x0200_0000_0008, 0x0200_0000_0008, 10), all[..1]);
-    assert_eq!(read(0x0200_0000_0009, 0x0300_0000_0007, 10), all[1..2]);
-    assert_eq!(read(0x0300_0000_0000, u64::MAX, 10), all[2..]);
-    // `f` returning false stops the read, also across segments.
-    assert_eq!(read(0x0200_0000_0000, u64::MAX, 1), all[..1]);
-    assert_eq!(read(0x0200_0000_0000, u64::MAX, 2), all[..2]);
-    assert_eq!(
-        read(0x0100_0000_0000, 0x0100_0000_0008, 10),
-        vec![(0x0100_0000_0008, b"abc".to_vec())]
-    );
-}
-
 /// Appends `n` records of `size` bytes one at a time; their LSNs.
 fn append_each(wal: &Wal<u32>, n: u32, size: usize) -> Vec<Lsn> {
     (0..n)
@@ -279,6 +235,67 @@ fn append_each(wal: &Wal<u32>, n: u32, size: usize) -> Vec<Lsn> {
                 .unwrap()
         })
         .collect()
+}
+
+/// A partition read back after a restart passes over the corrupt stretches replay skipped,
+/// and reads the good records after them (before, it read nothing more of that segment).
+#[test]
+fn a_log_reader_passes_over_the_stretches_replay_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Segment 2: "123456789" at 8, a corrupt "abc" at 8 + 8 + 9 = 0x19, "a" at
+    // 0x19 + 8 + 3 = 0x24; segment 3: "abc" at 8.
+    let two = segment(&[
+        record(b"123456789", CRC_123456789),
+        record(b"abc", CRC_ABC ^ 1),
+        record(b"a", CRC_A),
+    ]);
+    fs::write(tmp.path().join("wal-00000000000000000002.log"), two).unwrap();
+    let three = segment(&[record(b"abc", CRC_ABC)]);
+    fs::write(tmp.path().join("wal-00000000000000000003.log"), three).unwrap();
+    let (_, report, _, _) = replay_all(tmp.path());
+    assert_eq!(
+        report.skipped,
+        vec![(2, 0x19, 0x24, "record checksum mismatch".to_string())]
+    );
+    let skips = report.skip_ranges();
+    let bounds: Vec<_> = skips.iter().map(|r| (r.start, r.end)).collect();
+    assert_eq!(bounds, vec![(0x0200_0000_0019, 0x0200_0000_0024)]);
+    let read = |skips: Arc<[Range<Lsn>]>, upto: Lsn| {
+        let mut r = LogReader::new(
+            tsfiled_fsio::std_fs(),
+            tmp.path().to_path_buf(),
+            0x0200_0000_0008,
+        )
+        .skipping(skips);
+        let mut out = Vec::new();
+        loop {
+            match r.next(upto) {
+                Ok(Some((at, payload))) => out.push((at, payload.to_vec())),
+                Ok(None) => return Ok(out),
+                Err(e) => return Err((out, e.to_string())),
+            }
+        }
+    };
+    assert_eq!(
+        read(skips.clone(), 0x0300_0000_0008),
+        Ok(vec![
+            (0x0200_0000_0008, b"123456789".to_vec()),
+            (0x0200_0000_0024, b"a".to_vec()),
+            (0x0300_0000_0008, b"abc".to_vec()),
+        ])
+    );
+    // Without the stretch, the corrupt record ends segment 2 (so "a" is not read) and, in
+    // the segment of the last record wanted, is an error.
+    assert_eq!(
+        read(Arc::from([]), 0x0300_0000_0008),
+        Ok(vec![
+            (0x0200_0000_0008, b"123456789".to_vec()),
+            (0x0300_0000_0008, b"abc".to_vec()),
+        ])
+    );
+    let (got, e) = read(Arc::from([]), 0x0200_0000_0024).unwrap_err();
+    assert_eq!(got, vec![(0x0200_0000_0008, b"123456789".to_vec())]);
+    assert!(e.contains("segment 2, offset 25"), "{e}");
 }
 
 #[test]
