@@ -34,7 +34,7 @@
 //! whole segments below it are deleted by a second thread, so that a slow deletion never
 //! holds a commit.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
-use tsfiled_fsio::{Fs, FsFile, FsRef};
+use tsfiled_fsio::{Fs, FsFile, FsReader, FsRef};
 
 use crate::health::{FaultKind, StorageHealth, StorageOp};
 use crate::hooks::TestHooks;
@@ -221,11 +221,17 @@ enum Msg<T> {
     Stop,
 }
 
+/// The segments this log wrote, each open for reading from when it was opened until it is
+/// trimmed: records left in the log stay readable even if their files are unlinked (the
+/// directory removed under the daemon).
+pub type OpenSegments = Arc<Mutex<BTreeMap<u64, Arc<dyn FsReader>>>>;
+
 /// The write-ahead log handle (cheap to share behind an `Arc`).
 pub struct Wal<T: Send + 'static> {
     tx: Mutex<Option<mpsc::Sender<Msg<T>>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     stats: Arc<WalStats>,
+    open_segments: OpenSegments,
     low_watermark: Arc<AtomicU64>,
     broken: Arc<AtomicU8>,
     opts: WalOptions,
@@ -423,6 +429,10 @@ fn resync(data: &[u8], from: usize, salt: Option<u64>) -> Option<usize> {
     None
 }
 
+fn lock_open(open: &OpenSegments) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<dyn FsReader>>> {
+    open.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Bytes [`LogReader`] reads at a time (more for a larger record).
 const READ_CHUNK: usize = 1 << 20;
 
@@ -444,6 +454,8 @@ pub struct LogReader {
     /// Corrupt stretches [`replay`] skipped: a record that does not check out at the start
     /// of one is passed over to its end, as replay did.
     skips: Arc<[Range<Lsn>]>,
+    /// The log's segments open for reading (others are read by name).
+    open_segments: Option<OpenSegments>,
 }
 
 impl LogReader {
@@ -458,7 +470,15 @@ impl LogReader {
             chunk: Vec::new(),
             chunk_at: 0,
             skips: Arc::from([]),
+            open_segments: None,
         }
+    }
+
+    /// The reader reading the segments `open` holds through their handles: their records
+    /// stay readable after their files are unlinked.
+    pub fn with_open_segments(mut self, open: OpenSegments) -> LogReader {
+        self.open_segments = Some(open);
+        self
     }
 
     /// The reader passing over the stretches `skips` (from [`ReplayReport::skip_ranges`]).
@@ -479,9 +499,18 @@ impl LogReader {
             || at < self.chunk_at
             || end > self.chunk_at + self.chunk.len() as u64
         {
-            let path = segment_path(&self.dir, self.segment);
-            self.fs
-                .read_at(&path, at, len.max(READ_CHUNK), &mut self.chunk)?;
+            let handle = self
+                .open_segments
+                .as_ref()
+                .and_then(|open| lock_open(open).get(&self.segment).cloned());
+            match handle {
+                Some(file) => file.read_at(at, len.max(READ_CHUNK), &mut self.chunk)?,
+                None => {
+                    let path = segment_path(&self.dir, self.segment);
+                    self.fs
+                        .read_at(&path, at, len.max(READ_CHUNK), &mut self.chunk)?
+                }
+            }
             self.chunk_at = at;
         }
         let from = (at - self.chunk_at) as usize;
@@ -566,10 +595,17 @@ impl LogReader {
             }
             // The segment ends here: the next one follows (ids grow; a retired segment's
             // successor may skip ids).
-            let next = list_segments(&*self.fs, &self.dir)?
-                .into_iter()
-                .map(|(id, _)| id)
-                .find(|&id| id > self.segment);
+            let after = |id: &u64| *id > self.segment;
+            let open = self
+                .open_segments
+                .as_ref()
+                .and_then(|open| lock_open(open).keys().copied().find(after));
+            let listed = match list_segments(&*self.fs, &self.dir) {
+                Ok(listed) => listed.into_iter().map(|(id, _)| id).find(after),
+                Err(_) if open.is_some() => None,
+                Err(e) => return Err(e),
+            };
+            let next = open.into_iter().chain(listed).min();
             let Some(next) = next else {
                 return Err(io::Error::new(
                     io::ErrorKind::NotFound,
@@ -667,8 +703,10 @@ impl<T: Send + 'static> Wal<T> {
             want: first_segment,
             ready: None,
         }));
+        let open_segments = OpenSegments::default();
         let (tx, rx) = mpsc::channel();
         let mut worker = Worker {
+            open_segments: open_segments.clone(),
             fs: opts.fs.clone(),
             dir: opts.dir.clone(),
             segment_bytes: opts.segment_bytes.min((opts.max_bytes / 8).max(64 * 1024)),
@@ -704,6 +742,7 @@ impl<T: Send + 'static> Wal<T> {
             bound: 0,
             closed: BTreeSet::new(),
             spares: Vec::new(),
+            open_segments: open_segments.clone(),
         };
         let trimmer = std::thread::Builder::new()
             .name("tsfiled-wal-trim".into())
@@ -716,6 +755,7 @@ impl<T: Send + 'static> Wal<T> {
             tx: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
             stats,
+            open_segments,
             low_watermark,
             broken,
             opts,
@@ -780,6 +820,11 @@ impl<T: Send + 'static> Wal<T> {
         &self.stats
     }
 
+    /// The segments this log keeps open for reading ([`LogReader::with_open_segments`]).
+    pub fn open_segments(&self) -> OpenSegments {
+        self.open_segments.clone()
+    }
+
     /// Fraction of the disk budget in use (0..=1+).
     pub fn fill_ratio(&self) -> f64 {
         let used = self.stats.disk_bytes.load(Ordering::Relaxed)
@@ -817,6 +862,8 @@ struct Worker {
     commit_bytes: usize,
     /// Slept after every fsync (a test hook).
     sync_delay: Option<Duration>,
+    /// The segments open for reading ([`OpenSegments`]).
+    open_segments: OpenSegments,
     /// The segment being written; `None` after rotation or after a failure retired it
     /// (the next group opens segment `active_id + 1`).
     active: Option<Box<dyn FsFile>>,
@@ -883,6 +930,15 @@ impl Worker {
                 (f, HEADER as u64)
             }
         };
+        match self.fs.open_read(&path) {
+            Ok(r) => {
+                lock_open(&self.open_segments).insert(id, r);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {}
+            Err(e) => {
+                tracing::warn!(segment = %path.display(), error = %e, "write-ahead log: cannot open the segment for reading; it is read by name")
+            }
+        }
         self.active = Some(f);
         self.active_id = id;
         self.active_len = HEADER as u64;
@@ -1227,6 +1283,8 @@ struct Trimmer {
     closed: BTreeSet<u64>,
     /// Spare files: (the last segment id it held, path, length).
     spares: Vec<(u64, PathBuf, u64)>,
+    /// Closed for reading once trimmed.
+    open_segments: OpenSegments,
 }
 
 impl Trimmer {
@@ -1273,6 +1331,7 @@ impl Trimmer {
                 }
             });
             self.closed.retain(|&id| id >= bound);
+            lock_open(&self.open_segments).retain(|&id, _| id >= bound);
             self.prepare();
         }
     }

@@ -12,7 +12,8 @@ pub mod sim;
 use std::any::Any;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -66,6 +67,13 @@ pub trait FsFile: Write + Send + fmt::Debug {
     fn seek_to(&mut self, pos: u64) -> io::Result<()>;
 }
 
+/// A file open for reading: it stays readable after its name is removed (as an open file
+/// descriptor does).
+pub trait FsReader: Send + Sync + fmt::Debug {
+    /// Reads up to `len` bytes from `offset` (fewer at the end) into `buf`, which it replaces.
+    fn read_at(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()>;
+}
+
 /// A directory entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntry {
@@ -102,6 +110,14 @@ pub trait Fs: Send + Sync + fmt::Debug {
         buf.extend_from_slice(&data[start..end]);
         Ok(())
     }
+    /// Opens `path` for reading. By default unsupported (callers read by path instead), so
+    /// that wrappers need not forward it.
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn FsReader>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{}: no open handles on this file system", path.display()),
+        ))
+    }
     /// Renames a file (replacing `to`).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Deletes a file.
@@ -120,6 +136,27 @@ pub trait Fs: Send + Sync + fmt::Debug {
     /// Takes an exclusive lock on `path` (created if missing), held until the returned
     /// guard is dropped; fails with `WouldBlock` if another process holds it.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>>;
+}
+
+impl FsReader for File {
+    fn read_at(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
+        buf.clear();
+        buf.resize(len, 0);
+        let mut filled = 0;
+        while filled < len {
+            match FileExt::read_at(self, &mut buf[filled..], offset + filled as u64) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    buf.clear();
+                    return Err(e);
+                }
+            }
+        }
+        buf.truncate(filled);
+        Ok(())
+    }
 }
 
 /// The real file system (`std::fs`).
@@ -166,11 +203,10 @@ impl Fs for StdFs {
         fs::read(path)
     }
     fn read_at(&self, path: &Path, offset: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
-        let mut file = File::open(path)?;
-        file.seek(SeekFrom::Start(offset))?;
-        buf.clear();
-        file.take(len as u64).read_to_end(buf)?;
-        Ok(())
+        FsReader::read_at(&File::open(path)?, offset, len, buf)
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn FsReader>> {
+        Ok(Arc::new(File::open(path)?))
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         fs::rename(from, to)
@@ -277,6 +313,39 @@ pub fn write_atomic(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file open for reading reads what was written after it was opened, and stays
+    /// readable once its name is removed (the real file system and the simulated one).
+    #[test]
+    fn a_file_open_for_reading_outlives_its_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sim = sim::SimFs::new();
+        sim.create_dir_all(Path::new("/d")).unwrap();
+        for (fs, p) in [
+            (std_fs(), tmp.path().join("f")),
+            (FsRef::new(sim), PathBuf::from("/d/f")),
+        ] {
+            let mut f = fs.create(&p).unwrap();
+            f.write_all(b"hell").unwrap();
+            let r = fs.open_read(&p).unwrap();
+            f.write_all(b"o!").unwrap();
+            drop(f);
+            fs.remove_file(&p).unwrap();
+            assert!(!fs.exists(&p));
+            // Parts of "hello!": inside, cut at the end, past the end.
+            let mut buf = b"old".to_vec();
+            r.read_at(1, 3, &mut buf).unwrap();
+            assert_eq!(buf, b"ell");
+            r.read_at(3, 10, &mut buf).unwrap();
+            assert_eq!(buf, b"lo!");
+            r.read_at(9, 2, &mut buf).unwrap();
+            assert_eq!(buf, b"");
+            assert_eq!(
+                fs.open_read(&p).unwrap_err().kind(),
+                io::ErrorKind::NotFound
+            );
+        }
+    }
 
     #[test]
     fn std_fs_round_trip() {

@@ -19,7 +19,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::{DirEntry, Fs, FsFile};
+use crate::{DirEntry, Fs, FsFile, FsReader};
 
 /// A file-system operation (what a call index names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -432,6 +432,30 @@ fn survive(inode: &Inode, tear: Tear, next: &mut impl FnMut() -> u64) -> Vec<u8>
     }
 }
 
+/// A simulated file open for reading: its inode, whatever its name became.
+#[derive(Debug)]
+struct SimReader {
+    st: Arc<Mutex<State>>,
+    ino: u64,
+}
+
+impl FsReader for SimReader {
+    fn read_at(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
+        let st = self.st.lock().unwrap_or_else(|e| e.into_inner());
+        if st.crashed {
+            return Err(io::Error::other("simulated power loss before a read"));
+        }
+        let data = st.inodes.get(&self.ino).map_or(&[][..], |i| &i.data[..]);
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        let end = start.saturating_add(len).min(data.len());
+        buf.clear();
+        buf.extend_from_slice(&data[start..end]);
+        Ok(())
+    }
+}
+
 impl Fs for SimFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         self.open(path, true, true, false, false)
@@ -450,6 +474,21 @@ impl Fs for SimFs {
         st.call(Op::Read, path)?;
         match st.live.get(path) {
             Some(Node::File(ino)) => Ok(st.inodes[ino].data.clone()),
+            Some(Node::Dir) => Err(io::Error::other(format!(
+                "{} is a directory",
+                path.display()
+            ))),
+            None => Err(not_found(path)),
+        }
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn FsReader>> {
+        let mut st = self.lock_state();
+        st.call(Op::Open, path)?;
+        match st.live.get(path) {
+            Some(Node::File(ino)) => Ok(Arc::new(SimReader {
+                st: self.st.clone(),
+                ino: *ino,
+            })),
             Some(Node::Dir) => Err(io::Error::other(format!(
                 "{} is a directory",
                 path.display()

@@ -24,11 +24,11 @@ impl Engine {
     ///
     /// [`EngineMsg::FromLog`]: super::EngineMsg::FromLog
     pub(super) fn read_log_from(&mut self, from: Lsn, received: Instant) {
-        let Some(wal) = &self.wal else {
+        let Some(reader) = self.log_reader(from) else {
             return;
         };
         self.from_log = Some(FromLog {
-            reader: LogReader::new(self.opts.fs.clone(), wal.dir.clone(), from),
+            reader,
             received,
             retry: None,
         });

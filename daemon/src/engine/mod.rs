@@ -43,7 +43,7 @@ use crate::hasher::FxBuild;
 use crate::health::{FaultKind, StorageHealth, StorageOp};
 use crate::hooks::TestHooks;
 use crate::metrics::Metrics;
-use crate::wal::{Lsn, WalStats};
+use crate::wal::{LogReader, Lsn, OpenSegments, WalStats};
 use batch::{SeriesData, WriteBatch};
 use files::{FormatVersion, SealEntry, SealJournal};
 use journal::JournalState;
@@ -229,6 +229,8 @@ pub struct WalControl {
     pub dir: PathBuf,
     /// The corrupt stretches replay skipped (reading back passes over them too).
     pub skipped: Arc<[Range<Lsn>]>,
+    /// The segments the log keeps open for reading.
+    pub open_segments: OpenSegments,
 }
 fn now_millis() -> i64 {
     SystemTime::now()
@@ -394,6 +396,17 @@ impl Engine {
     /// Connects the engine to its WAL (after replay).
     pub fn attach_wal(&mut self, wal: WalControl) {
         self.wal = Some(wal);
+    }
+
+    /// A reader of the log from `from` (through the segments the log keeps open, passing over
+    /// the stretches replay skipped), if a log is attached.
+    pub(super) fn log_reader(&self, from: Lsn) -> Option<LogReader> {
+        let wal = self.wal.as_ref()?;
+        Some(
+            LogReader::new(self.opts.fs.clone(), wal.dir.clone(), from)
+                .skipping(wal.skipped.clone())
+                .with_open_segments(wal.open_segments.clone()),
+        )
     }
 
     /// Bytes currently in memtables.

@@ -1,8 +1,6 @@
 //! Failed partitions: a flush or seal that failed drops the partition's unsealed points from
 //! memory and open files, and they are read back from the write-ahead log with backoff.
 
-use std::ops::Range;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,7 +9,7 @@ use super::files::Space;
 use super::memtable::g_proc;
 use super::{Engine, SealReason};
 use crate::health::{FaultKind, StorageOp};
-use crate::wal::{LogReader, Lsn};
+use crate::wal::Lsn;
 
 impl Engine {
     /// A flush or seal of a partition failed: drops what the partition holds in memory and
@@ -79,10 +77,9 @@ impl Engine {
 
     /// Reads back every failed partition whose retry is due (`force`: every failed one).
     pub fn retry_failed(&mut self, force: bool) {
-        let Some(wal) = self.wal.as_ref() else {
+        if self.wal.is_none() {
             return;
-        };
-        let (dir, skipped) = (wal.dir.clone(), wal.skipped.clone());
+        }
         let now = Instant::now();
         let due: Vec<(Arc<str>, i64)> = self
             .groups
@@ -91,7 +88,7 @@ impl Engine {
             .map(|(k, _)| k.clone())
             .collect();
         for key in due {
-            self.rebuild(&key, &dir, &skipped);
+            self.rebuild(&key);
         }
         if self.groups.values().all(|g| g.failed.is_none()) {
             for op in [StorageOp::Flush, StorageOp::Seal, StorageOp::Rebuild] {
@@ -104,12 +101,7 @@ impl Engine {
     /// Reads a failed partition's points back from the WAL into its memtables (flushing as
     /// the budget requires), a chunk of the log at a time and passing over the stretches
     /// replay skipped, then seals it again if a seal had failed.
-    pub(super) fn rebuild(
-        &mut self,
-        key: &(Arc<str>, i64),
-        dir: &Path,
-        skipped: &Arc<[Range<Lsn>]>,
-    ) {
+    pub(super) fn rebuild(&mut self, key: &(Arc<str>, i64)) {
         let Some(g) = self.groups.get_mut(key) else {
             return;
         };
@@ -119,10 +111,14 @@ impl Engine {
         };
         let upto = self.last_lsn.unwrap_or(from);
         tracing::info!(storage_group = %key.0, partition = key.1, "retrying: reading the partition's points back from the write-ahead log");
+        let Some(mut reader) = self.log_reader(from) else {
+            self.groups
+                .entry(key.clone())
+                .and_modify(|g| g.first_lsn = Some(from));
+            return;
+        };
         self.rebuilding = Some((key.clone(), from));
         let registry = self.registry.clone();
-        let mut reader =
-            LogReader::new(self.opts.fs.clone(), dir.to_path_buf(), from).skipping(skipped.clone());
         let result = loop {
             let (lsn, payload) = match reader.next(upto) {
                 Ok(Some(record)) => record,

@@ -388,6 +388,7 @@ impl Pipeline {
             max_bytes: opts.wal.max_bytes,
             dir: opts.wal.dir.clone(),
             skipped: report.skip_ranges(),
+            open_segments: wal.open_segments(),
         });
         engine.tick();
         let thread = std::thread::Builder::new()
