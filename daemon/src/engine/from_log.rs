@@ -98,3 +98,60 @@ impl Engine {
         self.publish_watermark();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::super::{Engine, EngineOptions, WalControl};
+    use super::*;
+    use crate::engine::schema::Registry;
+    use crate::metrics::Metrics;
+    use crate::pipeline::{Backlog, Handoff};
+
+    /// Failures to read back counted so far (`tsfiled_storage_errors_total`, op `rebuild`).
+    fn read_failures(metrics: &Metrics) -> u64 {
+        metrics
+            .render()
+            .lines()
+            .filter(|l| {
+                l.starts_with("tsfiled_storage_errors_total") && l.contains(r#"op="rebuild""#)
+            })
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum()
+    }
+
+    /// A record left in a segment that is not there: the read fails, and a tick retries it
+    /// only once its backoff (the first, 0.5 s) has passed; `now` retries at once.
+    #[test]
+    fn a_failed_read_back_is_retried_after_its_backoff() {
+        let tmp = tempfile::tempdir().unwrap();
+        let metrics = Metrics::new();
+        let opts = EngineOptions::new("t", tmp.path());
+        let registry = Arc::new(Mutex::new(Registry::in_memory(vec![])));
+        let mut e = Engine::open(opts, registry, metrics.clone()).unwrap();
+        e.attach_wal(WalControl {
+            watermark: Default::default(),
+            stats: Default::default(),
+            max_bytes: 1 << 20,
+            dir: tmp.path().join("wal"),
+            skipped: Arc::from([]),
+            open_segments: Default::default(),
+        });
+        // A memory limit of 10 bytes: the first record of 20 stays in the log.
+        let backlog = Backlog::with_lag(10, 1000);
+        let at = (1 << 40) + 8;
+        assert!(matches!(backlog.hand_over(at, 20, 20), Handoff::FirstInLog));
+        e.set_backlog(backlog.clone());
+        e.read_log_from(at, Instant::now());
+        assert_eq!(read_failures(&metrics), 1);
+        e.catch_up(false);
+        assert_eq!(read_failures(&metrics), 1, "retried before its backoff");
+        std::thread::sleep(RETRY_FIRST + Duration::from_millis(100));
+        e.catch_up(false);
+        assert_eq!(read_failures(&metrics), 2, "not retried after its backoff");
+        e.catch_up(true);
+        assert_eq!(read_failures(&metrics), 3);
+        assert_eq!(backlog.left_upto(), Some(at));
+    }
+}
