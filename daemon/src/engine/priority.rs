@@ -159,6 +159,60 @@ mod tests {
 
     /// On a thread of its own (a test's): lowered to 19 and back where it may return (as
     /// root, as CI runs), unchanged where it may not.
+    /// Lag limit 1000 (a quarter 250, half 500): low up to 250, its own from 500, as it was
+    /// in between (where the priority cannot return, it never changes).
+    #[test]
+    fn the_engine_runs_low_up_to_a_quarter_of_its_lag_limit_and_its_own_from_half() {
+        use crate::engine::schema::Registry;
+        use crate::engine::EngineOptions;
+        use crate::metrics::Metrics;
+        use crate::pipeline::Backlog;
+        use std::sync::{Arc, Mutex};
+        std::thread::spawn(|| {
+            let tmp = tempfile::tempdir().unwrap();
+            let registry = Arc::new(Mutex::new(Registry::in_memory(vec![])));
+            let opts = EngineOptions::new("t", tmp.path());
+            let mut e = Engine::open(opts, registry, Metrics::new()).unwrap();
+            // A memory limit of 10 bytes: from the second record of 10 on, all in the log.
+            let backlog = Backlog::with_lag(10, 1000);
+            e.set_backlog(backlog.clone());
+            let own = reported_nice();
+            e.priority = Some(Niceness::own());
+            let low = if e.priority.as_ref().unwrap().may_restore {
+                19
+            } else {
+                own
+            };
+            let mut lsn = 1 << 40;
+            let mut lag_to = |n: usize| {
+                while backlog.lag() < n {
+                    backlog.hand_over(lsn, 10, 10);
+                    lsn += 18;
+                }
+                assert_eq!(backlog.lag(), n);
+            };
+            let mut nice_at = |e: &mut Engine| {
+                e.pace();
+                reported_nice()
+            };
+            assert_eq!(nice_at(&mut e), low);
+            lag_to(250);
+            assert_eq!(nice_at(&mut e), low);
+            lag_to(300);
+            assert_eq!(nice_at(&mut e), low);
+            lag_to(500);
+            assert_eq!(nice_at(&mut e), own);
+            backlog.done_from_log(200);
+            assert_eq!(nice_at(&mut e), own);
+            backlog.done_from_log(50);
+            assert_eq!(nice_at(&mut e), low);
+            drop(e);
+            assert_eq!(reported_nice(), own);
+        })
+        .join()
+        .unwrap();
+    }
+
     #[test]
     fn the_priority_is_lowered_and_restored_only_where_it_can_return() {
         std::thread::spawn(|| {
