@@ -191,7 +191,7 @@ mod tests {
                 }
                 assert_eq!(backlog.lag(), n);
             };
-            let mut nice_at = |e: &mut Engine| {
+            let nice_at = |e: &mut Engine| {
                 e.pace();
                 reported_nice()
             };
