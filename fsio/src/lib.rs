@@ -101,13 +101,7 @@ pub trait Fs: Send + Sync + fmt::Debug {
     /// it replaces. By default through [`Fs::read`] (the whole file), so that wrappers need
     /// not forward it.
     fn read_at(&self, path: &Path, offset: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
-        let data = self.read(path)?;
-        let start = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(data.len());
-        let end = start.saturating_add(len).min(data.len());
-        buf.clear();
-        buf.extend_from_slice(&data[start..end]);
+        copy_range(&self.read(path)?, offset, len, buf);
         Ok(())
     }
     /// Opens `path` for reading. By default unsupported (callers read by path instead), so
@@ -138,9 +132,19 @@ pub trait Fs: Send + Sync + fmt::Debug {
     fn lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>>;
 }
 
+/// Replaces `buf` with up to `len` bytes of `data` from `offset` (fewer at its end).
+pub(crate) fn copy_range(data: &[u8], offset: u64, len: usize, buf: &mut Vec<u8>) {
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(data.len());
+    let end = start.saturating_add(len).min(data.len());
+    buf.clear();
+    buf.extend_from_slice(&data[start..end]);
+}
+
 impl FsReader for File {
     fn read_at(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
-        buf.clear();
+        // Bytes kept from the last read are overwritten: only growth is zeroed.
         buf.resize(len, 0);
         let mut filled = 0;
         while filled < len {

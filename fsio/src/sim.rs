@@ -446,12 +446,7 @@ impl FsReader for SimReader {
             return Err(io::Error::other("simulated power loss before a read"));
         }
         let data = st.inodes.get(&self.ino).map_or(&[][..], |i| &i.data[..]);
-        let start = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(data.len());
-        let end = start.saturating_add(len).min(data.len());
-        buf.clear();
-        buf.extend_from_slice(&data[start..end]);
+        crate::copy_range(data, offset, len, buf);
         Ok(())
     }
 }

@@ -106,17 +106,17 @@ impl Engine {
             return;
         };
         g.failed = None;
-        let Some(from) = g.first_lsn.take() else {
+        let Some(from) = g.first_lsn else {
             return;
         };
+        let Some(mut reader) = self.log_reader(from) else {
+            return;
+        };
+        if let Some(g) = self.groups.get_mut(key) {
+            g.first_lsn = None;
+        }
         let upto = self.last_lsn.unwrap_or(from);
         tracing::info!(storage_group = %key.0, partition = key.1, "retrying: reading the partition's points back from the write-ahead log");
-        let Some(mut reader) = self.log_reader(from) else {
-            self.groups
-                .entry(key.clone())
-                .and_modify(|g| g.first_lsn = Some(from));
-            return;
-        };
         self.rebuilding = Some((key.clone(), from));
         let registry = self.registry.clone();
         let result = loop {

@@ -1179,15 +1179,14 @@ fn fill_past_the_lag_limit(p: &Arc<Pipeline>) -> i64 {
     k
 }
 
-/// Acknowledged records that stayed in the log while the engine was held survive a crash
-/// (the pipeline gone without stopping, its engine still held and having applied nothing):
-/// the next start replays them from the log, and every acknowledged batch is in the files
-/// once.
-#[test]
-fn records_left_in_the_log_survive_a_crash() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut opts = PipelineOptions::new("t", tmp.path());
-    // Memory limit 1 MiB, lag limit 2 MiB (see the test above).
+/// A pipeline in `dir` (memory limit 1 MiB, lag limit 2 MiB, see the test above) whose
+/// engine is held at the gate, filled past its lag limit: its options (without the gate), the
+/// gate, the pipeline and the number of blocks acknowledged (all records past the first MiB are
+/// left in the log).
+fn held_past_the_lag_limit(
+    dir: &Path,
+) -> (PipelineOptions, crate::hooks::Gate, Arc<Pipeline>, i64) {
+    let mut opts = PipelineOptions::new("t", dir);
     opts.engine.memtable_bytes = 4 << 20;
     opts.wal.max_bytes = 8 << 20;
     let mut held = opts.clone();
@@ -1196,6 +1195,17 @@ fn records_left_in_the_log_survive_a_crash() {
     let p = Pipeline::open(held, Metrics::new()).unwrap();
     let k = fill_past_the_lag_limit(&p);
     assert!(p.backlog.left_upto().is_some());
+    (opts, gate, p, k)
+}
+
+/// Acknowledged records that stayed in the log while the engine was held survive a crash
+/// (the pipeline gone without stopping, its engine still held and having applied nothing):
+/// the next start replays them from the log, and every acknowledged batch is in the files
+/// once.
+#[test]
+fn records_left_in_the_log_survive_a_crash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (opts, _gate, p, k) = held_past_the_lag_limit(tmp.path());
     // The crash: the pipeline is dropped as it is (its engine stays held at the gate).
     drop(p);
     let p = Pipeline::open(opts, Metrics::new()).unwrap();
@@ -1440,15 +1450,7 @@ fn every_encoding_takes_what_normalization_stores_unasked() {
 #[test]
 fn records_left_in_the_log_survive_its_directory_being_removed() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut opts = PipelineOptions::new("t", tmp.path());
-    // Memory limit 1 MiB, lag limit 2 MiB (see above); segments of 1 MiB.
-    opts.engine.memtable_bytes = 4 << 20;
-    opts.wal.max_bytes = 8 << 20;
-    let gate = crate::hooks::Gate::default();
-    opts.engine.hooks.engine_gate = Some(gate.clone());
-    let p = Pipeline::open(opts.clone(), Metrics::new()).unwrap();
-    let k = fill_past_the_lag_limit(&p);
-    assert!(p.backlog.left_upto().is_some());
+    let (opts, gate, p, k) = held_past_the_lag_limit(tmp.path());
     std::fs::remove_dir_all(&opts.wal.dir).unwrap();
     gate.open();
     let mut expected = block_points("root.sg.d1", (0..k).map(|r| r * 10));
